@@ -1,0 +1,109 @@
+import type { Logger } from 'pino'
+import { type Clock, systemClock } from './clock.js'
+import type { Config } from './config.js'
+import { type EventBus, MemoryEventBus } from './events/bus.js'
+import { Notifier } from './handoffs/notify.js'
+import { HandoffService } from './handoffs/service.js'
+import { startPeriodic } from './jobs/cleanup.js'
+import { createLogger } from './log.js'
+import { createMetrics, type Metrics } from './metrics.js'
+import { type Database, openDatabase } from './store/database.js'
+import { pruneIdempotencyKeys } from './store/idempotency.js'
+import { pruneQuotaCounters } from './store/quota.js'
+import { transaction, WriteBatcher } from './store/transaction.js'
+
+/** The hub's version, reported in discovery, MCP and OpenAPI. */
+export const VERSION = '0.1.0'
+
+/** Every service of the hub, built once from config; HTTP, MCP and jobs all use this one object. */
+export interface AppContext {
+  version: string
+  config: Config
+  log: Logger
+  clock: Clock
+  metrics: Metrics
+  database: Database
+  batcher: WriteBatcher
+  bus: EventBus
+  notifier: Notifier
+  handoffs: HandoffService
+  isClosing(): boolean
+  /** Marks the hub as closing and answers every waiter now, before in-flight requests finish. */
+  beginShutdown(): void
+  /** Stops jobs, releases waiters, finishes queued writes and closes the database. */
+  close(): Promise<void>
+  /** Runs the cleanup jobs once now; for tests and operators. */
+  runCleanup(): Promise<void>
+}
+
+/** Assembles the hub from its config; tests inject a clock and a log destination. */
+export async function createApp(
+  config: Config,
+  opts: { clock?: Clock; log?: Logger; bus?: EventBus } = {},
+): Promise<AppContext> {
+  const log = opts.log ?? createLogger(config.logLevel)
+  const clock = opts.clock ?? systemClock
+  const metrics = createMetrics()
+  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+  const batcher = new WriteBatcher(database, config.maxBatch, (n) => metrics.batchSize.observe(n))
+  const bus = opts.bus ?? new MemoryEventBus()
+  const notifier = new Notifier({
+    ...config.notify,
+    log,
+    onOutcome: (outcome) => metrics.notifyDeliveries.inc({ outcome }),
+  })
+  let closing = false
+  let release: () => void = () => {}
+  const closingSignal = new Promise<void>((r) => {
+    release = r
+  })
+  const handoffs = new HandoffService({
+    database,
+    batcher,
+    clock,
+    bus,
+    config: config.handoff,
+    notify: notifier,
+    allowLoopbackNotify: config.notify.allowLoopback,
+    closing: closingSignal,
+    onMove: (outcome) => metrics.handoffMoves.inc({ outcome }),
+  })
+  const cleanupAll = async () => {
+    let removed = await handoffs.cleanup()
+    removed += await transaction(database, async (tx) => {
+      const now = clock.now()
+      return (await pruneIdempotencyKeys(tx.db, now)) + (await pruneQuotaCounters(tx.db, now))
+    })
+    return removed
+  }
+  const cleanupJob = startPeriodic('cleanup', config.handoff.cleanupIntervalMs, cleanupAll, log)
+  log.info({ store: database.describe }, 'database ready')
+
+  return {
+    version: VERSION,
+    config,
+    log,
+    clock,
+    metrics,
+    database,
+    batcher,
+    bus,
+    notifier,
+    handoffs,
+    isClosing: () => closing,
+    beginShutdown() {
+      closing = true
+      release()
+    },
+    async close() {
+      closing = true
+      release()
+      await cleanupJob.stop()
+      await batcher.flush()
+      await notifier.drain()
+      await bus.close()
+      await database.close()
+    },
+    runCleanup: () => cleanupJob.runNow(),
+  }
+}

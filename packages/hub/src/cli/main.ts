@@ -1,0 +1,51 @@
+import { handoffCommand } from './handoff-command.js'
+import { type Io, processIo, reportError } from './io.js'
+import { mcpCommand } from './mcp-command.js'
+import { serveCommand } from './serve.js'
+
+type Command = (argv: string[], io: Io) => Promise<number>
+
+const commands: Record<string, { run: Command; summary: string }> = {
+  serve: {
+    run: serveCommand,
+    summary: 'run the hub (SQLite under ./data unless DATABASE_URL is set)',
+  },
+  handoff: { run: handoffCommand, summary: 'create, read, advance and wait on token handoffs' },
+  mcp: { run: mcpCommand, summary: 'an MCP server over stdio that calls a hub' },
+  context: {
+    run: async (argv, io) => (await import('./context-command.js')).contextCommand(argv, io),
+    summary: 'make, sign, verify and digest signed handoff contexts (offers and statuses)',
+  },
+}
+
+const USAGE = `baton <command> [options]
+
+${Object.entries(commands)
+  .map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`)
+  .join('\n')}
+
+Run baton <command> --help for a command's options.`
+
+/** The `baton` command: dispatches to a subcommand and answers the exit code. */
+export async function main(argv: string[], io: Io = processIo): Promise<number> {
+  const [name, ...rest] = argv
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    io.stdout(USAGE)
+    return name ? 0 : 64
+  }
+  const command = commands[name]
+  if (!command) {
+    io.stderr(`baton: unknown command ${JSON.stringify(name)}\n\n${USAGE}`)
+    return 64
+  }
+  try {
+    return await command.run(rest, io)
+  } catch (error) {
+    const code = (error as { code?: string })?.code
+    if (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS')) {
+      io.stderr(`baton ${name}: ${(error as Error).message}`)
+      return 64
+    }
+    return reportError(error, io, rest.includes('--json'))
+  }
+}

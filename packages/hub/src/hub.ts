@@ -1,0 +1,44 @@
+import type { FastifyInstance } from 'fastify'
+import type { Logger } from 'pino'
+import { type AppContext, createApp } from './app.js'
+import type { Clock } from './clock.js'
+import type { Config } from './config.js'
+import { buildServer } from './http/server.js'
+
+/** A running hub: its address, its context, and a graceful stop. */
+export interface RunningHub {
+  url: string
+  ctx: AppContext
+  app: FastifyInstance
+  /** Graceful: answers waiters, finishes in-flight requests, commits queued writes, closes. */
+  stop(): Promise<void>
+}
+
+/** Starts a hub listening on the configured host and port. */
+export async function startHub(
+  config: Config,
+  opts: { clock?: Clock; log?: Logger } = {},
+): Promise<RunningHub> {
+  const ctx = await createApp(config, opts)
+  const app = await buildServer(ctx)
+  await app.listen({ host: config.host, port: config.port })
+  const addr = app.server.address()
+  const port = typeof addr === 'object' && addr ? addr.port : config.port
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host
+  let stopping: Promise<void> | undefined
+  return {
+    url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
+    ctx,
+    app,
+    stop() {
+      stopping ??= (async () => {
+        ctx.beginShutdown()
+        const grace = setTimeout(() => app.server.closeAllConnections(), config.shutdownGraceMs)
+        await app.close()
+        clearTimeout(grace)
+        await ctx.close()
+      })()
+      return stopping
+    },
+  }
+}

@@ -1,0 +1,65 @@
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
+import type { AppContext } from '../app.js'
+import type { Api } from '../http/server.js'
+import { createMcpServer } from './server.js'
+
+/**
+ * MCP over Streamable HTTP at /mcp, stateless: each request gets a fresh server whose tools call
+ * the hub's services directly, with the caller's address for per-IP quotas.
+ */
+export function registerMcpRoute(api: Api, ctx: AppContext): void {
+  const handle = async (
+    req: Parameters<Parameters<Api['route']>[0]['handler']>[0],
+    reply: Parameters<Parameters<Api['route']>[0]['handler']>[1],
+  ) => {
+    const ip = req.ip
+    const server = createMcpServer(
+      {
+        handoffs: {
+          create: (input) => ctx.handoffs.create(input, { ip }),
+          read: (id, token) => ctx.handoffs.read(id, token),
+          advance: (id, state, input, token) => ctx.handoffs.advance(id, state, input, token),
+          wait: (id, token, seconds, version) => ctx.handoffs.wait(id, token, seconds, version),
+        },
+      },
+      ctx.version,
+    )
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined })
+    reply.hijack()
+    reply.raw.on('close', () => {
+      void transport.close()
+      void server.close()
+    })
+    await server.connect(transport)
+    await transport.handleRequest(req.raw, reply.raw, req.body)
+  }
+  api.route({
+    method: 'POST',
+    url: '/mcp',
+    operationId: 'mcp',
+    summary: 'MCP over Streamable HTTP (JSON-RPC); tools create, advance and read handoffs',
+    tags: ['mcp'],
+    security: 'none',
+    responses: { 200: { description: 'A JSON-RPC answer, as JSON or an event stream' } },
+    handler: handle,
+  })
+  for (const method of ['GET', 'DELETE'] as const) {
+    api.route({
+      method,
+      url: '/mcp',
+      operationId: `mcp${method}`,
+      summary: 'Not offered: the MCP endpoint is stateless',
+      tags: ['mcp'],
+      security: 'none',
+      responses: { 405: { description: 'method_not_allowed' } },
+      handler: async (_req, reply) => {
+        reply.code(405).header('allow', 'POST')
+        return {
+          error: 'This MCP endpoint is stateless; send JSON-RPC requests with POST',
+          code: 'method_not_allowed',
+          fix: 'Use POST /mcp.',
+        }
+      },
+    })
+  }
+}

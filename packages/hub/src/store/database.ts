@@ -1,0 +1,118 @@
+import { mkdirSync } from 'node:fs'
+import path from 'node:path'
+import SQLite from 'better-sqlite3'
+import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely'
+import pg from 'pg'
+import { migrate } from './migrations.js'
+import type { Schema } from './schema.js'
+
+/** What differs between the two dialects, in one place; features never branch on the dialect. */
+export interface Capabilities {
+  name: 'sqlite' | 'postgres'
+  /** The statement that opens a write transaction (SQLite takes its write lock up front). */
+  beginWrite: string
+  /** True for errors worth retrying the whole transaction on: busy, serialization, deadlock. */
+  isRetryable(error: unknown): boolean
+  /** True for a unique-constraint violation. */
+  isUniqueViolation(error: unknown): boolean
+}
+
+const sqliteCaps: Capabilities = {
+  name: 'sqlite',
+  beginWrite: 'begin immediate',
+  isRetryable: (e) => {
+    const code = (e as { code?: unknown })?.code
+    return code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED'
+  },
+  isUniqueViolation: (e) => {
+    const code = (e as { code?: unknown })?.code
+    return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY'
+  },
+}
+
+const postgresCaps: Capabilities = {
+  name: 'postgres',
+  beginWrite: 'begin',
+  isRetryable: (e) => {
+    const code = (e as { code?: unknown })?.code
+    return code === '40001' || code === '40P01'
+  },
+  isUniqueViolation: (e) => (e as { code?: unknown })?.code === '23505',
+}
+
+/** An open database: the kysely instance, its capabilities, and how to close it. */
+export interface Database {
+  db: Kysely<Schema>
+  caps: Capabilities
+  /** A short description safe to log (no password). */
+  describe: string
+  close(): Promise<void>
+}
+
+/** Where the SQLite file lives under a data directory. */
+export function sqlitePath(dataDir: string): string {
+  return path.join(dataDir, 'baton.sqlite')
+}
+
+/**
+ * Opens the database named by the config and applies migrations. SQLite runs in WAL mode with
+ * synchronous=FULL so that a committed write survives a crash or power loss.
+ */
+export async function openDatabase(opts: {
+  databaseUrl?: string | undefined
+  dataDir: string
+  poolSize?: number
+}): Promise<Database> {
+  let database: Database
+  if (opts.databaseUrl) {
+    const pool = new pg.Pool({
+      connectionString: opts.databaseUrl,
+      max: opts.poolSize ?? 10,
+      // bigint columns hold epoch milliseconds, which fit a JavaScript number exactly.
+      types: {
+        getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+          oid === 20
+            ? (v: string) => Number(v)
+            : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+      },
+    })
+    pool.on('error', () => {})
+    const url = new URL(opts.databaseUrl)
+    database = {
+      db: new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) }),
+      caps: postgresCaps,
+      describe: `postgres://${url.hostname}:${url.port || 5432}${url.pathname}`,
+      close: async () => {
+        await database.db.destroy()
+      },
+    }
+  } else {
+    mkdirSync(opts.dataDir, { recursive: true })
+    const file = sqlitePath(opts.dataDir)
+    const sqlite = new SQLite(file)
+    sqlite.pragma('journal_mode = WAL')
+    sqlite.pragma('synchronous = FULL')
+    sqlite.pragma('busy_timeout = 5000')
+    sqlite.pragma('foreign_keys = ON')
+    database = {
+      db: new Kysely<Schema>({ dialect: new SqliteDialect({ database: sqlite }) }),
+      caps: sqliteCaps,
+      describe: `sqlite:${file}`,
+      close: async () => {
+        await database.db.destroy()
+      },
+    }
+  }
+  await migrate(database.db as unknown as Kysely<unknown>)
+  return database
+}
+
+/** Answers true when the database answers a trivial query. */
+export async function ping(database: Database): Promise<boolean> {
+  try {
+    await sql`select 1`.execute(database.db)
+    return true
+  } catch {
+    return false
+  }
+}

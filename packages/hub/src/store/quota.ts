@@ -1,0 +1,49 @@
+import { BatonError } from '@baton/protocol'
+import type { Kysely } from 'kysely'
+import type { Schema } from './schema.js'
+
+const DAY_MS = 24 * 60 * 60 * 1000
+
+/** The start of the UTC day holding `at`, in epoch milliseconds. */
+export function utcDayStart(at: number): number {
+  return Math.floor(at / DAY_MS) * DAY_MS
+}
+
+/**
+ * Counts one use against a per-UTC-day quota inside the caller's transaction, so a refused or
+ * rolled-back write is never counted. Throws `rate_limited` with Retry-After when over the limit.
+ */
+export async function consumeDailyQuota(
+  db: Kysely<Schema>,
+  q: { scope: string; subject: string; limit: number; now: number },
+): Promise<void> {
+  const windowStart = utcDayStart(q.now)
+  const row = await db
+    .insertInto('quota_counters')
+    .values({ scope: q.scope, subject: q.subject, window_start: windowStart, count: 1 })
+    .onConflict((oc) =>
+      oc
+        .columns(['scope', 'subject', 'window_start'])
+        .doUpdateSet((eb) => ({ count: eb('quota_counters.count', '+', 1) })),
+    )
+    .returning('count')
+    .executeTakeFirstOrThrow()
+  if (row.count > q.limit) {
+    const retryAfter = Math.max(1, Math.ceil((windowStart + DAY_MS - q.now) / 1000))
+    throw new BatonError(
+      'rate_limited',
+      `Quota of ${q.limit} ${q.scope} per UTC day is used up`,
+      { limit: q.limit, retry_after: retryAfter },
+      { 'retry-after': String(retryAfter) },
+    )
+  }
+}
+
+/** Deletes counters of days before `now`'s day. */
+export async function pruneQuotaCounters(db: Kysely<Schema>, now: number): Promise<number> {
+  const res = await db
+    .deleteFrom('quota_counters')
+    .where('window_start', '<', utcDayStart(now))
+    .executeTakeFirst()
+  return Number(res.numDeletedRows)
+}

@@ -1,0 +1,32 @@
+import { BatonError } from '@baton/protocol'
+import type { z } from 'zod'
+
+/**
+ * Parses a value with a wire schema, turning the first problem into a 400 with a stable code:
+ * `unknown_field` for a field the schema does not know, `invalid_request` for anything else,
+ * with the offending field's path in `field`.
+ */
+export function parseInput<S extends z.ZodType>(
+  schema: S,
+  value: unknown,
+  what = 'body',
+): z.output<S> {
+  const result = schema.safeParse(value)
+  if (result.success) return result.data
+  const issue = result.error.issues[0]!
+  const base = issue.path.map(String).join('.')
+  if (issue.code === 'unrecognized_keys') {
+    const key = issue.keys[0] ?? ''
+    const field = base ? `${base}.${key}` : key
+    throw new BatonError('unknown_field', `Unknown field ${JSON.stringify(field)} in ${what}`, {
+      field,
+    })
+  }
+  const field = base || what
+  if (value === undefined || value === null || typeof value !== 'object') {
+    if (!base) {
+      throw new BatonError('invalid_request', `The ${what} must be a JSON object`, { field })
+    }
+  }
+  throw new BatonError('invalid_request', `Invalid ${field}: ${issue.message}`, { field })
+}

@@ -1,0 +1,137 @@
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import pg from 'pg'
+import pino from 'pino'
+import type { Clock } from '../src/clock.js'
+import { type Config, loadConfig } from '../src/config.js'
+import { type RunningHub, startHub } from '../src/hub.js'
+
+/** One of the two stores every hub test runs against. */
+export interface TestStore {
+  name: 'sqlite' | 'postgres'
+  /** A fresh, empty database: a SQLite data directory or a new PostgreSQL database. */
+  fresh(): Promise<{ env: Record<string, string>; drop(): Promise<void> }>
+}
+
+const pgUrl = process.env.BATON_TEST_PG_URL
+
+async function createPgDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  if (!pgUrl) {
+    throw new Error(
+      'BATON_TEST_PG_URL is not set: run the suite with `npm test`, which starts PostgreSQL or uses DATABASE_URL',
+    )
+  }
+  const name = `baton_t_${randomBytes(6).toString('hex')}`
+  const admin = new pg.Client({ connectionString: pgUrl })
+  await admin.connect()
+  await admin.query(`create database ${name}`)
+  await admin.end()
+  const url = new URL(pgUrl)
+  url.pathname = `/${name}`
+  return {
+    url: url.toString(),
+    async drop() {
+      const c = new pg.Client({ connectionString: pgUrl })
+      await c.connect()
+      await c.query(`drop database if exists ${name} with (force)`)
+      await c.end()
+    },
+  }
+}
+
+/** Both stores; a PostgreSQL store without a server fails the test instead of skipping it. */
+export const testStores: TestStore[] = [
+  {
+    name: 'sqlite',
+    async fresh() {
+      const dir = mkdtempSync(path.join(tmpdir(), 'baton-test-'))
+      return {
+        env: { BATON_DATA_DIR: dir },
+        async drop() {
+          rmSync(dir, { recursive: true, force: true })
+        },
+      }
+    },
+  },
+  {
+    name: 'postgres',
+    async fresh() {
+      const db = await createPgDatabase()
+      return { env: { DATABASE_URL: db.url, BATON_DATA_DIR: tmpdir() }, drop: db.drop }
+    },
+  },
+]
+
+/** A hub on loopback with a fresh database of the given store. */
+export interface TestHub extends RunningHub {
+  config: Config
+  /** Stops the hub and drops its database. */
+  close(): Promise<void>
+}
+
+/** Starts a hub for a test: port 0, silent logs, and any config overrides as environment. */
+export async function startTestHub(
+  store: TestStore,
+  env: Record<string, string> = {},
+  opts: { clock?: Clock } = {},
+): Promise<TestHub> {
+  const db = await store.fresh()
+  const config = loadConfig({
+    BATON_HOST: '127.0.0.1',
+    BATON_PORT: '0',
+    BATON_LOG_LEVEL: 'silent',
+    ...db.env,
+    ...env,
+  })
+  const hub = await startHub(config, { ...opts, log: pino({ level: 'silent' }) })
+  return {
+    ...hub,
+    config,
+    async close() {
+      await hub.stop()
+      await db.drop()
+    },
+  }
+}
+
+/** Sends a JSON request to a test hub and answers status, headers and parsed body. */
+export async function call(
+  hub: { url: string },
+  method: string,
+  path: string,
+  opts: { body?: unknown; raw?: string; token?: string; headers?: Record<string, string> } = {},
+): Promise<{
+  status: number
+  headers: Headers
+  body: Record<string, unknown> & { code?: string }
+}> {
+  const headers: Record<string, string> = { ...opts.headers }
+  let body: string | undefined
+  if (opts.raw !== undefined) body = opts.raw
+  else if (opts.body !== undefined) body = JSON.stringify(opts.body)
+  if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) {
+    headers['content-type'] = 'application/json'
+  }
+  if (opts.token) headers.authorization = `Bearer ${opts.token}`
+  const res = await fetch(hub.url + path, {
+    method,
+    headers,
+    ...(body !== undefined ? { body } : {}),
+  })
+  const text = await res.text()
+  let parsed: Record<string, unknown> = {}
+  try {
+    parsed = text ? (JSON.parse(text) as Record<string, unknown>) : {}
+  } catch {
+    parsed = { text }
+  }
+  return { status: res.status, headers: res.headers, body: parsed }
+}
+
+/** The repository root, for spawning the `baton` command in tests. */
+export const repoRoot = path.resolve(import.meta.dirname, '../../..')
+
+/** The `baton` command's entry point. */
+export const batonBin = path.join(repoRoot, 'packages/hub/bin/baton.mjs')

@@ -1,0 +1,200 @@
+/**
+ * One registry of stable error codes. A code is never renamed or reused; its message may improve.
+ * `docs/errors.md` lists every code, and a test keeps the two in step.
+ */
+export const ERRORS = {
+  // request shape
+  invalid_json: { status: 400, fix: 'Send a body that is valid JSON.' },
+  invalid_request: {
+    status: 400,
+    fix: 'Correct the field named in `field` as the message says and send the request again.',
+  },
+  unknown_field: {
+    status: 400,
+    fix: 'Remove the field named in `field`; only documented fields are accepted.',
+  },
+  unsupported_media_type: {
+    status: 415,
+    fix: 'Send the body with `Content-Type: application/json`.',
+  },
+  body_too_large: { status: 413, fix: 'Send a smaller request body.' },
+  uri_too_long: { status: 414, fix: 'Use a shorter path; ids and state names are short.' },
+  not_found: { status: 404, fix: 'Check the method and path against /openapi.json.' },
+  method_not_allowed: { status: 405, fix: 'Use a method this path supports (see /openapi.json).' },
+  idempotency_conflict: {
+    status: 409,
+    fix: 'An Idempotency-Key or nonce was reused with a different request. Use a new key for a new request, or repeat the original request exactly.',
+  },
+
+  // token handoffs (seed 002)
+  token_missing: {
+    status: 401,
+    fix: 'Send the owner or receiver token as `Authorization: Bearer <token>`.',
+  },
+  handoff_not_found: {
+    status: 404,
+    fix: 'Check the handoff id and the token; a handoff is also gone once cleanup removes it after expiry.',
+  },
+  handoff_expired: {
+    status: 410,
+    fix: 'The handoff passed its expiry and can no longer be read or moved. Create a new handoff.',
+  },
+  payload_too_large: {
+    status: 413,
+    fix: 'Keep the payload at most 16 KiB as JSON; store large work elsewhere and pass a reference.',
+  },
+  invalid_machine: {
+    status: 400,
+    fix: 'Declare distinct states (at most the limit), name only declared states in `final` and `transitions`, move only forward, and do not make the first state final.',
+  },
+  unknown_state: {
+    status: 400,
+    fix: "Use a state name from the handoff's machine (read the handoff to see `machine.states`).",
+  },
+  state_conflict: {
+    status: 409,
+    fix: 'Read the handoff, decide from the state it is really in, and send the next transition with that state as from. A nonce makes the same transition safe to repeat.',
+  },
+  transition_not_allowed: {
+    status: 409,
+    fix: "Move only to a state listed in `allowed_next` for the handoff's current state.",
+  },
+  invalid_notify_url: {
+    status: 400,
+    fix: 'Use an absolute http(s) URL whose host is a public host name or address.',
+  },
+
+  // identity and signed requests (seed 000; RFC 9421, RFC 9530)
+  signature_missing: {
+    status: 401,
+    fix: 'Sign every /v1 request with HTTP Message Signatures (RFC 9421): send Signature-Input and Signature, e.g. with `baton request` or @baton/client.',
+  },
+  signature_malformed: {
+    status: 401,
+    fix: 'Send one signature whose Signature-Input covers "@method", "@target-uri" (and "content-digest" and "content-type" with a body) with created, nonce and keyid parameters and alg="ed25519"; see /.well-known/agent-net.',
+  },
+  unknown_key: {
+    status: 401,
+    fix: 'Use your principal (a did:key for an Ed25519 public key) as the keyid parameter.',
+  },
+  signature_invalid: {
+    status: 401,
+    fix: 'Sign the exact request you send with the private key of the keyid; check that nothing (a proxy, a redirect) rewrites the method, URL or covered headers.',
+  },
+  digest_mismatch: {
+    status: 401,
+    fix: 'Send Content-Digest: sha-256=:<base64 of the SHA-256 of the exact body bytes>: (RFC 9530) and do not change the body after signing.',
+  },
+  signature_stale: {
+    status: 401,
+    fix: 'Set created to the current time (within the skew window in discovery) and fix the clock of the signing machine.',
+  },
+  signature_replayed: {
+    status: 401,
+    fix: 'Sign each request afresh with a new nonce; a signed request cannot be sent twice.',
+  },
+  admission_pending: {
+    status: 403,
+    fix: 'Your key is enrolled and waits for an operator to approve it; check GET /v1/me later.',
+  },
+  admission_rejected: {
+    status: 403,
+    fix: 'An operator rejected this key; ask the hub operator.',
+  },
+  principal_suspended: {
+    status: 403,
+    fix: 'An operator suspended this key; ask the hub operator.',
+  },
+  admin_disabled: {
+    status: 403,
+    fix: 'Start the hub with BATON_ADMIN_TOKEN set, or run `baton admin` with --data-dir or --database-url on the hub database.',
+  },
+  admin_token_invalid: {
+    status: 401,
+    fix: 'Send the operator token as `Authorization: Bearer <BATON_ADMIN_TOKEN>`.',
+  },
+  principal_not_found: {
+    status: 404,
+    fix: 'Check the principal (a did:key); a key is known only after its first signed request.',
+  },
+  identity_file_insecure: {
+    status: 400,
+    fix: 'Make the identity file readable by its owner only: chmod 600 <file>.',
+  },
+  identity_file_invalid: {
+    status: 400,
+    fix: 'Use an identity file written by `baton identity init`; its principal must match its keys.',
+  },
+  identity_file_exists: {
+    status: 409,
+    fix: 'Keep the existing identity (it is your key) or choose another --out path; identity files are never overwritten.',
+  },
+
+  // limits
+  rate_limited: { status: 429, fix: 'Wait for the number of seconds in Retry-After, then retry.' },
+
+  // server
+  shutting_down: { status: 503, fix: 'The hub is restarting; retry in a moment.' },
+  unavailable: { status: 503, fix: 'The hub cannot reach its database; retry in a moment.' },
+  internal: {
+    status: 500,
+    fix: 'Retry the request; if it keeps failing, report it to the hub operator.',
+  },
+} as const satisfies Record<string, { status: number; fix: string }>
+
+/** A stable machine-readable error code. */
+export type ErrorCode = keyof typeof ERRORS
+
+/** The JSON body of every error answer: `{ error, code, fix, ...context }`. */
+export interface ErrorBody {
+  error: string
+  code: ErrorCode
+  fix?: string
+  [key: string]: unknown
+}
+
+/** Tells whether a string is a registered error code. */
+export function isErrorCode(code: unknown): code is ErrorCode {
+  return typeof code === 'string' && Object.hasOwn(ERRORS, code)
+}
+
+/**
+ * The one error type of Baton: a stable `code`, a human message, and context a caller may need
+ * (for example `state`, `version` and `ended` on a handoff conflict).
+ *
+ * @example throw new BatonError('handoff_expired', 'Handoff h_1 expired at 2026-11-30T00:00:00Z')
+ */
+export class BatonError extends Error {
+  readonly code: ErrorCode
+  readonly status: number
+  readonly context: Record<string, unknown>
+  readonly headers: Record<string, string>
+
+  constructor(
+    code: ErrorCode,
+    message: string,
+    context: Record<string, unknown> = {},
+    headers: Record<string, string> = {},
+  ) {
+    super(message)
+    this.name = 'BatonError'
+    this.code = code
+    this.status = ERRORS[code].status
+    this.context = context
+    this.headers = headers
+  }
+
+  /** Renders the wire body; `fix` comes from the registry unless the context overrides it. */
+  toBody(): ErrorBody {
+    return { error: this.message, code: this.code, fix: ERRORS[this.code].fix, ...this.context }
+  }
+
+  /** Rebuilds an error from a wire body, for clients; unknown codes become `internal`. */
+  static fromBody(body: unknown, status?: number): BatonError {
+    if (body && typeof body === 'object' && 'code' in body && isErrorCode(body.code)) {
+      const { error, code, fix: _fix, ...context } = body as ErrorBody
+      return new BatonError(code, typeof error === 'string' ? error : code, context)
+    }
+    return new BatonError('internal', `Unexpected answer${status ? ` (HTTP ${status})` : ''}`)
+  }
+}

@@ -1,0 +1,3 @@
+export * from './errors.js'
+export * from './handoff.js'
+export * from './identity.js'
