@@ -29,8 +29,6 @@ for (const [net, prefix] of [
 for (const [net, prefix] of [
   ['::', 128],
   ['::1', 128],
-  ['::ffff:0:0', 96],
-  ['64:ff9b::', 96],
   ['100::', 64],
   ['2001:db8::', 32],
   ['fc00::', 7],
@@ -39,6 +37,8 @@ for (const [net, prefix] of [
 ] as const) {
   forbidden.addSubnet(net, prefix, 'ipv6')
 }
+// IPv4-mapped and NAT64 IPv6 addresses are judged by the IPv4 address they carry (below); a
+// BlockList rule for those ranges would also match every plain IPv4 address.
 const loopback = new BlockList()
 loopback.addSubnet('127.0.0.0', 8, 'ipv4')
 loopback.addAddress('::1', 'ipv6')
@@ -49,9 +49,13 @@ export function isDeliverableAddress(address: string, allowLoopback: boolean): b
   if (family === 0) return false
   const type = family === 4 ? 'ipv4' : 'ipv6'
   if (allowLoopback && loopback.check(address, type)) return true
-  if (type === 'ipv6' && address.toLowerCase().startsWith('::ffff:')) {
-    const v4 = address.slice(7)
-    if (isIP(v4) === 4) return isDeliverableAddress(v4, allowLoopback)
+  const lower = address.toLowerCase()
+  for (const prefix of ['::ffff:', '64:ff9b::']) {
+    if (type === 'ipv6' && lower.startsWith(prefix)) {
+      const v4 = lower.slice(prefix.length)
+      if (isIP(v4) === 4) return isDeliverableAddress(v4, allowLoopback)
+      return false
+    }
   }
   return !forbidden.check(address, type)
 }

@@ -8,6 +8,7 @@ import Fastify, {
 } from 'fastify'
 import type { AppContext } from '../app.js'
 import { registerHandoffRoutes } from '../handoffs/http.js'
+import { registerIdentityRoutes } from '../identity/http.js'
 import { registerMcpRoute } from '../mcp/http.js'
 import { ping } from '../store/database.js'
 import { toBatonError } from './errors.js'
@@ -89,6 +90,12 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
     reply.code(404).send(e.toBody())
   })
 
+  // While shutting down, every answer closes its connection so the server can stop promptly.
+  app.addHook('onSend', async (_req, reply, payload) => {
+    if (ctx.isClosing()) reply.header('connection', 'close')
+    return payload
+  })
+
   app.addHook('onResponse', (req, reply, done) => {
     const route = req.routeOptions.url ?? 'unmatched'
     metrics.httpRequests.inc({ method: req.method, route, status: reply.statusCode })
@@ -163,6 +170,7 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
   })
 
   registerHandoffRoutes(api, ctx)
+  registerIdentityRoutes(api, ctx)
   registerMcpRoute(api, ctx)
 
   const doc = openapi.document({ title: 'Baton hub', version: ctx.version })

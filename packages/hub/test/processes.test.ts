@@ -1,0 +1,194 @@
+import assert from 'node:assert/strict'
+import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { after, before, describe, test } from 'node:test'
+import { promisify } from 'node:util'
+import { batonBin, call, repoRoot, startTestHub, type TestHub, testStores } from './support.js'
+
+const run = promisify(execFile)
+const H = '/services/v1/handoff'
+
+/** Starts `baton serve` as its own process and answers its URL once it listens. */
+async function serveProcess(
+  env: Record<string, string>,
+): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, [batonBin, 'serve'], {
+    cwd: repoRoot,
+    env: { ...process.env, BATON_HOST: '127.0.0.1', BATON_PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = ''
+    child.stdout!.on('data', (chunk) => {
+      out += chunk
+      const m = /"url":"(http:\/\/[^"]+)".*"msg":"hub listening"/.exec(out)
+      if (m) resolve(m[1]!)
+    })
+    child.once('exit', (code) => reject(new Error(`baton serve exited ${code}: ${out}`)))
+  })
+  return { url, child }
+}
+
+const exited = (child: ChildProcess) =>
+  new Promise<number | null>((r) => {
+    if (child.exitCode !== null) r(child.exitCode)
+    else child.once('exit', (code) => r(code))
+  })
+
+for (const store of testStores) {
+  describe(`separate processes (${store.name})`, () => {
+    let hub: TestHub
+    before(async () => {
+      hub = await startTestHub(store)
+    })
+    after(() => hub.close())
+
+    test('eight OS processes racing for one move: one winner, seven 409s naming the winning state', async () => {
+      const created = await call(hub, 'POST', H, { body: { payload: { job: 'race' } } })
+      const { handoff_id: id, owner_token, receiver_token } = created.body as Record<string, string>
+      const startAt = Date.now() + 4000
+      const targets = ['accepted', 'working', 'done', 'failed']
+      const outcomes = await Promise.all(
+        Array.from({ length: 8 }, async (_, i) => {
+          const { stdout } = await run(
+            process.execPath,
+            [
+              '--import',
+              'tsx',
+              'packages/hub/test/fixtures/racer.ts',
+              hub.url,
+              id!,
+              i % 2 ? owner_token! : receiver_token!,
+              targets[i % targets.length]!,
+              'offered',
+              String(startAt),
+            ],
+            { cwd: repoRoot },
+          )
+          return JSON.parse(stdout) as { status: number; state: string; code?: string }
+        }),
+      )
+      const winners = outcomes.filter((o) => o.status === 200)
+      const refused = outcomes.filter((o) => o.status === 409)
+      assert.equal(winners.length, 1, JSON.stringify(outcomes))
+      assert.equal(refused.length, 7)
+      for (const r of refused) {
+        assert.equal(r.code, 'state_conflict')
+        assert.equal(r.state, winners[0]!.state)
+      }
+    })
+
+    test('the CLI: create, advance, read, a conflict exits 1 with the wire body under --json', async () => {
+      const created = await run(
+        process.execPath,
+        [batonBin, 'handoff', 'create', '--hub', hub.url, '--payload', '{"task":"cli"}', '--json'],
+        { cwd: repoRoot },
+      )
+      const h = JSON.parse(created.stdout) as Record<string, string>
+      const moved = await run(
+        process.execPath,
+        [
+          batonBin,
+          'handoff',
+          'advance',
+          h.handoff_id!,
+          'accepted',
+          '--from',
+          'offered',
+          '--token',
+          h.receiver_token!,
+          '--hub',
+          hub.url,
+          '--json',
+        ],
+        { cwd: repoRoot },
+      )
+      assert.equal(JSON.parse(moved.stdout).state, 'accepted')
+      const conflict = await run(
+        process.execPath,
+        [
+          batonBin,
+          'handoff',
+          'advance',
+          h.handoff_id!,
+          'working',
+          '--from',
+          'offered',
+          '--token',
+          h.owner_token!,
+          '--hub',
+          hub.url,
+          '--json',
+        ],
+        { cwd: repoRoot },
+      ).then(
+        () => assert.fail('a conflict must exit non-zero'),
+        (e: { code: number; stdout: string }) => e,
+      )
+      assert.equal(conflict.code, 1)
+      const body = JSON.parse(conflict.stdout)
+      assert.equal(body.code, 'state_conflict')
+      assert.equal(body.state, 'accepted')
+    })
+  })
+
+  describe(`hub process lifecycle (${store.name})`, () => {
+    test('a write acknowledged before a crash (SIGKILL) is there after restart', async () => {
+      const db = await store.fresh()
+      try {
+        const first = await serveProcess(db.env)
+        const created = await call({ url: first.url }, 'POST', H, { body: { payload: { n: 1 } } })
+        const { handoff_id: id, owner_token } = created.body as Record<string, string>
+        const moves = await Promise.all(
+          ['accepted'].map((to) =>
+            call({ url: first.url }, 'POST', `${H}/${id}/${to}`, {
+              token: owner_token!,
+              body: { from: 'offered', nonce: 'before-crash' },
+            }),
+          ),
+        )
+        assert.equal(moves[0]!.status, 200)
+        first.child.kill('SIGKILL')
+        await exited(first.child)
+        const second = await serveProcess(db.env)
+        try {
+          const read = await call({ url: second.url }, 'GET', `${H}/${id}`, { token: owner_token! })
+          assert.equal(read.status, 200)
+          assert.equal(read.body.state, 'accepted')
+          assert.equal(read.body.version, 2)
+          const repeat = await call({ url: second.url }, 'POST', `${H}/${id}/accepted`, {
+            token: owner_token!,
+            body: { from: 'offered', nonce: 'before-crash' },
+          })
+          assert.equal(repeat.body.repeated, true, 'the nonce survives the crash too')
+        } finally {
+          second.child.kill('SIGTERM')
+          await exited(second.child)
+        }
+      } finally {
+        await db.drop()
+      }
+    })
+
+    test('SIGTERM answers waiters at once, then exits 0', async () => {
+      const db = await store.fresh()
+      try {
+        const hubProc = await serveProcess(db.env)
+        const created = await call({ url: hubProc.url }, 'POST', H, { body: { payload: 1 } })
+        const { handoff_id: id, owner_token } = created.body as Record<string, string>
+        const started = Date.now()
+        const waiting = call({ url: hubProc.url }, 'GET', `${H}/${id}/wait/25`, {
+          token: owner_token!,
+        })
+        await new Promise((r) => setTimeout(r, 300))
+        hubProc.child.kill('SIGTERM')
+        const res = await waiting
+        assert.equal(res.status, 200)
+        assert.equal(res.body.changed, false)
+        assert.ok(Date.now() - started < 20_000, 'released by shutdown, not by the 25 s timeout')
+        assert.equal(await exited(hubProc.child), 0)
+      } finally {
+        await db.drop()
+      }
+    })
+  })
+}
