@@ -312,7 +312,7 @@ export class HandoffService {
     const seen = seenVersion === undefined ? undefined : parseWholeNumber(seenVersion, 'version')
     const waitMs = Math.min(secs, this.deps.config.maxWaitSeconds) * 1000
     let wake: () => void = () => {}
-    const woken = new Promise<void>((r) => {
+    let woken = new Promise<void>((r) => {
       wake = r
     })
     const unsubscribe = this.deps.bus.subscribe(handoffTopic(id), () => wake())
@@ -324,16 +324,34 @@ export class HandoffService {
       }
       const untilExpiry = Date.parse(first.expires_at) - this.deps.clock.now()
       let timer: NodeJS.Timeout | undefined
+      let done = false
       const timeout = new Promise<void>((r) => {
         timer = setTimeout(r, Math.max(0, Math.min(waitMs, untilExpiry)))
+      }).then(() => {
+        done = true
       })
-      const aborted = new Promise<void>((r) =>
-        signal?.addEventListener('abort', () => r(), { once: true }),
-      )
-      await Promise.race([woken, timeout, aborted, this.deps.closing])
-      clearTimeout(timer)
-      const last = await this.read(id, token)
-      return { ...last, changed: last.version > since }
+      const stop = Promise.race([
+        new Promise<void>((r) => signal?.addEventListener('abort', () => r(), { once: true })),
+        this.deps.closing,
+      ]).then(() => {
+        done = true
+      })
+      try {
+        // An event is a hint: re-read, and keep waiting if this handoff has not really changed.
+        for (;;) {
+          await Promise.race([woken, timeout, stop])
+          // Re-arm before re-reading, so an event during the read is not lost.
+          woken = new Promise<void>((r) => {
+            wake = r
+          })
+          const current = await this.read(id, token)
+          if (done || current.version > since || current.ended) {
+            return { ...current, changed: current.version > since }
+          }
+        }
+      } finally {
+        clearTimeout(timer)
+      }
     } finally {
       unsubscribe()
     }

@@ -51,7 +51,7 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
     // Errors the router raises before any route runs (bad URL encoding, over-long segments).
     frameworkErrors: (error, _req, reply) => {
       const e = toBatonError(error)
-      reply.code(e.status).send(e.toBody())
+      void (reply as FastifyReply).code(e.status).send(e.toBody())
     },
   })
 
