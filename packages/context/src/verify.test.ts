@@ -1,0 +1,163 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { agents, buildChain, clockAt, T0, trustOf } from '../test/fixtures.js'
+import { signOffer, toHandoff } from './offer.js'
+import { createDigestRef } from './refs.js'
+import { MemoryReplayStore } from './replay-store.js'
+import { assertHandoff, verifyHandoff } from './verify.js'
+
+const A = 'spiffe://a.example/agent/assistant'
+const P = 'spiffe://a.example/agent/planner'
+const C = 'spiffe://b.example/agent/coder'
+const list = await agents([A, P, C])
+const [assistant, planner] = list as [(typeof list)[0], (typeof list)[0]]
+const trust = trustOf(list)
+const base = { trust, audience: C, now: clockAt(T0 + 1) }
+
+describe('verifyHandoff: the seven checks in order', () => {
+  test('a valid handoff verifies with its digest, chain and origin', async () => {
+    const h = buildChain([assistant, planner], C)
+    const r = await verifyHandoff(h, { ...base, replay: new MemoryReplayStore() })
+    assert.equal(r.ok, true)
+    if (!r.ok) return
+    assert.equal(r.chain.length, 1)
+    assert.equal(r.partial, false)
+    assert.equal(r.origin, A)
+    assert.equal(r.replayChecked, true)
+  })
+
+  test('the first failure wins: a bad signature before a wrong audience', async () => {
+    const h = buildChain([assistant, planner], C)
+    const offer = `${(h.offer as string).slice(0, -3)}AAA`
+    const r = await verifyHandoff({ offer }, { ...base, audience: 'someone-else' })
+    assert.equal(r.ok, false)
+    if (!r.ok) assert.equal(r.reason, 'bad-signature')
+  })
+
+  test('the first failure wins: a wrong audience before staleness', async () => {
+    const h = buildChain([assistant, planner], C)
+    const r = await verifyHandoff(h, { ...base, audience: P, now: clockAt(T0 + 10_000) })
+    if (!r.ok) assert.equal(r.reason, 'wrong-audience')
+    else assert.fail()
+  })
+
+  test('the first failure wins: staleness is not remembered as replay', async () => {
+    const h = buildChain([assistant, planner], C)
+    const replay = new MemoryReplayStore()
+    const stale = await verifyHandoff(h, { ...base, replay, now: clockAt(T0 + 10_000) })
+    assert.equal(!stale.ok && stale.reason, 'stale')
+    assert.equal((await verifyHandoff(h, { ...base, replay })).ok, true)
+  })
+
+  test('the first failure wins: replay before a dialog or chain failure', async () => {
+    const h = buildChain([assistant, planner], C)
+    const replay = new MemoryReplayStore()
+    const first = await verifyHandoff(h, { ...base, replay, dialog: 'nope' })
+    assert.equal(!first.ok && first.reason, 'policy')
+    const second = await verifyHandoff(h, { ...base, replay, dialog: 'nope' })
+    assert.equal(!second.ok && second.reason, 'replay')
+    assert.equal(!second.ok && second.retransmission, true)
+  })
+
+  test('skew and maximum lifetime are configurable', async () => {
+    const h = toHandoff(
+      signOffer({ signer: planner.signer, aud: C, dialog: 'd', iat: T0, ttlS: 100 }),
+    )
+    assert.equal((await verifyHandoff(h, { ...base, now: clockAt(T0 + 100 + 59) })).ok, true)
+    const late = await verifyHandoff(h, { ...base, now: clockAt(T0 + 100 + 59), skewMs: 10_000 })
+    assert.equal(!late.ok && late.reason, 'stale')
+    const short = await verifyHandoff(h, { ...base, maxLifetimeMs: 60_000 })
+    assert.equal(!short.ok && short.reason, 'policy')
+    assert.equal(!short.ok && short.check, 'freshness')
+    const future = await verifyHandoff(h, { ...base, now: clockAt(T0 - 59) })
+    assert.equal(future.ok, true)
+  })
+
+  test('dialog: a string, a list or a predicate', async () => {
+    const h = buildChain([assistant, planner], C)
+    assert.equal((await verifyHandoff(h, { ...base, dialog: 'ctx-7c1e' })).ok, true)
+    assert.equal((await verifyHandoff(h, { ...base, dialog: ['a', 'ctx-7c1e'] })).ok, true)
+    assert.equal(
+      (await verifyHandoff(h, { ...base, dialog: (d) => d.startsWith('ctx-') })).ok,
+      true,
+    )
+    const r = await verifyHandoff(h, { ...base, dialog: ['a'] })
+    assert.equal(!r.ok && r.check, 'dialog')
+  })
+
+  test('a partial chain is reported, and refused only by policy', async () => {
+    const h = buildChain([assistant, planner], C)
+    const r = await verifyHandoff({ offer: h.offer }, base)
+    assert.equal(r.ok && r.partial, true)
+    const strict = await verifyHandoff({ offer: h.offer }, { ...base, requireFullChain: true })
+    assert.equal(!strict.ok && strict.reason, 'policy')
+    const origins = await verifyHandoff(h, { ...base, trustedOrigins: [A] })
+    assert.equal(origins.ok, true)
+  })
+
+  test('a chain carried with an offer that has no prev is broken', async () => {
+    const h = buildChain([assistant, planner], C)
+    const lone = signOffer({ signer: planner.signer, aud: C, dialog: 'd', iat: T0 })
+    const r = await verifyHandoff({ offer: lone.element, chain: h.chain }, base)
+    assert.equal(!r.ok && r.reason, 'broken-chain')
+  })
+
+  test('refs are reported; mismatch rejects', async () => {
+    const ref = createDigestRef('brief')
+    const h = toHandoff(
+      signOffer({ signer: planner.signer, aud: C, dialog: 'd', iat: T0, refs: [ref] }),
+    )
+    const r = await verifyHandoff(h, base)
+    assert.equal(r.ok && r.refs[0]?.outcome, 'not-checked')
+    const m = await verifyHandoff(h, { ...base, refs: { load: () => ({ content: 'other' }) } })
+    assert.equal(!m.ok && m.reason, 'ref-mismatch')
+  })
+
+  test('the policy hook runs last', async () => {
+    const h = buildChain([assistant, planner], C)
+    const r = await verifyHandoff(h, { ...base, policy: (v) => v.claims.task === 'task-42' })
+    assert.equal(!r.ok && r.check, 'policy')
+    assert.equal((await verifyHandoff(h, { ...base, policy: () => true })).ok, true)
+  })
+
+  test('assertHandoff throws a ContextError with the reason', async () => {
+    const h = buildChain([assistant, planner], C)
+    await assert.rejects(assertHandoff(h, { ...base, audience: P }), { reason: 'wrong-audience' })
+    assert.equal((await assertHandoff(h, base)).digest.length, 43)
+  })
+
+  test('malformed carried values are bad-signature', async () => {
+    for (const v of [
+      null,
+      42,
+      'x',
+      [],
+      {},
+      { offer: 1 },
+      { offer: 'a.b.c', chain: 'x' },
+      { offer: 'a.b.c', chain: [1] },
+    ]) {
+      const r = await verifyHandoff(v, base)
+      assert.equal(!r.ok && r.reason, 'bad-signature')
+    }
+  })
+
+  test('an ES256 offer verifies; its equivocation is detected by octets', async () => {
+    const { generateKeyPair, createSigner } = await import('./keys.js')
+    const kp = generateKeyPair('ES256')
+    const signer = await createSigner({ iss: 'spiffe://e.example/agent/es', key: kp.privateJwk })
+    const tr = { ...trust, [signer.iss]: kp.publicJwk }
+    const input = { signer, aud: C, dialog: 'd', iat: T0, hop: 'ES256hopES256hopES256h' }
+    const one = signOffer(input)
+    const two = signOffer(input)
+    assert.notEqual(one.element, two.element)
+    const replay = new MemoryReplayStore()
+    assert.equal(
+      (await verifyHandoff({ offer: one.element }, { ...base, trust: tr, replay })).ok,
+      true,
+    )
+    const r = await verifyHandoff({ offer: two.element }, { ...base, trust: tr, replay })
+    assert.equal(!r.ok && r.reason, 'equivocation')
+    assert.equal(!r.ok && r.firstDigest, one.digest)
+  })
+})

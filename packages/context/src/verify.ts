@@ -1,0 +1,344 @@
+import {
+  DEFAULT_MAX_CHAIN_LENGTH,
+  DEFAULT_MAX_ELEMENT_OCTETS,
+  DEFAULT_MAX_LIFETIME_MS,
+  DEFAULT_SKEW_MS,
+  OFFER_JWS_TYP,
+} from './constants.js'
+import { handoffDigest, type SignedElement } from './digest.js'
+import { ContextError, type ReasonCode } from './errors.js'
+import { type TrustConfig, TrustStore, toTrustStore } from './keys.js'
+import { type Handoff, isOfferClaims, type OfferClaims } from './offer.js'
+import { isOpenFailure, openElement } from './open.js'
+import { checkRefs, type RefPolicy, type RefResult } from './refs.js'
+import type { ReplayStore } from './replay-store.js'
+
+/** The seven checks, in the seed's order, plus the caller's policy hook. */
+export type CheckName =
+  | 'signature'
+  | 'audience'
+  | 'freshness'
+  | 'replay'
+  | 'dialog'
+  | 'chain'
+  | 'refs'
+  | 'policy'
+
+/** The receiver's configuration for verifying a handoff. */
+export interface VerifyOptions {
+  /** Issuer identifiers to keys; the only source of keys. */
+  readonly trust: TrustConfig | TrustStore
+  /** The receiver's own identifier; `aud` must equal it. */
+  readonly audience: string
+  /** Clock in epoch milliseconds (default Date.now); wire times are NumericDate seconds. */
+  readonly now?: () => number
+  /** Allowed clock skew in milliseconds (default 60 000). */
+  readonly skewMs?: number
+  /** Largest exp - iat in milliseconds (default 300 000); longer is `policy`. */
+  readonly maxLifetimeMs?: number
+  /** Replay store for check 4; when omitted, check 4 is skipped and `replayChecked` is false. */
+  readonly replay?: ReplayStore
+  /** The dialog(s) the receiver expects (host protocol identifier), or a predicate. */
+  readonly dialog?: string | readonly string[] | ((dialog: string, offer: OfferClaims) => boolean)
+  /** Largest number of offers in a handoff, current included (default 16). */
+  readonly maxChainLength?: number
+  /** Require a full chain (its first element has no prev); a partial one is `policy`. */
+  readonly requireFullChain?: boolean
+  /** Require a full chain whose first element is signed by one of these origins. */
+  readonly trustedOrigins?: readonly string[]
+  /** Largest signed element in octets (default 16 384); larger is `policy`. */
+  readonly maxElementOctets?: number
+  /** How far to check references (default: none required). */
+  readonly refs?: RefPolicy
+  /** A caller's policy hook run after the seven checks; false rejects with `policy`. */
+  readonly policy?: (offer: VerifiedHandoff) => boolean | Promise<boolean>
+}
+
+/** One verified earlier offer of the chain. */
+export interface ChainLink {
+  /** Its signed members. */
+  readonly claims: OfferClaims
+  /** Its handoff digest. */
+  readonly digest: string
+}
+
+/** A handoff that passed every check. */
+export interface VerifiedHandoff {
+  /** Always true. */
+  readonly ok: true
+  /** The current offer's members. */
+  readonly claims: OfferClaims
+  /** The current offer's handoff digest (name it in statuses). */
+  readonly digest: string
+  /** The current offer exactly as received. */
+  readonly element: SignedElement
+  /** The verified chain, oldest first, without the current offer. */
+  readonly chain: readonly ChainLink[]
+  /** True when the chain does not reach the start (its first offer, or the current one, has prev). */
+  readonly partial: boolean
+  /** The first sender of the carried chain (the origin, when not partial). */
+  readonly origin: string
+  /** Every ref of the current offer with its outcome. */
+  readonly refs: readonly RefResult[]
+  /** Whether check 4 ran (a replay store was given). */
+  readonly replayChecked: boolean
+}
+
+/** A handoff that failed a check: the first failure, with the seed's reason code. */
+export interface RejectedHandoff {
+  /** Always false. */
+  readonly ok: false
+  /** The seed's reason code. */
+  readonly reason: ReasonCode
+  /** Which check failed. */
+  readonly check: CheckName
+  /** For a chain element: its index, 0 = oldest. */
+  readonly index?: number
+  /** The current offer's handoff digest, when it could be computed. */
+  readonly digest?: string
+  /** The current offer's members, once its signature verified. */
+  readonly claims?: OfferClaims
+  /** For `replay`: true when the identical octets were seen before (a retransmission). */
+  readonly retransmission?: boolean
+  /** For `equivocation`: the digest of the offer first seen for this (iss, hop). */
+  readonly firstDigest?: string
+  /** Text for people; software must not rely on it. */
+  readonly detail: string
+}
+
+/** The outcome of verifyHandoff. */
+export type HandoffVerification = VerifiedHandoff | RejectedHandoff
+
+/**
+ * Parses a Handoff object from carried data; throws ContextError('bad-signature') when it is not
+ * `{ offer, chain? }` with signed elements.
+ */
+export function parseHandoff(value: unknown): Handoff {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new ContextError('bad-signature', 'handoff is not an object')
+  }
+  const v = value as Record<string, unknown>
+  if (!isElement(v.offer)) throw new ContextError('bad-signature', 'offer missing')
+  if (v.chain === undefined) return { offer: v.offer }
+  if (!Array.isArray(v.chain) || !v.chain.every(isElement)) {
+    throw new ContextError('bad-signature', 'chain is not a list of signed elements')
+  }
+  return { offer: v.offer, chain: v.chain as SignedElement[] }
+}
+
+function isElement(v: unknown): v is SignedElement {
+  return typeof v === 'string' || v instanceof Uint8Array
+}
+
+/**
+ * Verifies a handoff with the seed's seven checks in order, stopping at the first failure.
+ * @example
+ * const r = await verifyHandoff(handoff, { trust, audience: 'spiffe://b.example/agent/coder', replay })
+ * if (!r.ok) reply(r.reason)
+ */
+// seed 003: signature and trusted key, audience, freshness, replay, dialog, chain, refs, in order;
+// the first failure ends processing
+export async function verifyHandoff(
+  handoff: Handoff | unknown,
+  options: VerifyOptions,
+): Promise<HandoffVerification> {
+  let h: Handoff
+  try {
+    h = parseHandoff(handoff)
+  } catch (e) {
+    return reject('bad-signature', 'signature', e instanceof Error ? e.message : 'malformed')
+  }
+  const trust = toTrustStore(options.trust)
+  const maxOctets = options.maxElementOctets ?? DEFAULT_MAX_ELEMENT_OCTETS
+  const digest = handoffDigest(h.offer)
+
+  // 1. signature and trusted key
+  const opened = openElement(h.offer, trust, OFFER_JWS_TYP, isOfferClaims, maxOctets)
+  if (isOpenFailure(opened)) return reject(opened.reason, 'signature', opened.detail, { digest })
+  const claims = opened.claims
+  const base = { digest, claims }
+
+  // 2. audience
+  // seed 003: aud must equal the receiver's own identifier
+  if (claims.aud !== options.audience) {
+    return reject('wrong-audience', 'audience', 'aud is not this receiver', base)
+  }
+
+  // 3. freshness
+  const nowS = (options.now ?? Date.now)() / 1000
+  const skewS = (options.skewMs ?? DEFAULT_SKEW_MS) / 1000
+  const maxLifeS = (options.maxLifetimeMs ?? DEFAULT_MAX_LIFETIME_MS) / 1000
+  const fresh = freshness(claims, nowS, skewS, maxLifeS)
+  if (fresh !== undefined) return reject(fresh, 'freshness', 'offer is not live', base)
+
+  // 4. replay
+  if (options.replay !== undefined) {
+    const expiresAt = (claims.exp + skewS) * 1000
+    const prior = await options.replay.remember(
+      { iss: claims.iss, hop: claims.hop, digest, expiresAt },
+      nowS * 1000,
+    )
+    if (prior !== undefined) {
+      // seed 003: same sender and hop with different octets is equivocation
+      if (prior.digest !== digest) {
+        return reject('equivocation', 'replay', 'hop seen with other octets', {
+          ...base,
+          firstDigest: prior.digest,
+        })
+      }
+      return reject('replay', 'replay', 'hop seen before', { ...base, retransmission: true })
+    }
+  }
+
+  // 5. dialog
+  // choice: the seed gives no reason code of its own for a dialog mismatch, so it is `policy`
+  if (options.dialog !== undefined && !dialogMatches(options.dialog, claims)) {
+    return reject('policy', 'dialog', 'dialog not expected', base)
+  }
+
+  // 6. chain
+  const chain = verifyChain(h.chain ?? [], claims, trust, options, maxOctets)
+  if ('reason' in chain) {
+    return reject(chain.reason, 'chain', chain.detail, { ...base, index: chain.index })
+  }
+
+  // 7. refs
+  const refs = await checkRefs(claims.refs ?? [], options.refs)
+  if (refs.failure !== undefined)
+    return reject(refs.failure, 'refs', 'reference check failed', base)
+
+  const verified: VerifiedHandoff = {
+    ok: true,
+    claims,
+    digest,
+    element: h.offer,
+    chain: chain.links,
+    partial: chain.partial,
+    origin: chain.links[0]?.claims.iss ?? claims.iss,
+    refs: refs.results,
+    replayChecked: options.replay !== undefined,
+  }
+  if (options.policy !== undefined && !(await options.policy(verified))) {
+    return reject('policy', 'policy', 'refused by local policy', base)
+  }
+  return verified
+}
+
+/** Verifies a handoff and returns it, or throws ContextError with the reason code. */
+export async function assertHandoff(
+  handoff: Handoff | unknown,
+  options: VerifyOptions,
+): Promise<VerifiedHandoff> {
+  const r = await verifyHandoff(handoff, options)
+  if (!r.ok)
+    throw new ContextError(r.reason, r.detail, r.index === undefined ? {} : { index: r.index })
+  return r
+}
+
+function freshness(
+  c: OfferClaims,
+  nowS: number,
+  skewS: number,
+  maxLifeS: number,
+): ReasonCode | undefined {
+  if (c.exp <= c.iat) return 'stale'
+  // choice: a lifetime over the receiver's maximum is a policy refusal, not staleness
+  if (c.exp - c.iat > maxLifeS) return 'policy'
+  if (c.iat > nowS + skewS) return 'stale'
+  if (nowS >= c.exp + skewS) return 'stale'
+  return undefined
+}
+
+function dialogMatches(expected: NonNullable<VerifyOptions['dialog']>, c: OfferClaims): boolean {
+  if (typeof expected === 'string') return c.dialog === expected
+  if (typeof expected === 'function') return expected(c.dialog, c)
+  return expected.includes(c.dialog)
+}
+
+interface ChainOk {
+  readonly links: ChainLink[]
+  readonly partial: boolean
+}
+
+interface ChainFailure {
+  readonly reason: ReasonCode
+  readonly detail: string
+  readonly index: number
+}
+
+/**
+ * The chain rules: length, each element's signature, cycles, then for each link prev, continuity
+ * and timing; finally partial-chain policy.
+ */
+// seed 003: the seven chain rules (signature, prev, continuity, timing, partial, cycle, length)
+function verifyChain(
+  elements: readonly SignedElement[],
+  current: OfferClaims,
+  trust: TrustStore,
+  options: VerifyOptions,
+  maxOctets: number,
+): ChainOk | ChainFailure {
+  const n = elements.length
+  // bounded before any signature work
+  if (n + 1 > (options.maxChainLength ?? DEFAULT_MAX_CHAIN_LENGTH)) {
+    return { reason: 'too-deep', detail: 'chain longer than allowed', index: n }
+  }
+  const links: ChainLink[] = new Array(n)
+  for (let i = 0; i < n; i++) {
+    const el = elements[i]!
+    const opened = openElement(el, trust, OFFER_JWS_TYP, isOfferClaims, maxOctets)
+    if (isOpenFailure(opened)) return { reason: opened.reason, detail: opened.detail, index: i }
+    links[i] = { claims: opened.claims, digest: handoffDigest(el) }
+  }
+  const me = options.audience
+  const senders = new Set<string>()
+  for (let i = 0; i <= n; i++) {
+    const c = i < n ? links[i]!.claims : current
+    // seed 003: a sender appearing twice, or the receiver earlier in the chain, is a cycle
+    if (senders.has(c.iss)) return { reason: 'cycle', detail: 'sender appears twice', index: i }
+    senders.add(c.iss)
+    if (i < n && (c.iss === me || c.aud === me)) {
+      return { reason: 'cycle', detail: 'receiver appears earlier in the chain', index: i }
+    }
+  }
+  const skewS = (options.skewMs ?? DEFAULT_SKEW_MS) / 1000
+  for (let i = 1; i <= n; i++) {
+    const before = links[i - 1]!
+    const c = i < n ? links[i]!.claims : current
+    // seed 003: each offer's prev must equal the handoff digest of the previous offer
+    if (c.prev !== before.digest) return { reason: 'broken-chain', detail: 'prev link', index: i }
+    // seed 003: each previous offer's aud must equal the next offer's iss
+    if (before.claims.aud !== c.iss) {
+      return { reason: 'broken-chain', detail: 'continuity', index: i }
+    }
+    // seed 003: each earlier offer must have been live when the next was issued
+    if (c.iat < before.claims.iat - skewS || c.iat >= before.claims.exp + skewS) {
+      return { reason: 'broken-chain', detail: 'timing', index: i }
+    }
+  }
+  // seed 003: if the first element has a prev, the chain is partial and does not reach the start
+  const first = n > 0 ? links[0]!.claims : current
+  const partial = first.prev !== undefined
+  const needFull = options.requireFullChain === true || options.trustedOrigins !== undefined
+  if (needFull && partial) return { reason: 'policy', detail: 'full chain required', index: 0 }
+  if (options.trustedOrigins !== undefined && !options.trustedOrigins.includes(first.iss)) {
+    return { reason: 'policy', detail: 'origin not trusted', index: 0 }
+  }
+  return { links, partial }
+}
+
+function reject(
+  reason: ReasonCode,
+  check: CheckName,
+  detail: string,
+  extra: Partial<Omit<RejectedHandoff, 'ok' | 'reason' | 'check' | 'detail'>> = {},
+): RejectedHandoff {
+  const out: Record<string, unknown> = { ok: false, reason, check, detail }
+  for (const [k, v] of Object.entries(extra)) if (v !== undefined) out[k] = v
+  return out as unknown as RejectedHandoff
+}
+
+/** Compiles a trust configuration once, for reuse across many verifications. */
+export function createTrustStore(trust: TrustConfig): TrustStore {
+  return new TrustStore(trust)
+}
