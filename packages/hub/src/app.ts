@@ -2,6 +2,7 @@ import type { Logger } from 'pino'
 import { type Clock, systemClock } from './clock.js'
 import type { Config } from './config.js'
 import { type EventBus, MemoryEventBus } from './events/bus.js'
+import { PgEventBus } from './events/pg-bus.js'
 import { Notifier } from './handoffs/notify.js'
 import { HandoffService } from './handoffs/service.js'
 import { startPeriodic } from './jobs/cleanup.js'
@@ -46,7 +47,10 @@ export async function createApp(
   const metrics = createMetrics()
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
   const batcher = new WriteBatcher(database, config.maxBatch, (n) => metrics.batchSize.observe(n))
-  const bus = opts.bus ?? new MemoryEventBus()
+  // One instance hears its own events in memory; many instances share them through PostgreSQL.
+  const bus =
+    opts.bus ??
+    (config.databaseUrl ? await PgEventBus.connect(config.databaseUrl, log) : new MemoryEventBus())
   const notifier = new Notifier({
     ...config.notify,
     log,
