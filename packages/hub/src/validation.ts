@@ -11,7 +11,16 @@ export function parseInput<S extends z.ZodType>(
   value: unknown,
   what = 'body',
 ): z.output<S> {
-  const result = schema.safeParse(value)
+  let result: z.ZodSafeParseResult<z.output<S>>
+  try {
+    result = schema.safeParse(value) as z.ZodSafeParseResult<z.output<S>>
+  } catch (error) {
+    // Validating JSON nested thousands of levels deep overflows the stack: a bad request.
+    if (error instanceof RangeError) {
+      throw new BatonError('invalid_request', `The ${what} is nested too deeply`, { field: what })
+    }
+    throw error
+  }
   if (result.success) return result.data
   const issue = result.error.issues[0]!
   const base = issue.path.map(String).join('.')

@@ -62,9 +62,19 @@ export class PgEventBus implements EventBus {
     if (Buffer.byteLength(payload) > MAX_PAYLOAD) {
       payload = JSON.stringify({ origin: this.origin, event: { ...event, data: {} } })
     }
-    this.pool.query('select pg_notify($1, $2)', [CHANNEL, payload]).catch((err) => {
-      this.log?.warn({ err }, 'event notify failed')
-    })
+    this.pending.push(payload)
+    if (this.pending.length === 1) setImmediate(() => this.flush())
+  }
+
+  private pending: string[] = []
+
+  // Events published together (a batch of moves commits at once) go out in one statement.
+  private flush(): void {
+    const payloads = this.pending.splice(0)
+    if (payloads.length === 0) return
+    this.pool
+      .query('select pg_notify($1, p) from unnest($2::text[]) as p', [CHANNEL, payloads])
+      .catch((err) => this.log?.warn({ err }, 'event notify failed'))
   }
 
   subscribe(topic: string, listener: Listener): () => void {

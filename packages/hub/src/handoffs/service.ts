@@ -13,11 +13,12 @@ import {
 import type { Clock } from '../clock.js'
 import type { Config } from '../config.js'
 import type { EventBus } from '../events/bus.js'
+import { waitForChange } from '../events/wait.js'
 import type { Database } from '../store/database.js'
 import { recallAnswer, rememberAnswer, requestHash } from '../store/idempotency.js'
 import { consumeDailyQuota } from '../store/quota.js'
 import type { HandoffMoveRow, HandoffRow } from '../store/schema.js'
-import type { Tx, WriteBatcher } from '../store/transaction.js'
+import type { BatchGroup, GroupOutcome, Tx, WriteBatcher } from '../store/transaction.js'
 import { parseInput } from '../validation.js'
 import { allowedNext, isFinal, type Machine, parseMachine } from './machine.js'
 import { checkNotifyUrl } from './notify.js'
@@ -77,11 +78,7 @@ export class HandoffService {
         { limit: config.maxPayloadBytes, size: payloadBytes },
       )
     }
-    if (body.note !== undefined && body.note.length > config.maxNoteChars) {
-      throw new BatonError('invalid_request', `The note is longer than ${config.maxNoteChars}`, {
-        field: 'note',
-      })
-    }
+    this.checkNote(body.note)
     const machine = parseMachine(body, config.maxStates)
     if (body.notify_url !== undefined)
       checkNotifyUrl(body.notify_url, this.deps.allowLoopbackNotify)
@@ -165,6 +162,16 @@ export class HandoffService {
     }
   }
 
+  private checkNote(note: string | undefined): void {
+    const max = this.deps.config.maxNoteChars
+    if (note !== undefined && note.length > max) {
+      throw new BatonError('invalid_request', `The note is longer than ${max} characters`, {
+        field: 'note',
+        limit: max,
+      })
+    }
+  }
+
   /** Reads a handoff with either token. */
   async read(id: string, token: string | undefined): Promise<HandoffView> {
     const { row } = await this.authorize(this.deps.database.db, id, token)
@@ -183,6 +190,7 @@ export class HandoffService {
     token: string | undefined,
   ): Promise<MoveResultView> {
     const body = parseInput(AdvanceInput, input)
+    this.checkNote(body.note)
     const target = StateName.safeParse(to)
     if (!target.success) {
       throw new BatonError('unknown_state', `${JSON.stringify(to)} is not a state name`, {
@@ -192,7 +200,7 @@ export class HandoffService {
     if (!token) throw missingToken()
     if (!isHandoffId(id)) throw notFound(id)
     try {
-      const result = await this.deps.batcher.run((tx) => this.moveIn(tx, id, to, body, token))
+      const result = await this.deps.batcher.runIn(this.moves, { id, to, body, token })
       this.deps.onMove?.(result.repeated ? 'repeated' : 'moved')
       return result
     } catch (error) {
@@ -201,100 +209,149 @@ export class HandoffService {
     }
   }
 
-  private async moveIn(
-    tx: Tx,
-    id: string,
-    to: string,
-    body: AdvanceInput,
-    token: string,
-  ): Promise<MoveResultView> {
+  /**
+   * Moves commit set-based: the moves that arrive together lock and read their handoffs once,
+   * are decided in arrival order by the same rules as a single move, and are written with one
+   * update and one insert. Should anything go wrong, each move is retried on its own (`one`).
+   */
+  private readonly moves: BatchGroup<MoveRequest, MoveResultView> = {
+    one: (tx, m) => this.moveIn(tx, m),
+    many: (db, inputs) => this.moveMany(db, inputs),
+  }
+
+  private async moveMany(
+    db: Tx['db'],
+    inputs: MoveRequest[],
+  ): Promise<GroupOutcome<MoveResultView>[]> {
     const now = this.deps.clock.now()
-    const { row, actor, machine } = await this.authorize(tx.db, id, token)
-    for (const [field, name] of [
-      ['state', to],
-      ['from', body.from],
-    ] as const) {
-      if (!machine.states.includes(name)) {
-        throw new BatonError(
-          'unknown_state',
-          `${JSON.stringify(name)} is not a state of this handoff`,
-          {
-            field,
-            states: machine.states,
-          },
-        )
-      }
+    const ids = [...new Set(inputs.map((m) => m.id))].sort()
+    const rows = await store.lockForMoves(db, ids, this.deps.database.caps.lockRowsForUpdate)
+    const current = new Map(rows.map((r) => [r.id, { ...r }]))
+    const readVersion = new Map(rows.map((r) => [r.id, r.version]))
+    const machines = new Map<string, Machine>()
+    const withNonce = inputs.filter((m) => m.body.nonce !== undefined)
+    const nonces = new Map<string, HandoffMoveRow>()
+    if (withNonce.length > 0) {
+      const prior = await store.findMovesByNonces(
+        db,
+        [...new Set(withNonce.map((m) => m.id))],
+        [...new Set(withNonce.map((m) => m.body.nonce!))],
+      )
+      for (const p of prior) nonces.set(`${p.handoff_id}\0${p.nonce}`, p)
     }
-    if (body.nonce !== undefined) {
-      const prior = await store.findMoveByNonce(tx.db, id, body.nonce)
-      if (prior) {
-        if (prior.to_state !== to || prior.from_state !== body.from) {
-          throw new BatonError(
-            'idempotency_conflict',
-            `Nonce ${JSON.stringify(body.nonce)} already committed ${prior.from_state} -> ${prior.to_state}`,
-            conflictContext(row, machine),
-          )
+    const written: HandoffMoveRow[] = []
+    const outcomes: GroupOutcome<MoveResultView>[] = []
+    for (const m of inputs) {
+      try {
+        const found = current.get(m.id)
+        const actor = this.checkAccess(found, m.id, m.token, now)
+        const row = found!
+        let machine = machines.get(m.id)
+        if (!machine) {
+          machine = JSON.parse(row.machine) as Machine
+          machines.set(m.id, machine)
         }
-        return toMoveResult(prior, machine, row, true)
+        const key = `${m.id}\0${m.body.nonce}`
+        const decided = decideMove(row, machine, m.to, m.body, nonces.get(key))
+        if (decided.repeat) {
+          outcomes.push({ ok: true, value: toMoveResult(decided.repeat, machine, row, true) })
+          continue
+        }
+        const move = this.newMove(m, row, actor, now)
+        Object.assign(row, { state: m.to, version: move.version, ended: decided.ended ? 1 : 0 })
+        row.updated_at = now
+        written.push(move)
+        if (m.body.nonce !== undefined) nonces.set(key, move)
+        outcomes.push({
+          ok: true,
+          value: toMoveResult(move, machine, row, false),
+          after: () => this.announce(move, decided.ended, row.notify_url),
+        })
+      } catch (error) {
+        if (!(error instanceof BatonError)) throw error
+        outcomes.push({ ok: false, error })
       }
     }
-    // seed 002: a move commits only from exactly the stated state, over an allowed step.
-    if (row.state !== body.from) {
-      throw new BatonError(
-        'state_conflict',
-        `Handoff is in state ${row.state}, not ${body.from}`,
-        conflictContext(row, machine),
+    const changed = [...current.values()].filter((r) => r.version !== readVersion.get(r.id))
+    if (changed.length > 0) {
+      const applied = await store.applyMoves(
+        db,
+        changed.map((r) => ({
+          id: r.id,
+          state: r.state,
+          version: r.version,
+          ended: r.ended === 1,
+          at: now,
+          expect: readVersion.get(r.id)!,
+        })),
       )
+      // Rows are locked (or the database is), so this holds; if not, every move is retried alone.
+      if (applied !== changed.length) throw new Error('handoffs changed under a locked batch')
+      await store.insertMoves(db, written)
     }
-    if (!allowedNext(machine, row.state).includes(to)) {
-      throw new BatonError(
-        'transition_not_allowed',
-        `Handoff cannot move from ${row.state} to ${to}`,
-        { ...conflictContext(row, machine), allowed_next: allowedNext(machine, row.state) },
-      )
-    }
-    const ended = isFinal(machine, to)
+    return outcomes
+  }
+
+  private async moveIn(tx: Tx, m: MoveRequest): Promise<MoveResultView> {
+    const now = this.deps.clock.now()
+    const { row, actor, machine } = await this.authorize(tx.db, m.id, m.token)
+    const prior =
+      m.body.nonce === undefined
+        ? undefined
+        : await store.findMoveByNonce(tx.db, m.id, m.body.nonce)
+    const decided = decideMove(row, machine, m.to, m.body, prior)
+    if (decided.repeat) return toMoveResult(decided.repeat, machine, row, true)
     const moved = await store.casMove(tx.db, {
-      id,
-      from: body.from,
-      to,
+      id: m.id,
+      from: m.body.from,
+      to: m.to,
       expectVersion: row.version,
-      ended,
+      ended: decided.ended,
       at: now,
     })
-    if (!moved) {
-      // Another instance committed first; answer from what it committed.
-      return this.moveIn(tx, id, to, body, token)
-    }
-    const move: HandoffMoveRow = {
-      handoff_id: id,
-      version: row.version + 1,
-      from_state: body.from,
-      to_state: to,
-      actor,
-      nonce: body.nonce ?? null,
-      note: body.note ?? null,
-      at: now,
-    }
+    // Another instance committed first; decide again from what it committed.
+    if (!moved) return this.moveIn(tx, m)
+    const move = this.newMove(m, row, actor, now)
     await store.insertMove(tx.db, move)
-    const after: HandoffRow = { ...row, state: to, version: move.version, ended: ended ? 1 : 0 }
-    tx.afterCommit(() => {
-      const signal: NotifySignal = {
-        handoff_id: id,
-        state: to,
-        version: move.version,
-        ended,
-        at: iso(now),
-      }
-      this.deps.bus.publish({
-        topic: handoffTopic(id),
-        type: 'handoff.moved',
-        at: now,
-        data: { ...signal },
-      })
-      if (row.notify_url) this.deps.notify.enqueue(row.notify_url, signal)
-    })
+    tx.afterCommit(() => this.announce(move, decided.ended, row.notify_url))
+    const after = { ...row, state: m.to, version: move.version, ended: decided.ended ? 1 : 0 }
     return toMoveResult(move, machine, after, false)
+  }
+
+  private newMove(
+    m: MoveRequest,
+    row: { version: number },
+    actor: string,
+    now: number,
+  ): HandoffMoveRow {
+    return {
+      handoff_id: m.id,
+      version: row.version + 1,
+      from_state: m.body.from,
+      to_state: m.to,
+      actor,
+      nonce: m.body.nonce ?? null,
+      note: m.body.note ?? null,
+      at: now,
+    }
+  }
+
+  /** After commit: the event every listener hears, and the notify signal if one was asked for. */
+  private announce(move: HandoffMoveRow, ended: boolean, notifyUrl: string | null): void {
+    const signal: NotifySignal = {
+      handoff_id: move.handoff_id,
+      state: move.to_state,
+      version: move.version,
+      ended,
+      at: iso(move.at),
+    }
+    this.deps.bus.publish({
+      topic: handoffTopic(move.handoff_id),
+      type: 'handoff.moved',
+      at: move.at,
+      data: { ...signal },
+    })
+    if (notifyUrl) this.deps.notify.enqueue(notifyUrl, signal)
   }
 
   /**
@@ -311,50 +368,19 @@ export class HandoffService {
     const secs = parseWholeNumber(seconds, 'seconds')
     const seen = seenVersion === undefined ? undefined : parseWholeNumber(seenVersion, 'version')
     const waitMs = Math.min(secs, this.deps.config.maxWaitSeconds) * 1000
-    let wake: () => void = () => {}
-    let woken = new Promise<void>((r) => {
-      wake = r
+    const changed = (v: HandoffView, first: HandoffView) => v.version > (seen ?? first.version)
+    const { first, last } = await waitForChange({
+      bus: this.deps.bus,
+      topic: handoffTopic(id),
+      read: () => this.read(id, token),
+      ready: (v, first) => changed(v, first) || v.ended,
+      // A handoff that expires while waited on answers then (with 410).
+      timeoutMs: (first) =>
+        waitMs === 0 ? 0 : Math.min(waitMs, Date.parse(first.expires_at) - this.deps.clock.now()),
+      closing: this.deps.closing,
+      signal,
     })
-    const unsubscribe = this.deps.bus.subscribe(handoffTopic(id), () => wake())
-    try {
-      const first = await this.read(id, token)
-      const since = seen ?? first.version
-      if (first.version > since || first.ended || waitMs === 0) {
-        return { ...first, changed: first.version > since }
-      }
-      const untilExpiry = Date.parse(first.expires_at) - this.deps.clock.now()
-      let timer: NodeJS.Timeout | undefined
-      let done = false
-      const timeout = new Promise<void>((r) => {
-        timer = setTimeout(r, Math.max(0, Math.min(waitMs, untilExpiry)))
-      }).then(() => {
-        done = true
-      })
-      const stop = Promise.race([
-        new Promise<void>((r) => signal?.addEventListener('abort', () => r(), { once: true })),
-        this.deps.closing,
-      ]).then(() => {
-        done = true
-      })
-      try {
-        // An event is a hint: re-read, and keep waiting if this handoff has not really changed.
-        for (;;) {
-          await Promise.race([woken, timeout, stop])
-          // Re-arm before re-reading, so an event during the read is not lost.
-          woken = new Promise<void>((r) => {
-            wake = r
-          })
-          const current = await this.read(id, token)
-          if (done || current.version > since || current.ended) {
-            return { ...current, changed: current.version > since }
-          }
-        }
-      } finally {
-        clearTimeout(timer)
-      }
-    } finally {
-      unsubscribe()
-    }
+    return { ...last, changed: changed(last, first) }
   }
 
   /** Removes expired handoffs (cleanup only: reads already answer 410 once expired). */
@@ -369,19 +395,103 @@ export class HandoffService {
   ): Promise<{ row: HandoffRow; actor: 'owner' | 'receiver'; machine: Machine }> {
     if (!token) throw missingToken()
     if (!isHandoffId(id)) throw notFound(id)
-    const row = await store.findHandoff(db, id)
-    // A wrong token answers exactly like a missing handoff, so ids cannot be probed.
+    const found = await store.findHandoff(db, id)
+    const actor = this.checkAccess(found, id, token, this.deps.clock.now())
+    const row = found!
+    return { row, actor, machine: JSON.parse(row.machine) as Machine }
+  }
+
+  /**
+   * Which token a caller holds for a handoff. A wrong token answers exactly like a missing
+   * handoff, so ids cannot be probed; an expired handoff answers 410 until cleanup removes it.
+   */
+  private checkAccess(
+    row: AccessRow | undefined,
+    id: string,
+    token: string,
+    now: number,
+  ): 'owner' | 'receiver' {
     const actor = row
       ? matchToken(token, { owner: row.owner_token_hash, receiver: row.receiver_token_hash })
       : undefined
     if (!row || !actor) throw notFound(id)
-    if (row.expires_at <= this.deps.clock.now()) {
+    if (row.expires_at <= now) {
       throw new BatonError('handoff_expired', `Handoff ${id} expired at ${iso(row.expires_at)}`, {
         expired_at: iso(row.expires_at),
       })
     }
-    return { row, actor, machine: JSON.parse(row.machine) as Machine }
+    return actor
   }
+}
+
+/** One move as asked for: the handoff, the state to enter, the body and the token. */
+interface MoveRequest {
+  id: string
+  to: string
+  body: AdvanceInput
+  token: string
+}
+
+/** What a token check and a move decision need of a handoff row. */
+type AccessRow = Pick<HandoffRow, 'owner_token_hash' | 'receiver_token_hash' | 'expires_at'>
+type MoveRow = Pick<HandoffRow, 'state' | 'version' | 'ended'>
+
+/**
+ * The rules of one move (seed 002), decided on the handoff as the transaction sees it: both
+ * names must be states of its machine; a nonce already committed answers that move again (or is
+ * a conflict if it named another move); otherwise the move commits only from exactly `from` and
+ * over an allowed step.
+ */
+function decideMove(
+  row: MoveRow,
+  machine: Machine,
+  to: string,
+  body: AdvanceInput,
+  prior: HandoffMoveRow | undefined,
+): { repeat: HandoffMoveRow; ended?: undefined } | { repeat?: undefined; ended: boolean } {
+  for (const [field, name] of [
+    ['state', to],
+    ['from', body.from],
+  ] as const) {
+    if (!machine.states.includes(name)) {
+      throw new BatonError(
+        'unknown_state',
+        `${JSON.stringify(name)} is not a state of this handoff`,
+        {
+          field,
+          states: machine.states,
+        },
+      )
+    }
+  }
+  if (prior) {
+    if (prior.to_state !== to || prior.from_state !== body.from) {
+      throw new BatonError(
+        'idempotency_conflict',
+        `Nonce ${JSON.stringify(body.nonce)} already committed ${prior.from_state} -> ${prior.to_state}`,
+        conflictContext(row, machine),
+      )
+    }
+    return { repeat: prior }
+  }
+  if (row.state !== body.from) {
+    throw new BatonError(
+      'state_conflict',
+      `Handoff is in state ${row.state}, not ${body.from}`,
+      conflictContext(row, machine),
+    )
+  }
+  if (!allowedNext(machine, row.state).includes(to)) {
+    throw new BatonError(
+      'transition_not_allowed',
+      `Handoff cannot move from ${row.state} to ${to}`,
+      {
+        ...conflictContext(row, machine),
+        allowed_next: allowedNext(machine, row.state),
+      },
+    )
+  }
+  return { ended: isFinal(machine, to) }
 }
 
 function missingToken(): BatonError {
@@ -402,7 +512,7 @@ function parseWholeNumber(value: unknown, field: string): number {
   return n
 }
 
-function conflictContext(row: HandoffRow, machine: Machine): Record<string, unknown> {
+function conflictContext(row: MoveRow, machine: Machine): Record<string, unknown> {
   return {
     state: row.state,
     version: row.version,
@@ -426,7 +536,7 @@ function toMoveView(m: HandoffMoveRow): MoveView {
 function toMoveResult(
   move: HandoffMoveRow,
   machine: Machine,
-  current: HandoffRow,
+  current: MoveRow,
   repeated: boolean,
 ): MoveResultView {
   return {

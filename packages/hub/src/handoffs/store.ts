@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely'
+import { type Kysely, sql } from 'kysely'
 import type { HandoffMoveRow, HandoffRow, Schema } from '../store/schema.js'
 
 /** SQL for handoffs, in the subset both dialects share. Every function takes the db or a tx. */
@@ -87,4 +87,85 @@ export async function countByState(
     .groupBy(['state', 'ended'])
     .execute()
   return rows.map((r) => ({ state: r.state, ended: Number(r.ended), count: Number(r.count) }))
+}
+
+/** A handoff row without its payload: what a move needs. */
+export type HandoffMoveState = Omit<HandoffRow, 'payload' | 'note' | 'created_at'>
+
+/**
+ * Reads the handoffs a batch of moves touches, in id order, locking them for the rest of the
+ * transaction where the dialect needs row locks (so concurrent batches take locks in one order).
+ */
+export async function lockForMoves(
+  db: Kysely<Schema>,
+  ids: string[],
+  lock: boolean,
+): Promise<HandoffMoveState[]> {
+  return db
+    .selectFrom('handoffs')
+    .select([
+      'id',
+      'owner_token_hash',
+      'receiver_token_hash',
+      'state',
+      'version',
+      'ended',
+      'machine',
+      'notify_url',
+      'updated_at',
+      'expires_at',
+    ])
+    .where('id', 'in', ids)
+    .orderBy('id')
+    .$if(lock, (qb) => qb.forUpdate())
+    .execute()
+}
+
+/** Committed moves carrying any of `nonces` on any of `ids`. */
+export async function findMovesByNonces(
+  db: Kysely<Schema>,
+  ids: string[],
+  nonces: string[],
+): Promise<HandoffMoveRow[]> {
+  return db
+    .selectFrom('handoff_moves')
+    .selectAll()
+    .where('handoff_id', 'in', ids)
+    .where('nonce', 'in', nonces)
+    .execute()
+}
+
+/**
+ * Applies the final state of many handoffs in one statement, each only if still at its expected
+ * version; answers how many rows changed.
+ */
+export async function applyMoves(
+  db: Kysely<Schema>,
+  rows: {
+    id: string
+    state: string
+    version: number
+    ended: boolean
+    at: number
+    expect: number
+  }[],
+): Promise<number> {
+  const values = sql.join(
+    rows.map(
+      (r) =>
+        sql`(${r.id}, ${r.state}, cast(${r.version} as integer), cast(${r.ended ? 1 : 0} as integer), cast(${r.at} as bigint), cast(${r.expect} as integer))`,
+    ),
+  )
+  const result = await sql`
+    with v (id, state, version, ended, at, expect) as (values ${values})
+    update handoffs
+    set state = v.state, version = v.version, ended = v.ended, updated_at = v.at
+    from v
+    where handoffs.id = v.id and handoffs.version = v.expect`.execute(db)
+  return Number(result.numAffectedRows ?? 0n)
+}
+
+/** Inserts many history rows in one statement. */
+export async function insertMoves(db: Kysely<Schema>, rows: HandoffMoveRow[]): Promise<void> {
+  if (rows.length > 0) await db.insertInto('handoff_moves').values(rows).execute()
 }

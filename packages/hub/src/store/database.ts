@@ -15,6 +15,13 @@ export interface Capabilities {
   isRetryable(error: unknown): boolean
   /** True for a unique-constraint violation. */
   isUniqueViolation(error: unknown): boolean
+  /**
+   * Whether reads inside a write transaction take row locks (`for update`); SQLite needs none,
+   * since `begin immediate` already holds the database's one write lock.
+   */
+  lockRowsForUpdate: boolean
+  /** How many write transactions may commit at once: one for SQLite, several for PostgreSQL. */
+  writeConcurrency: number
 }
 
 const sqliteCaps: Capabilities = {
@@ -28,6 +35,8 @@ const sqliteCaps: Capabilities = {
     const code = (e as { code?: unknown })?.code
     return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY'
   },
+  lockRowsForUpdate: false,
+  writeConcurrency: 1,
 }
 
 const postgresCaps: Capabilities = {
@@ -38,6 +47,8 @@ const postgresCaps: Capabilities = {
     return code === '40001' || code === '40P01'
   },
   isUniqueViolation: (e) => (e as { code?: unknown })?.code === '23505',
+  lockRowsForUpdate: true,
+  writeConcurrency: 2,
 }
 
 /** An open database: the kysely instance, its capabilities, and how to close it. */

@@ -52,76 +52,140 @@ function runHooks(hooks: (() => void)[]): void {
   }
 }
 
-interface Pending<T> {
-  work: (tx: Tx) => Promise<T>
-  resolve: (value: T) => void
-  reject: (error: unknown) => void
+/** The outcome of one input of a set-based write: its value and its after-commit hook, or its error. */
+export type GroupOutcome<T> =
+  | { ok: true; value: T; after?: () => void }
+  | { ok: false; error: unknown }
+
+/**
+ * Writes of one kind that commit many requests with a few set-based statements instead of a few
+ * statements each. `many` answers one outcome per input, in order, and must leave no effect for
+ * an input it answers with an error. If `many` throws, the batcher rolls its statements back and
+ * runs each input through `one`, inside its own savepoint.
+ */
+export interface BatchGroup<I, T> {
+  many(db: Tx['db'], inputs: I[]): Promise<GroupOutcome<T>[]>
+  one(tx: Tx, input: I): Promise<T>
 }
+
+type Pending =
+  | {
+      work: (tx: Tx) => Promise<unknown>
+      group?: undefined
+      resolve: (value: unknown) => void
+      reject: (error: unknown) => void
+    }
+  | {
+      group: BatchGroup<unknown, unknown>
+      input: unknown
+      resolve: (value: unknown) => void
+      reject: (error: unknown) => void
+    }
+
+type Outcome = { ok: true; value: unknown; hooks: (() => void)[] } | { ok: false; error: unknown }
 
 /**
  * Group commit: writes that arrive while a transaction is committing wait and then commit
  * together in the next one, each inside its own savepoint so one write's failure leaves the
- * others intact. Every caller is answered only after the commit that holds its write.
+ * others intact (writes of a `BatchGroup` share set-based statements). Every caller is answered
+ * only after the commit that holds its write. Up to `inFlight` transactions commit at once.
  */
 export class WriteBatcher {
-  private queue: Pending<unknown>[] = []
-  private running = false
+  private queue: Pending[] = []
+  private active = 0
+  private scheduled = false
   private idle: (() => void)[] = []
 
   constructor(
     private readonly database: Database,
     private readonly maxBatch = 256,
     private readonly onBatch?: (size: number) => void,
+    private readonly inFlight = 1,
   ) {}
 
   /** Queues a write and answers once it has committed (or failed on its own). */
   run<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ work, resolve, reject } as Pending<unknown>)
-      if (!this.running) {
-        this.running = true
-        setImmediate(() => void this.drain())
-      }
+      this.queue.push({ work, resolve: resolve as (v: unknown) => void, reject })
+      this.schedule()
+    })
+  }
+
+  /** Queues one input of a set-based write and answers its own outcome after commit. */
+  runIn<I, T>(group: BatchGroup<I, T>, input: I): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({
+        group: group as BatchGroup<unknown, unknown>,
+        input,
+        resolve: resolve as (v: unknown) => void,
+        reject,
+      })
+      this.schedule()
     })
   }
 
   /** Resolves when every queued write has been answered. */
   async flush(): Promise<void> {
-    if (!this.running && this.queue.length === 0) return
+    if (this.active === 0 && this.queue.length === 0) return
     await new Promise<void>((r) => this.idle.push(r))
   }
 
-  private async drain(): Promise<void> {
-    while (this.queue.length > 0) {
-      const batch = this.queue.splice(0, this.maxBatch)
-      this.onBatch?.(batch.length)
-      await this.commit(batch)
-    }
-    this.running = false
-    for (const r of this.idle.splice(0)) r()
+  private schedule(): void {
+    if (this.scheduled || this.active >= this.inFlight) return
+    this.scheduled = true
+    setImmediate(() => {
+      this.scheduled = false
+      this.pump()
+    })
   }
 
-  private async commit(batch: Pending<unknown>[]): Promise<void> {
-    type Outcome =
-      | { ok: true; value: unknown; hooks: (() => void)[] }
-      | { ok: false; error: unknown }
+  private pump(): void {
+    while (this.queue.length > 0 && this.active < this.inFlight) {
+      const batch = this.queue.splice(0, this.maxBatch)
+      this.active++
+      this.onBatch?.(batch.length)
+      void this.commit(batch).finally(() => {
+        this.active--
+        if (this.queue.length > 0) this.pump()
+        else if (this.active === 0) for (const r of this.idle.splice(0)) r()
+      })
+    }
+  }
+
+  private async single(db: Tx['db'], work: (tx: Tx) => Promise<unknown>): Promise<Outcome> {
+    const hooks: (() => void)[] = []
+    await sql`savepoint baton_item`.execute(db)
+    try {
+      const value = await work({ db, afterCommit: (h) => hooks.push(h) })
+      await sql`release savepoint baton_item`.execute(db)
+      return { ok: true, value, hooks }
+    } catch (error) {
+      if (this.database.caps.isRetryable(error)) throw error
+      await sql`rollback to savepoint baton_item`.execute(db)
+      await sql`release savepoint baton_item`.execute(db)
+      return { ok: false, error }
+    }
+  }
+
+  private async commit(batch: Pending[]): Promise<void> {
     let outcomes: Outcome[]
     try {
       outcomes = await transaction(this.database, async (tx) => {
         const results: Outcome[] = []
-        for (const item of batch) {
-          const hooks: (() => void)[] = []
-          await sql`savepoint baton_item`.execute(tx.db)
-          try {
-            const value = await item.work({ db: tx.db, afterCommit: (h) => hooks.push(h) })
-            await sql`release savepoint baton_item`.execute(tx.db)
-            results.push({ ok: true, value, hooks })
-          } catch (error) {
-            if (this.database.caps.isRetryable(error)) throw error
-            await sql`rollback to savepoint baton_item`.execute(tx.db)
-            await sql`release savepoint baton_item`.execute(tx.db)
-            results.push({ ok: false, error })
+        let i = 0
+        while (i < batch.length) {
+          const item = batch[i]!
+          if (!item.group) {
+            results.push(await this.single(tx.db, item.work))
+            i++
+            continue
           }
+          const { group } = item
+          let j = i
+          while (j < batch.length && batch[j]!.group === group) j++
+          const inputs = batch.slice(i, j).map((p) => (p as { input: unknown }).input)
+          results.push(...(await this.groupRun(tx.db, group, inputs)))
+          i = j
         }
         return results
       })
@@ -138,5 +202,27 @@ export class WriteBatcher {
         item.reject(outcome.error)
       }
     })
+  }
+
+  private async groupRun(
+    db: Tx['db'],
+    group: BatchGroup<unknown, unknown>,
+    inputs: unknown[],
+  ): Promise<Outcome[]> {
+    await sql`savepoint baton_group`.execute(db)
+    try {
+      const outs = await group.many(db, inputs)
+      await sql`release savepoint baton_group`.execute(db)
+      return outs.map((o) =>
+        o.ok ? { ok: true, value: o.value, hooks: o.after ? [o.after] : [] } : o,
+      )
+    } catch (error) {
+      if (this.database.caps.isRetryable(error)) throw error
+      await sql`rollback to savepoint baton_group`.execute(db)
+      await sql`release savepoint baton_group`.execute(db)
+      const results: Outcome[] = []
+      for (const input of inputs) results.push(await this.single(db, (tx) => group.one(tx, input)))
+      return results
+    }
   }
 }
