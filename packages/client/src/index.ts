@@ -1,2 +1,53 @@
+export { contentDigest, matchContentDigest } from './content-digest.js'
+export { fetchDiscovery, resolveApiUrl } from './discovery.js'
 export { HandoffClient } from './handoffs.js'
+export { HomeClient, type HomeListQuery } from './home.js'
 export { type CallOptions, callJson, type RawAnswer, requestJson } from './http.js'
+export {
+  base58btcDecode,
+  base58btcEncode,
+  createIdentity,
+  fromIdentityFile,
+  type Identity,
+  loadIdentity,
+  principalOf,
+  publicKeyFromRaw,
+  publicKeyOfPrincipal,
+  saveIdentity,
+  toIdentityFile,
+} from './identity.js'
+export {
+  canonicalJson,
+  type InboxQuery,
+  inboxQueryString,
+  MessagesClient,
+  messageBodyDigest,
+  type ReceiptCheck,
+  type ReceiptExpectations,
+  signMessageReceipt,
+  verifyMessageReceipt,
+} from './messages.js'
+export { GrantClient, ResourceClient } from './resources.js'
+export { type SignedBody, SignedClient, type SignedClientOptions } from './signed-client.js'
+export {
+  componentValue,
+  defaultComponents,
+  type HttpMessage,
+  newNonce,
+  parseDictionary,
+  type SfBareItem,
+  type SfDictionary,
+  type SfInnerList,
+  type SfItem,
+  type SfParams,
+  type SfToken,
+  type SignedFields,
+  type SignedRequest,
+  type SignOptions,
+  StructuredFieldError,
+  serializeInnerList,
+  signatureBase,
+  signMessage,
+  signRequest,
+} from './signing.js'
+export { snapshotChecksum, TransferAdminClient, TransferClient } from './transfers.js'

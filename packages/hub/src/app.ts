@@ -3,15 +3,25 @@ import { type Clock, systemClock } from './clock.js'
 import type { Config } from './config.js'
 import { type EventBus, MemoryEventBus } from './events/bus.js'
 import { PgEventBus } from './events/pg-bus.js'
+import { GrantService } from './grants/service.js'
 import { Notifier } from './handoffs/notify.js'
 import { HandoffService } from './handoffs/service.js'
+import { HomeService } from './home/service.js'
+import { loadHubSigner } from './identity/hub-key.js'
+import { IdentityService } from './identity/service.js'
+import { principalUsage } from './identity/usage.js'
 import { startPeriodic } from './jobs/cleanup.js'
 import { createLogger } from './log.js'
+import { MessageService } from './messages/service.js'
 import { createMetrics, type Metrics } from './metrics.js'
+import { ResourceService } from './resources/service.js'
+import { ownedBytes } from './resources/store.js'
 import { type Database, openDatabase } from './store/database.js'
 import { pruneIdempotencyKeys } from './store/idempotency.js'
 import { pruneQuotaCounters } from './store/quota.js'
 import { transaction, WriteBatcher } from './store/transaction.js'
+import { TransferService } from './transfers/service.js'
+import { TokenKeyring } from './transfers/tokens.js'
 
 /** The hub's version, reported in discovery, MCP and OpenAPI. */
 export const VERSION = '0.1.0'
@@ -28,6 +38,12 @@ export interface AppContext {
   bus: EventBus
   notifier: Notifier
   handoffs: HandoffService
+  identity: IdentityService
+  resources: ResourceService
+  grants: GrantService
+  messages: MessageService
+  home: HomeService
+  transfers: TransferService
   isClosing(): boolean
   /** Marks the hub as closing and answers every waiter now, before in-flight requests finish. */
   beginShutdown(): void
@@ -46,7 +62,12 @@ export async function createApp(
   const clock = opts.clock ?? systemClock
   const metrics = createMetrics()
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
-  const batcher = new WriteBatcher(database, config.maxBatch, (n) => metrics.batchSize.observe(n))
+  const batcher = new WriteBatcher(
+    database,
+    config.maxBatch,
+    (n) => metrics.batchSize.observe(n),
+    database.caps.writeConcurrency,
+  )
   // One instance hears its own events in memory; many instances share them through PostgreSQL.
   const bus =
     opts.bus ??
@@ -72,8 +93,73 @@ export async function createApp(
     closing: closingSignal,
     onMove: (outcome) => metrics.handoffMoves.inc({ outcome }),
   })
+  const identity = new IdentityService({
+    database,
+    batcher,
+    clock,
+    config: config.identity,
+    bodyLimitBytes: config.bodyLimitBytes,
+    version: VERSION,
+    usage: principalUsage,
+    bus,
+  })
+  await identity.init()
+  const grants = new GrantService({
+    database,
+    batcher,
+    clock,
+    bus,
+    maxTtlMs: config.resources.grantMaxTtlMs,
+  })
+  const resources = new ResourceService({
+    database,
+    batcher,
+    clock,
+    bus,
+    grants,
+    maxBytes: config.resources.maxBytes,
+    storedBytesQuota: config.identity.quotas.storedBytes,
+  })
+  const messages = new MessageService({
+    database,
+    batcher,
+    clock,
+    bus,
+    config: config.messages,
+    messagesPerDay: config.identity.quotas.messagesPerDay,
+    signer: await loadHubSigner(identity),
+    closing: closingSignal,
+  })
+  const home = new HomeService({
+    database,
+    batcher,
+    clock,
+    bus,
+    config: config.home,
+    storedBytesQuota: config.identity.quotas.storedBytes,
+    // One stored-bytes quota covers a principal's resources and its home files.
+    storedElsewhere: ownedBytes,
+  })
+  const transfers = new TransferService({
+    database,
+    batcher,
+    clock,
+    bus,
+    config: config.transfer,
+    keyring: await TokenKeyring.load(database, config.transfer.tokenKeys, clock.now()),
+    log,
+    closing: closingSignal,
+  })
+  // seed 004: insolvent transfers end within seconds of their grace, not at the next cron.
+  const reaperJob = startPeriodic(
+    'transfer-reaper',
+    config.transfer.reapIntervalMs,
+    () => transfers.reap(),
+    log,
+  )
   const cleanupAll = async () => {
     let removed = await handoffs.cleanup()
+    removed += await identity.cleanup()
     removed += await transaction(database, async (tx) => {
       const now = clock.now()
       return (await pruneIdempotencyKeys(tx.db, now)) + (await pruneQuotaCounters(tx.db, now))
@@ -94,6 +180,12 @@ export async function createApp(
     bus,
     notifier,
     handoffs,
+    identity,
+    resources,
+    grants,
+    messages,
+    home,
+    transfers,
     isClosing: () => closing,
     beginShutdown() {
       closing = true
@@ -103,6 +195,7 @@ export async function createApp(
       closing = true
       release()
       await cleanupJob.stop()
+      await reaperJob.stop()
       await batcher.flush()
       await notifier.drain()
       await bus.close()

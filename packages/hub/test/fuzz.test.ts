@@ -54,7 +54,7 @@ for (const store of testStores) {
             fc.constant({}),
           ),
           fc.option(
-            fc.constantFrom(h.owner_token, h.receiver_token, 'x', '', 'hot_o_' + 'a'.repeat(43)),
+            fc.constantFrom(h.owner_token, h.receiver_token, 'x', '', `hot_o_${'a'.repeat(43)}`),
           ),
           fc.option(
             fc.constantFrom(

@@ -369,6 +369,13 @@ for (const store of testStores) {
           'body_too_large',
         ],
         ['POST', H, { body: [1, 2] }, 400, 'invalid_request'],
+        [
+          'POST',
+          H,
+          { raw: `{"payload":${'['.repeat(20_000)}${']'.repeat(20_000)}}` },
+          400,
+          'invalid_request',
+        ],
         ['POST', H, { body: 'payload' }, 400, 'invalid_request'],
         ['POST', H, { body: { payload: 1, extra: true } }, 400, 'unknown_field'],
         ['POST', H, { body: { payload: 1, note: 5 } }, 400, 'invalid_request'],

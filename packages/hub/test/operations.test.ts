@@ -56,6 +56,19 @@ for (const store of testStores) {
       assert.ok(doc.paths['/services/v1/handoff/{id}/{state}']?.post?.requestBody)
       assert.ok(doc.paths['/services/v1/handoff/{id}/wait/{seconds}']?.get)
       assert.ok(doc.paths['/mcp']?.post)
+      const text = JSON.stringify(doc)
+      for (const m of text.matchAll(/"\$ref":"([^"]+)"/g)) {
+        assert.equal(m[1], '#/components/schemas/Error', 'every $ref resolves inside the document')
+      }
+      const read = doc.paths['/services/v1/handoff/{id}']?.get as unknown as {
+        responses: Record<
+          string,
+          { content?: { 'application/json': { schema: { required: string[] } } } }
+        >
+      }
+      assert.ok(
+        read.responses['200']?.content?.['application/json'].schema.required.includes('history'),
+      )
       const ids = Object.values(doc.paths).flatMap((p) =>
         Object.values(p).map((o) => o.operationId),
       )

@@ -1,38 +1,20 @@
 import assert from 'node:assert/strict'
-import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import { after, before, describe, test } from 'node:test'
 import { promisify } from 'node:util'
-import { batonBin, call, repoRoot, startTestHub, type TestHub, testStores } from './support.js'
+import {
+  batonBin,
+  call,
+  exited,
+  repoRoot,
+  serveProcess,
+  startTestHub,
+  type TestHub,
+  testStores,
+} from './support.js'
 
 const run = promisify(execFile)
 const H = '/services/v1/handoff'
-
-/** Starts `baton serve` as its own process and answers its URL once it listens. */
-async function serveProcess(
-  env: Record<string, string>,
-): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, [batonBin, 'serve'], {
-    cwd: repoRoot,
-    env: { ...process.env, BATON_HOST: '127.0.0.1', BATON_PORT: '0', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = ''
-    child.stdout!.on('data', (chunk) => {
-      out += chunk
-      const m = /"url":"(http:\/\/[^"]+)".*"msg":"hub listening"/.exec(out)
-      if (m) resolve(m[1]!)
-    })
-    child.once('exit', (code) => reject(new Error(`baton serve exited ${code}: ${out}`)))
-  })
-  return { url, child }
-}
-
-const exited = (child: ChildProcess) =>
-  new Promise<number | null>((r) => {
-    if (child.exitCode !== null) r(child.exitCode)
-    else child.once('exit', (code) => r(code))
-  })
 
 for (const store of testStores) {
   describe(`separate processes (${store.name})`, () => {

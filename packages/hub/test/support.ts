@@ -1,3 +1,4 @@
+import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -135,3 +136,31 @@ export const repoRoot = path.resolve(import.meta.dirname, '../../..')
 
 /** The `baton` command's entry point. */
 export const batonBin = path.join(repoRoot, 'packages/hub/bin/baton.mjs')
+
+/** Starts `baton serve` as its own process and answers its URL once it listens. */
+export async function serveProcess(
+  env: Record<string, string>,
+): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, [batonBin, 'serve'], {
+    cwd: repoRoot,
+    env: { ...process.env, BATON_HOST: '127.0.0.1', BATON_PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = ''
+    child.stdout!.on('data', (chunk) => {
+      out += chunk
+      const m = /"url":"(http:\/\/[^"]+)".*"msg":"hub listening"/.exec(out)
+      if (m) resolve(m[1]!)
+    })
+    child.once('exit', (code) => reject(new Error(`baton serve exited ${code}: ${out}`)))
+  })
+  return { url, child }
+}
+
+/** Resolves with a child's exit code once it has exited. */
+export const exited = (child: ChildProcess) =>
+  new Promise<number | null>((r) => {
+    if (child.exitCode !== null) r(child.exitCode)
+    else child.once('exit', (code) => r(code))
+  })

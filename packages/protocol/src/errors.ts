@@ -130,6 +130,158 @@ export const ERRORS = {
     fix: 'Keep the existing identity (it is your key) or choose another --out path; identity files are never overwritten.',
   },
 
+  // resources and grants (seed 000)
+  resource_forbidden: {
+    status: 403,
+    fix: 'Use a resource you own or hold a live grant for; ask its owner for a grant. The answer is the same whether or not the id exists.',
+  },
+  version_conflict: {
+    status: 409,
+    fix: 'Read the resource, reconcile with its current version (`currentVersion`), and send the update with that as expectedVersion. Never overwrite blindly.',
+  },
+  resource_too_large: {
+    status: 413,
+    fix: 'Keep resource data within the limit in `limit` (bytes as JSON); store large content elsewhere and reference it.',
+  },
+  invalid_grant: {
+    status: 400,
+    fix: 'Grant a did:key other than yourself and the owner, with an expiresAt in the future and within the maximum lifetime.',
+  },
+  grant_forbidden: {
+    status: 403,
+    fix: 'Only the resource owner, or the holder of a live delegable grant covering the actions and the expiry, may grant; only the issuer or the owner may revoke.',
+  },
+  grant_not_found: {
+    status: 404,
+    fix: 'Check the grant id in GET /v1/capabilities; you see only grants you issued or hold, or grants on resources you own.',
+  },
+
+  // messages and home files (seed 000)
+  recipient_unknown: {
+    status: 404,
+    fix: 'Send to the exact principal (a did:key) of an admitted agent, as its own signed GET /v1/me shows it.',
+  },
+  message_not_found: {
+    status: 404,
+    fix: 'Check the message id; only the recipient can acknowledge a message, and only its own inbox is visible.',
+  },
+  message_too_large: {
+    status: 413,
+    fix: 'Keep the message body within the limit in `limit` (bytes of canonical JSON); store large work in a resource or home file and send a reference.',
+  },
+  invalid_path: {
+    status: 400,
+    fix: 'Use 1-256 characters: segments of letters, digits, `.`, `_` and `-` separated by `/`, with no empty, `.` or `..` segment and no leading `/`.',
+  },
+  home_file_not_found: {
+    status: 404,
+    fix: 'No file at this path in your own home; write it with expectedRevision 0 to create it.',
+  },
+  revision_conflict: {
+    status: 409,
+    fix: 'Read the file at `currentRevision` (0: it does not exist), decide from its content, and write again with that revision; never overwrite blindly.',
+  },
+  home_file_too_large: {
+    status: 413,
+    fix: 'Keep the file content within the limit in `limit` (UTF-8 bytes); split it into several files.',
+  },
+  storage_quota_exceeded: {
+    status: 413,
+    fix: 'Delete or shrink what you no longer need (home files, resources) or ask the hub operator for a larger quota; GET /v1/me shows the usage.',
+  },
+
+  // session transfer (seed 004)
+  transfer_not_found: {
+    status: 404,
+    fix: 'Check the transfer id; a transfer is visible only to its owner, its runtime and the operator.',
+  },
+  transfer_forbidden: {
+    status: 403,
+    fix: 'Only the runtime that claimed the transfer may push, lease and report usage for it; claim it first, with the identity allowed to run transfers.',
+  },
+  transfer_state_conflict: {
+    status: 409,
+    fix: 'Read the transfer (`state` is the real one) and send the move that follows from that state.',
+  },
+  transfer_expired: {
+    status: 410,
+    fix: 'The transfer stayed staged, provisioned or pushed past its time-to-live and was terminated. Snapshot again.',
+  },
+  transfer_claimed: {
+    status: 409,
+    fix: 'Another runtime holds this transfer; claim a different one.',
+  },
+  transfer_lease_held: {
+    status: 409,
+    fix: 'Another process of this runtime is running the transfer; do not start it again. Retry after `leaseEndsAt` only if that process died.',
+  },
+  snapshot_invalid: {
+    status: 400,
+    fix: 'Send a snapshot with systemPrompt, messages, toolState and mcpConfig as documented; `field` names the problem, and every credRef must be vault://<path>[#field] or env://<NAME>.',
+  },
+  snapshot_contains_secret: {
+    status: 400,
+    fix: 'Replace the value at `path` with a credential reference such as { "credRef": "vault://kv/app#token" } or { "credRef": "env://API_KEY" }; snapshots never carry raw secrets.',
+  },
+  snapshot_too_large: {
+    status: 413,
+    fix: 'Keep the snapshot within `limit` bytes (BATON_SNAPSHOT_MAX_BYTES); move large tool state to storage and reference it.',
+  },
+  checksum_mismatch: {
+    status: 422,
+    fix: 'The snapshot the runtime computed differs from the one staged; fetch the snapshot again and recompute SHA-256 over its RFC 8785 canonical JSON. The refusal is in the event log.',
+  },
+  tier_unknown: {
+    status: 400,
+    fix: 'Use a tier the hub configures (BATON_TRANSFER_TIERS); `tiers` lists them.',
+  },
+  tier_limit_exceeded: {
+    status: 400,
+    fix: 'Keep budgetMicros and rateMicrosPerSecond within the tier limits named in `limit`.',
+  },
+  transfer_token_malformed: {
+    status: 401,
+    fix: 'Send the token exactly as minted: v1.<kid>.<payload>.<mac>, by `baton transfer token` or POST /admin/v1/transfers/{id}/tokens.',
+  },
+  transfer_token_unknown_key: {
+    status: 401,
+    fix: 'The token was signed with a key id this hub does not hold (rotated out?); mint a new token.',
+  },
+  transfer_token_bad_signature: {
+    status: 401,
+    fix: 'The token was altered or signed with another secret; mint a new token from the orchestrator.',
+  },
+  transfer_token_expired: {
+    status: 401,
+    fix: 'Transfer tokens live 5 minutes by default; mint a new token and use it promptly.',
+  },
+  transfer_token_wrong_transfer: {
+    status: 403,
+    fix: 'The token was minted for another transfer; mint one for this transfer id.',
+  },
+  transfer_token_wrong_scope: {
+    status: 403,
+    fix: 'Use a provision token to provision and an activate token to activate.',
+  },
+  transfer_token_params_mismatch: {
+    status: 403,
+    fix: 'Send exactly the tier, budgetMicros and rateMicrosPerSecond the token authorizes (`field` names the difference), or mint a token for the new values.',
+  },
+  transfer_token_replayed: {
+    status: 409,
+    fix: 'A transfer token is single-use and this one was already consumed; read the transfer to see the move it made, or mint a new token.',
+  },
+
+  // dashboard
+  dashboard_signin_required: {
+    status: 401,
+    fix: 'Sign in to the dashboard at / with the operator token; sessions end after 8 hours or at sign-out.',
+  },
+  csrf_token_invalid: {
+    status: 403,
+    fix: 'Send the X-CSRF-Token header with the token from GET /dashboard/api/session; reload the page if the session changed.',
+  },
+
   // limits
   rate_limited: { status: 429, fix: 'Wait for the number of seconds in Retry-After, then retry.' },
 

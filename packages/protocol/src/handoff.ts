@@ -33,10 +33,13 @@ export const Nonce = z
   .max(128)
   .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces')
 
+/** A note on a handoff or a move; the hub's configured limit (500 by default) applies on top. */
+const Note = z.string().max(10_000)
+
 /** The body of `POST /services/v1/handoff`. */
 export const CreateHandoffInput = z.strictObject({
   payload: z.json().refine((v) => v !== null, 'payload must not be null'),
-  note: z.string().max(HANDOFF_LIMITS.maxNoteChars).optional(),
+  note: Note.optional(),
   notify_url: z.string().max(2048).optional(),
   states: z.array(StateName).min(1).optional(),
   final: z.array(StateName).optional(),
@@ -49,78 +52,88 @@ export type CreateHandoffInput = z.infer<typeof CreateHandoffInput>
 export const AdvanceInput = z.strictObject({
   from: StateName,
   nonce: Nonce.optional(),
-  note: z.string().max(HANDOFF_LIMITS.maxNoteChars).optional(),
+  note: Note.optional(),
 })
 /** A parsed move request. */
 export type AdvanceInput = z.infer<typeof AdvanceInput>
 
 /** A handoff's state machine as answered on the wire. */
-export interface MachineView {
-  states: string[]
-  final: string[]
-  transitions: Record<string, string[]>
-}
+export const MachineView = z.object({
+  states: z.array(z.string()),
+  final: z.array(z.string()),
+  transitions: z.record(z.string(), z.array(z.string())),
+})
+/** A machine with every non-final state's moves spelled out. */
+export type MachineView = z.infer<typeof MachineView>
 
 /** One committed move in a handoff's history. */
-export interface MoveView {
-  from: string
-  to: string
-  version: number
-  by: 'owner' | 'receiver'
-  nonce: string | null
-  note: string | null
-  at: string
-}
+export const MoveView = z.object({
+  from: z.string(),
+  to: z.string(),
+  version: z.number().int(),
+  by: z.enum(['owner', 'receiver']),
+  nonce: z.string().nullable(),
+  note: z.string().nullable(),
+  at: z.iso.datetime(),
+})
+/** A committed move. */
+export type MoveView = z.infer<typeof MoveView>
 
 /** A handoff as read with either token. */
-export interface HandoffView {
-  handoff_id: string
-  state: string
-  version: number
-  ended: boolean
-  payload: unknown
-  note: string | null
-  machine: MachineView
-  allowed_next: string[]
-  history: MoveView[]
-  created_at: string
-  updated_at: string
-  expires_at: string
-}
+export const HandoffView = z.object({
+  handoff_id: z.string(),
+  state: z.string(),
+  version: z.number().int(),
+  ended: z.boolean(),
+  payload: z.unknown(),
+  note: z.string().nullable(),
+  machine: MachineView,
+  allowed_next: z.array(z.string()),
+  history: z.array(MoveView),
+  created_at: z.iso.datetime(),
+  updated_at: z.iso.datetime(),
+  expires_at: z.iso.datetime(),
+})
+/** A handoff as read. */
+export type HandoffView = z.infer<typeof HandoffView>
 
 /** The answer to a create: the handoff plus both tokens, shown only this once. */
-export interface CreatedHandoffView {
-  handoff_id: string
-  owner_token: string
-  receiver_token: string
-  state: string
-  version: number
-  ended: boolean
-  machine: MachineView
-  created_at: string
-  expires_at: string
-}
+export const CreatedHandoffView = z.object({
+  handoff_id: z.string(),
+  owner_token: z.string(),
+  receiver_token: z.string(),
+  state: z.string(),
+  version: z.number().int(),
+  ended: z.boolean(),
+  machine: MachineView,
+  created_at: z.iso.datetime(),
+  expires_at: z.iso.datetime(),
+})
+/** A created handoff with its tokens. */
+export type CreatedHandoffView = z.infer<typeof CreatedHandoffView>
 
 /** The answer to a committed move, or to a repeat of one (`repeated: true`). */
-export interface MoveResultView {
-  handoff_id: string
-  state: string
-  version: number
-  ended: boolean
-  from: string
-  by: 'owner' | 'receiver'
-  nonce: string | null
-  at: string
-  repeated: boolean
-  current_state: string
-  current_version: number
-  current_ended: boolean
-}
+export const MoveResultView = z.object({
+  handoff_id: z.string(),
+  state: z.string(),
+  version: z.number().int(),
+  ended: z.boolean(),
+  from: z.string(),
+  by: z.enum(['owner', 'receiver']),
+  nonce: z.string().nullable(),
+  at: z.iso.datetime(),
+  repeated: z.boolean(),
+  current_state: z.string(),
+  current_version: z.number().int(),
+  current_ended: z.boolean(),
+})
+/** A move's answer. */
+export type MoveResultView = z.infer<typeof MoveResultView>
 
 /** The answer to a wait: the handoff and whether it changed while waiting. */
-export interface WaitView extends HandoffView {
-  changed: boolean
-}
+export const WaitView = HandoffView.extend({ changed: z.boolean() })
+/** A wait's answer. */
+export type WaitView = z.infer<typeof WaitView>
 
 /** The small signal posted to a handoff's notify_url after each committed move (no payload, no token). */
 export interface NotifySignal {

@@ -12,6 +12,31 @@ const commands: Record<string, { run: Command; summary: string }> = {
   },
   handoff: { run: handoffCommand, summary: 'create, read, advance and wait on token handoffs' },
   mcp: { run: mcpCommand, summary: 'an MCP server over stdio that calls a hub' },
+  receipt: {
+    run: async (argv, io) => (await import('./receipt-command.js')).receiptCommand(argv, io),
+    summary: 'verify a saved message receipt against the hub key (discovery or a JWK file)',
+  },
+  identity: {
+    run: async (argv, io) => (await import('./identity-command.js')).identityCommand(argv, io),
+    summary: 'make an agent identity (an Ed25519 key and its did:key principal)',
+  },
+  request: {
+    run: async (argv, io) => (await import('./request-command.js')).requestCommand(argv, io),
+    summary:
+      'send one signed request: request <discovery-url> <identity-file> METHOD PATH [body-file]',
+  },
+  admin: {
+    run: async (argv, io) => (await import('./admin-command.js')).adminCommand(argv, io),
+    summary: 'approve, reject or suspend principals (admin API or the hub database)',
+  },
+  transfer: {
+    run: async (argv, io) => (await import('./transfer-command.js')).transferCommand(argv, io),
+    summary: 'session transfers (seed 004): snapshot, token, provision, activate, status',
+  },
+  runtime: {
+    run: async (argv, io) => (await import('./runtime-command.js')).runtimeCommand(argv, io),
+    summary: 'a destination runtime: claims, verifies, runs and meters transferred agents',
+  },
   context: {
     run: async (argv, io) => (await import('./context-command.js')).contextCommand(argv, io),
     summary: 'make, sign, verify and digest signed handoff contexts (offers and statuses)',

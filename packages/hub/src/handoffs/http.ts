@@ -1,4 +1,11 @@
-import { AdvanceInput, CreateHandoffInput } from '@baton/protocol'
+import {
+  AdvanceInput,
+  CreatedHandoffView,
+  CreateHandoffInput,
+  HandoffView,
+  MoveResultView,
+  WaitView,
+} from '@baton/protocol'
 import type { AppContext } from '../app.js'
 import { type Api, bearerToken } from '../http/server.js'
 import { parseIdempotencyKey } from '../store/idempotency.js'
@@ -29,7 +36,7 @@ export function registerHandoffRoutes(api: Api, ctx: AppContext): void {
     body: CreateHandoffInput,
     headers: { 'Idempotency-Key': { description: 'Makes the create safe to repeat' } },
     responses: {
-      201: { description: 'Created' },
+      201: { description: 'Created', schema: CreatedHandoffView },
       400: errors[400],
       409: { description: 'idempotency_conflict' },
       413: { description: 'payload_too_large or body_too_large' },
@@ -49,7 +56,7 @@ export function registerHandoffRoutes(api: Api, ctx: AppContext): void {
     tags,
     security: 'bearer',
     pathParams: idParam,
-    responses: { 200: { description: 'The handoff' }, ...errors },
+    responses: { 200: { description: 'The handoff', schema: HandoffView }, ...errors },
     handler: (req) => service.read((req.params as { id: string }).id, bearerToken(req)),
   })
   api.route({
@@ -63,7 +70,10 @@ export function registerHandoffRoutes(api: Api, ctx: AppContext): void {
     body: AdvanceInput,
     pathParams: { ...idParam, state: 'The state to enter' },
     responses: {
-      200: { description: 'Moved, or a repeat of a committed move (`repeated: true`)' },
+      200: {
+        description: 'Moved, or a repeat of a committed move (`repeated: true`)',
+        schema: MoveResultView,
+      },
       ...errors,
       409: { description: 'state_conflict, transition_not_allowed or idempotency_conflict' },
     },
@@ -86,7 +96,7 @@ export function registerHandoffRoutes(api: Api, ctx: AppContext): void {
         schema: { type: 'integer', minimum: 0 },
       },
     },
-    responses: { 200: { description: 'The handoff, with `changed`' }, ...errors },
+    responses: { 200: { description: 'The handoff, with `changed`', schema: WaitView }, ...errors },
     handler: (req, reply) => {
       const { id, seconds } = req.params as { id: string; seconds: string }
       const { version } = req.query as { version?: string }

@@ -32,7 +32,7 @@ export function registerHandoffTools(server: McpServer, ops: HandoffOps): void {
         'Create a handoff holding a JSON payload (at most 16 KiB) for another agent. Answers a handoff_id, an owner_token to keep and a receiver_token to pass to the other agent; both are shown only once. Optional: note, notify_url, and a custom forward-only machine (states, final, transitions).',
       inputSchema: {
         payload: z.json().describe('The work the other agent starts from (any JSON but null)'),
-        note: z.string().max(HANDOFF_LIMITS.maxNoteChars).optional(),
+        note: z.string().optional(),
         notify_url: z
           .string()
           .optional()
@@ -57,7 +57,7 @@ export function registerHandoffTools(server: McpServer, ops: HandoffOps): void {
         state: z.string().describe('The state to enter'),
         from: z.string().describe('The state you believe the handoff is in'),
         nonce: Nonce.optional(),
-        note: z.string().max(HANDOFF_LIMITS.maxNoteChars).optional(),
+        note: z.string().optional(),
       },
       annotations: { destructiveHint: false, idempotentHint: true },
     },

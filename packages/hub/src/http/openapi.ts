@@ -12,7 +12,7 @@ export interface RouteDoc {
   query?: Record<string, { description: string; required?: boolean; schema?: object }>
   headers?: Record<string, { description: string; required?: boolean }>
   pathParams?: Record<string, string>
-  responses: Record<number, { description: string; schema?: object }>
+  responses: Record<number, { description: string; schema?: object | z.ZodType }>
   security?: 'bearer' | 'none' | 'signature'
 }
 
@@ -25,6 +25,27 @@ const errorSchema = {
     fix: { type: 'string', description: 'What to do about it' },
   },
   additionalProperties: true,
+}
+
+/**
+ * A JSON Schema for a zod schema, self-contained: recursive parts (such as arbitrary JSON) are
+ * rendered as `{}` so that no `$ref` points outside the schema inside the OpenAPI document.
+ */
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): object {
+  const {
+    $schema: _schema,
+    $defs: _defs,
+    ...rest
+  } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>
+  return dropLocalRefs(rest) as object
+}
+
+function dropLocalRefs(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(dropLocalRefs)
+  if (!v || typeof v !== 'object') return v
+  const o = v as Record<string, unknown>
+  if (typeof o.$ref === 'string' && o.$ref.startsWith('#/$defs/')) return {}
+  return Object.fromEntries(Object.entries(o).map(([k, x]) => [k, dropLocalRefs(x)]))
 }
 
 /** Collects route docs and renders an OpenAPI 3.1 document. */
@@ -70,7 +91,10 @@ export class OpenApiBuilder {
       const responses: Record<string, object> = {}
       for (const [status, resp] of Object.entries(r.responses)) {
         const isError = Number(status) >= 400
-        const schema = resp.schema ?? (isError ? { $ref: '#/components/schemas/Error' } : undefined)
+        const schema =
+          resp.schema instanceof z.ZodType
+            ? jsonSchema(resp.schema, 'output')
+            : (resp.schema ?? (isError ? { $ref: '#/components/schemas/Error' } : undefined))
         responses[status] = schema
           ? { description: resp.description, content: { 'application/json': { schema } } }
           : { description: resp.description }
@@ -87,7 +111,7 @@ export class OpenApiBuilder {
           required: true,
           content: {
             'application/json': {
-              schema: z.toJSONSchema(r.body, { io: 'input', unrepresentable: 'any' }),
+              schema: jsonSchema(r.body, 'input'),
             },
           },
         }

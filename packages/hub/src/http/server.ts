@@ -7,10 +7,16 @@ import Fastify, {
   LogController,
 } from 'fastify'
 import type { AppContext } from '../app.js'
+import { registerGrantRoutes } from '../grants/http.js'
 import { registerHandoffRoutes } from '../handoffs/http.js'
+import { registerHomeRoutes } from '../home/http.js'
 import { registerIdentityRoutes } from '../identity/http.js'
 import { registerMcpRoute } from '../mcp/http.js'
+import { registerMessageRoutes } from '../messages/http.js'
+import { registerResourceRoutes } from '../resources/http.js'
 import { ping } from '../store/database.js'
+import { registerTransferRoutes } from '../transfers/http.js'
+import { registerDashboard } from '../web/dashboard.js'
 import { toBatonError } from './errors.js'
 import { OpenApiBuilder, type RouteDoc } from './openapi.js'
 
@@ -171,7 +177,13 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
 
   registerHandoffRoutes(api, ctx)
   registerIdentityRoutes(api, ctx)
+  registerMessageRoutes(api, ctx)
+  registerHomeRoutes(api, ctx)
+  registerResourceRoutes(api, ctx)
+  registerGrantRoutes(api, ctx)
+  registerTransferRoutes(api, ctx)
   registerMcpRoute(api, ctx)
+  registerDashboard(api, ctx)
 
   const doc = openapi.document({ title: 'Baton hub', version: ctx.version })
   app.get('/openapi.json', async () => doc)

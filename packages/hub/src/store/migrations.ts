@@ -71,6 +71,237 @@ const migrations: Record<string, Migration> = {
       await sql`select 1`.execute(db)
     },
   },
+  '002_identity': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('principals')
+        .addColumn('principal', 'text', (c) => c.primaryKey())
+        .addColumn('public_key', 'text', (c) => c.notNull())
+        .addColumn('state', 'text', (c) => c.notNull())
+        .addColumn('enrolled_at', 'bigint', (c) => c.notNull())
+        .addColumn('decided_at', 'bigint')
+        .execute()
+      await db.schema
+        .createIndex('principals_state')
+        .on('principals')
+        .columns(['state', 'enrolled_at'])
+        .execute()
+      // seed 000: a nonce is refused again from the same key while its signature could be fresh.
+      await db.schema
+        .createTable('signature_nonces')
+        .addColumn('keyid', 'text', (c) => c.notNull())
+        .addColumn('nonce', 'text', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('signature_nonces_pk', ['keyid', 'nonce'])
+        .execute()
+      await db.schema
+        .createIndex('signature_nonces_expires_at')
+        .on('signature_nonces')
+        .column('expires_at')
+        .execute()
+      await db.schema
+        .createTable('hub_keys')
+        .addColumn('slot', 'text', (c) => c.primaryKey())
+        .addColumn('kid', 'text', (c) => c.notNull())
+        .addColumn('public_jwk', 'text', (c) => c.notNull())
+        .addColumn('private_jwk', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute()
+    },
+  },
+  '003_resources': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('resources')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('owner', 'text', (c) => c.notNull())
+        .addColumn('namespace', 'text', (c) => c.notNull())
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('data', 'text', (c) => c.notNull())
+        .addColumn('size', 'integer', (c) => c.notNull())
+        .addColumn('version', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .addColumn('updated_by', 'text', (c) => c.notNull())
+        .execute()
+      await db.schema
+        .createIndex('resources_owner_ns_kind')
+        .on('resources')
+        .columns(['owner', 'namespace', 'kind'])
+        .execute()
+      await db.schema
+        .createTable('resource_versions')
+        .addColumn('resource_id', 'text', (c) => c.notNull())
+        .addColumn('version', 'integer', (c) => c.notNull())
+        .addColumn('data', 'text', (c) => c.notNull())
+        .addColumn('actor', 'text', (c) => c.notNull())
+        .addColumn('at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('resource_versions_pk', ['resource_id', 'version'])
+        .execute()
+      await db.schema
+        .createTable('grants')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('resource_id', 'text', (c) => c.notNull())
+        .addColumn('issuer', 'text', (c) => c.notNull())
+        .addColumn('subject', 'text', (c) => c.notNull())
+        .addColumn('actions', 'text', (c) => c.notNull())
+        .addColumn('delegable', 'integer', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addColumn('revoked_at', 'bigint')
+        .addColumn('parent_id', 'text')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute()
+      await db.schema
+        .createIndex('grants_subject_resource')
+        .on('grants')
+        .columns(['subject', 'resource_id'])
+        .execute()
+      await db.schema.createIndex('grants_resource').on('grants').column('resource_id').execute()
+      await db.schema.createIndex('grants_issuer').on('grants').column('issuer').execute()
+      await db.schema.createIndex('grants_parent').on('grants').column('parent_id').execute()
+    },
+  },
+  '004_messages_home': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('messages')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('sequence', 'bigint', (c) => c.notNull().unique())
+        .addColumn('sender', 'text', (c) => c.notNull())
+        .addColumn('recipient', 'text', (c) => c.notNull())
+        .addColumn('body', 'text', (c) => c.notNull())
+        .addColumn('body_digest', 'text', (c) => c.notNull())
+        .addColumn('idempotency_key', 'text', (c) => c.notNull())
+        .addColumn('receipt', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('acked_at', 'bigint')
+        .execute()
+      // seed 000: an idempotencyKey names one message of its sender.
+      await db.schema
+        .createIndex('messages_sender_key')
+        .on('messages')
+        .columns(['sender', 'idempotency_key'])
+        .unique()
+        .execute()
+      await db.schema
+        .createIndex('messages_recipient_sequence')
+        .on('messages')
+        .columns(['recipient', 'sequence'])
+        .execute()
+      // One row per named counter, bumped in the writing transaction: its row lock makes commit
+      // order equal sequence order, so a reader's cursor never passes a message yet to commit.
+      await db.schema
+        .createTable('counters')
+        .addColumn('name', 'text', (c) => c.primaryKey())
+        .addColumn('value', 'bigint', (c) => c.notNull())
+        .execute()
+      await db
+        .insertInto('counters' as never)
+        .values({ name: 'message_sequence', value: 0 } as never)
+        .execute()
+      await db.schema
+        .createTable('home_files')
+        .addColumn('principal', 'text', (c) => c.notNull())
+        .addColumn('path', 'text', (c) => c.notNull())
+        .addColumn('revision', 'integer', (c) => c.notNull())
+        .addColumn('content', 'text', (c) => c.notNull())
+        .addColumn('size', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('home_files_pk', ['principal', 'path'])
+        .execute()
+    },
+  },
+  '005_transfers': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('transfers')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('owner', 'text', (c) => c.notNull())
+        .addColumn('state', 'text', (c) => c.notNull())
+        .addColumn('version', 'integer', (c) => c.notNull())
+        .addColumn('idempotency_key', 'text')
+        .addColumn('checksum', 'text', (c) => c.notNull())
+        .addColumn('snapshot_bytes', 'bigint', (c) => c.notNull())
+        .addColumn('tier', 'text')
+        .addColumn('budget_micros', 'bigint')
+        .addColumn('rate_micros', 'bigint')
+        .addColumn('spent_micros', 'bigint', (c) => c.notNull())
+        .addColumn('runtime', 'text')
+        .addColumn('lease_instance', 'text')
+        .addColumn('lease_ends_at', 'bigint')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint')
+        .addColumn('grace_ends_at', 'bigint')
+        .addColumn('end_reason', 'text')
+        .execute()
+      // seed 004: a snapshot's creation is idempotent by key, per owner.
+      await db.schema
+        .createIndex('transfers_owner_key')
+        .on('transfers')
+        .columns(['owner', 'idempotency_key'])
+        .unique()
+        .execute()
+      await db.schema
+        .createIndex('transfers_state_tier')
+        .on('transfers')
+        .columns(['state', 'tier', 'created_at'])
+        .execute()
+      await db.schema
+        .createIndex('transfers_expires_at')
+        .on('transfers')
+        .column('expires_at')
+        .execute()
+      await db.schema
+        .createIndex('transfers_grace_ends_at')
+        .on('transfers')
+        .column('grace_ends_at')
+        .execute()
+      await db.schema.createIndex('transfers_runtime').on('transfers').column('runtime').execute()
+      await db.schema
+        .createTable('transfer_snapshots')
+        .addColumn('transfer_id', 'text', (c) => c.primaryKey())
+        .addColumn('content', 'text', (c) => c.notNull())
+        .execute()
+      await db.schema
+        .createTable('transfer_events')
+        .addColumn('transfer_id', 'text', (c) => c.notNull())
+        .addColumn('seq', 'integer', (c) => c.notNull())
+        .addColumn('type', 'text', (c) => c.notNull())
+        .addColumn('from_state', 'text')
+        .addColumn('to_state', 'text', (c) => c.notNull())
+        .addColumn('actor', 'text', (c) => c.notNull())
+        .addColumn('data', 'text', (c) => c.notNull())
+        .addColumn('at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('transfer_events_pk', ['transfer_id', 'seq'])
+        .execute()
+      await db.schema
+        .createTable('transfer_usage')
+        .addColumn('transfer_id', 'text', (c) => c.notNull())
+        .addColumn('idempotency_key', 'text', (c) => c.notNull())
+        .addColumn('amount_micros', 'bigint', (c) => c.notNull())
+        .addColumn('spent_after', 'bigint', (c) => c.notNull())
+        .addColumn('reporter', 'text', (c) => c.notNull())
+        .addColumn('at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('transfer_usage_pk', ['transfer_id', 'idempotency_key'])
+        .execute()
+      // seed 004: a token is single-use; its id is inserted with the move it authorizes.
+      await db.schema
+        .createTable('transfer_token_uses')
+        .addColumn('jti', 'text', (c) => c.primaryKey())
+        .addColumn('transfer_id', 'text', (c) => c.notNull())
+        .addColumn('scope', 'text', (c) => c.notNull())
+        .addColumn('used_at', 'bigint', (c) => c.notNull())
+        .execute()
+      await db.schema
+        .createTable('transfer_token_keys')
+        .addColumn('kid', 'text', (c) => c.primaryKey())
+        .addColumn('secret', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute()
+    },
+  },
 }
 
 const provider: MigrationProvider = { getMigrations: async () => migrations }

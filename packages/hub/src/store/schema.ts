@@ -43,9 +43,177 @@ export interface IdempotencyRow {
   expires_at: number
 }
 
+export interface PrincipalRow {
+  principal: string
+  /** The raw Ed25519 public key, base64url. */
+  public_key: string
+  state: string
+  enrolled_at: number
+  decided_at: number | null
+}
+
+export interface SignatureNonceRow {
+  keyid: string
+  nonce: string
+  expires_at: number
+}
+
+export interface HubKeyRow {
+  slot: string
+  kid: string
+  public_jwk: string
+  private_jwk: string
+  created_at: number
+}
+
+export interface ResourceRow {
+  id: string
+  owner: string
+  namespace: string
+  kind: string
+  data: string
+  size: number
+  version: number
+  created_at: number
+  updated_at: number
+  updated_by: string
+}
+
+export interface ResourceVersionRow {
+  resource_id: string
+  version: number
+  data: string
+  actor: string
+  at: number
+}
+
+export interface GrantRow {
+  id: string
+  resource_id: string
+  issuer: string
+  subject: string
+  /** JSON array of actions. */
+  actions: string
+  delegable: number
+  expires_at: number
+  revoked_at: number | null
+  parent_id: string | null
+  created_at: number
+}
+
+export interface MessageRow {
+  id: string
+  /** The global order of messages: strictly increasing, never reused (seed 000 cursors). */
+  sequence: number
+  sender: string
+  recipient: string
+  /** The body as RFC 8785 canonical JSON. */
+  body: string
+  body_digest: string
+  idempotency_key: string
+  /** The hub-signed receipt, stored verbatim so a replay answers the same bytes. */
+  receipt: string
+  created_at: number
+  acked_at: number | null
+}
+
+export interface CounterRow {
+  name: string
+  value: number
+}
+
+export interface HomeFileRow {
+  principal: string
+  path: string
+  revision: number
+  content: string
+  size: number
+  created_at: number
+  updated_at: number
+}
+
+export interface TransferRow {
+  id: string
+  owner: string
+  state: string
+  version: number
+  idempotency_key: string | null
+  /** `sha-256:` and the base64url SHA-256 of the snapshot's RFC 8785 canonical JSON. */
+  checksum: string
+  snapshot_bytes: number
+  tier: string | null
+  /** Money in integer micro-units (seed 004). */
+  budget_micros: number | null
+  rate_micros: number | null
+  spent_micros: number
+  runtime: string | null
+  lease_instance: string | null
+  lease_ends_at: number | null
+  created_at: number
+  updated_at: number
+  expires_at: number | null
+  grace_ends_at: number | null
+  end_reason: string | null
+}
+
+export interface TransferSnapshotRow {
+  transfer_id: string
+  /** The snapshot as RFC 8785 canonical JSON, the bytes the checksum covers. */
+  content: string
+}
+
+export interface TransferEventRow {
+  transfer_id: string
+  seq: number
+  type: string
+  from_state: string | null
+  to_state: string
+  actor: string
+  /** JSON object. */
+  data: string
+  at: number
+}
+
+export interface TransferUsageRow {
+  transfer_id: string
+  idempotency_key: string
+  amount_micros: number
+  spent_after: number
+  reporter: string
+  at: number
+}
+
+export interface TransferTokenUseRow {
+  jti: string
+  transfer_id: string
+  scope: string
+  used_at: number
+}
+
+export interface TransferTokenKeyRow {
+  kid: string
+  secret: string
+  created_at: number
+}
+
 export interface Schema {
+  resources: ResourceRow
+  resource_versions: ResourceVersionRow
+  grants: GrantRow
   handoffs: HandoffRow
   handoff_moves: HandoffMoveRow
   quota_counters: QuotaCounterRow
   idempotency_keys: IdempotencyRow
+  principals: PrincipalRow
+  signature_nonces: SignatureNonceRow
+  hub_keys: HubKeyRow
+  messages: MessageRow
+  counters: CounterRow
+  home_files: HomeFileRow
+  transfers: TransferRow
+  transfer_snapshots: TransferSnapshotRow
+  transfer_events: TransferEventRow
+  transfer_usage: TransferUsageRow
+  transfer_token_uses: TransferTokenUseRow
+  transfer_token_keys: TransferTokenKeyRow
 }

@@ -1,0 +1,157 @@
+// Messages sent and acknowledged per second over signed HTTP (seed 000), beside signed GET /v1/me
+// requests per second measured in the same run as the floor: every send and every ack pays the
+// same signature check, nonce write and quota count as /v1/me, plus its own transaction. SQLite,
+// open admission. Run alone: node --import tsx bench/messages.ts
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { createIdentity, type Identity, SignedClient, signRequest } from '@baton/client'
+import { loadConfig, startHub } from '@baton/hub'
+import type { SentMessageView } from '@baton/protocol'
+import pino from 'pino'
+import {
+  type LoadRequest,
+  type LoadResult,
+  median,
+  printResults,
+  type Result,
+  startLoadClient,
+} from './lib.js'
+
+const env = process.env
+const intEnv = (name: string, fallback: number) => (env[name] ? Number(env[name]) : fallback)
+const log = (msg: string) => process.stderr.write(`[messages] ${msg}\n`)
+
+/** Knobs of the scenario, from BENCH_* variables. */
+const MESSAGES = intEnv('BENCH_MESSAGES', 1500)
+const CONCURRENCY = intEnv('BENCH_CONCURRENCY', 32)
+const ROUNDS = intEnv('BENCH_ROUNDS', 3)
+const AGENTS = 8
+
+/** Signs one request now, as the load client will send it (Host is the hub's origin). */
+function signed(origin: string, id: Identity, method: string, p: string, body?: unknown) {
+  const req = signRequest({
+    method,
+    url: origin + p,
+    body: body === undefined ? undefined : Buffer.from(JSON.stringify(body)),
+    headers: { accept: 'application/json' },
+    privateKey: id.privateKey,
+    keyid: id.principal,
+  })
+  return {
+    method,
+    path: p,
+    headers: req.headers,
+    ...(req.body ? { body: Buffer.from(req.body).toString('utf8') } : {}),
+  } satisfies LoadRequest
+}
+
+function assertAll(what: string, load: LoadResult, status: number): void {
+  const ok = load.statuses[String(status)] ?? 0
+  if (ok !== load.count || load.errors > 0) {
+    throw new Error(
+      `${what}: ${ok}/${load.count} answered ${status}: ${JSON.stringify(load.statuses)}`,
+    )
+  }
+}
+
+/** Medians of three rounds of: signed /v1/me (the floor), then N sends, then their N acks. */
+export async function run(): Promise<Result[]> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'baton-bench-messages-'))
+  const hub = await startHub(
+    loadConfig({
+      BATON_HOST: '127.0.0.1',
+      BATON_PORT: '0',
+      BATON_DATA_DIR: dir,
+      BATON_ADMISSION: 'open',
+      BATON_QUOTA_REQUESTS_PER_DAY: '100000000',
+      BATON_QUOTA_MESSAGES_PER_DAY: '100000000',
+      BATON_MESSAGE_POLL_MIN_INTERVAL_MS: '0',
+    }),
+    { log: pino({ level: 'silent' }) },
+  )
+  const client = await startLoadClient(env.BENCH_CLIENT === 'inline' ? 'inline' : 'child')
+  log(`${MESSAGES} messages x ${ROUNDS} rounds, concurrency ${CONCURRENCY}, load ${client.where}`)
+  try {
+    const origin = hub.url
+    const discoveryUrl = `${origin}/.well-known/agent-net`
+    const agents = Array.from({ length: AGENTS }, () => createIdentity(discoveryUrl))
+    // Enrol every agent (open admission approves at once).
+    for (const id of agents) await (await SignedClient.connect(discoveryUrl, id)).me()
+
+    const meRates: number[] = []
+    const msgRates: number[] = []
+    const sendRates: number[] = []
+    const ackRates: number[] = []
+    const sendP50: number[] = []
+    for (let round = 0; round < ROUNDS; round++) {
+      const me = Array.from({ length: MESSAGES }, (_, i) =>
+        signed(origin, agents[i % AGENTS]!, 'GET', '/v1/me'),
+      )
+      const meLoad = await client.run({ origin, requests: me, concurrency: CONCURRENCY })
+      assertAll('GET /v1/me', meLoad, 200)
+
+      const pairs = Array.from({ length: MESSAGES }, (_, i) => ({
+        from: agents[i % AGENTS]!,
+        to: agents[(i * 3 + 1) % AGENTS]!,
+      }))
+      const sends = pairs.map(({ from, to }, i) =>
+        signed(origin, from, 'POST', '/v1/messages', {
+          recipient: to.principal,
+          body: { round, i, task: 'bench' },
+          idempotencyKey: `bench:${round}:${i}`,
+        }),
+      )
+      const sendLoad = await client.run({
+        origin,
+        requests: sends,
+        concurrency: CONCURRENCY,
+        keepBodies: true,
+      })
+      assertAll('POST /v1/messages', sendLoad, 201)
+      const acks = sendLoad.bodies!.map((text, i) => {
+        const sent = JSON.parse(text) as SentMessageView
+        return signed(origin, pairs[i]!.to, 'POST', `/v1/messages/${sent.id}/ack`)
+      })
+      const ackLoad = await client.run({ origin, requests: acks, concurrency: CONCURRENCY })
+      assertAll('POST /v1/messages/{id}/ack', ackLoad, 200)
+
+      const msgPerSecond = (MESSAGES / (sendLoad.elapsedMs + ackLoad.elapsedMs)) * 1000
+      meRates.push(meLoad.perSecond)
+      msgRates.push(msgPerSecond)
+      sendRates.push(sendLoad.perSecond)
+      ackRates.push(ackLoad.perSecond)
+      sendP50.push(sendLoad.p50)
+      log(
+        `round ${round + 1}: me ${meLoad.perSecond.toFixed(0)}/s, send ${sendLoad.perSecond.toFixed(0)}/s, ` +
+          `ack ${ackLoad.perSecond.toFixed(0)}/s, messages ${msgPerSecond.toFixed(0)}/s`,
+      )
+    }
+    const baseline = median(meRates)
+    const value = median(msgRates)
+    return [
+      {
+        name: 'messages sent+acked (sqlite, signed)',
+        baseline,
+        value,
+        ratio: value / baseline,
+        unit: 'messages/s vs GET /v1/me/s',
+        detail: {
+          sendPerSecond: median(sendRates),
+          ackPerSecond: median(ackRates),
+          sendP50Ms: median(sendP50),
+          concurrency: CONCURRENCY,
+        },
+      },
+    ]
+  } finally {
+    await client.close()
+    await hub.stop()
+    await rm(dir, { recursive: true, force: true })
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  printResults(await run())
+}

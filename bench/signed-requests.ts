@@ -1,0 +1,173 @@
+// Signed requests (seed 000, RFC 9421): signed `GET /v1/me` requests per second beside unsigned
+// `GET /healthz` requests and beside the raw node:crypto Ed25519 verify rate, in the same run.
+// The goal: what a signature adds to a request costs no more than the Ed25519 verify itself
+// plus 20% (ratio of the second row under 1.2). The signed path also records the nonce durably
+// (group-committed), which is part of what it costs.
+//
+//   node --import tsx bench/signed-requests.ts
+import { generateKeyPairSync, sign, verify } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { pathToFileURL } from 'node:url'
+import { createIdentity, type HttpMessage, signRequest } from '@baton/client'
+import { loadConfig, startHub } from '@baton/hub'
+import pino from 'pino'
+import {
+  didKeyResolver,
+  hubPolicy,
+  verifySignedRequest,
+} from '../packages/hub/src/identity/verify.js'
+import { type LoadRequest, median, type Result, startLoadClient } from './lib.js'
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 1500)
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32)
+
+/** Raw Ed25519 verifies per second of one message of the size of a signature base. */
+function rawVerifyRate(): number {
+  const { publicKey, privateKey } = generateKeyPairSync('ed25519')
+  const data = Buffer.alloc(260, 7)
+  const sig = sign(null, data, privateKey)
+  const n = 4000
+  const started = performance.now()
+  for (let i = 0; i < n; i++) verify(null, data, publicKey, sig)
+  return (n / (performance.now() - started)) * 1000
+}
+
+/** Whole hub verifier (parse fields, rebuild the base, verify) per second, with no HTTP or SQL. */
+function verifierRate(): number {
+  const id = createIdentity('bench')
+  const url = 'http://127.0.0.1:1/v1/me'
+  const now = Date.now()
+  const msgs: HttpMessage[] = []
+  for (let i = 0; i < 200; i++) {
+    const req = signRequest({ method: 'GET', url, privateKey: id.privateKey, keyid: id.principal })
+    msgs.push({ method: 'GET', targetUri: url, headers: req.headers })
+  }
+  const policy = hubPolicy(now, 60_000, didKeyResolver())
+  const empty = new Uint8Array(0)
+  const n = 4000
+  const started = performance.now()
+  for (let i = 0; i < n; i++) verifySignedRequest(msgs[i % msgs.length]!, empty, policy)
+  return (n / (performance.now() - started)) * 1000
+}
+
+/** Runs the scenario and answers its result rows. */
+export async function run(): Promise<Result[]> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'baton-bench-sig-'))
+  const hub = await startHub(
+    loadConfig({
+      BATON_HOST: '127.0.0.1',
+      BATON_PORT: '0',
+      BATON_DATA_DIR: dir,
+      BATON_ADMISSION: 'open',
+      BATON_QUOTA_REQUESTS_PER_DAY: String(1e9),
+      BATON_LOG_LEVEL: 'silent',
+    }),
+    { log: pino({ level: 'silent' }) },
+  )
+  const load = await startLoadClient('child')
+  const id = createIdentity('bench')
+  const signedBatch = (): LoadRequest[] =>
+    Array.from({ length: REQUESTS }, () => {
+      const req = signRequest({
+        method: 'GET',
+        url: `${hub.url}/v1/me`,
+        privateKey: id.privateKey,
+        keyid: id.principal,
+      })
+      return { method: 'GET', path: '/v1/me', headers: req.headers }
+    })
+  const unsignedBatch: LoadRequest[] = Array.from({ length: REQUESTS }, () => ({
+    method: 'GET',
+    path: '/healthz',
+  }))
+
+  const raw: number[] = []
+  const verifier: number[] = []
+  const unsigned: number[] = []
+  const signed: number[] = []
+  const signedP50: number[] = []
+  const unsignedP50: number[] = []
+  try {
+    // One warm-up round of each, not counted.
+    await load.run({
+      origin: hub.url,
+      requests: unsignedBatch.slice(0, 300),
+      concurrency: CONCURRENCY,
+    })
+    await load.run({
+      origin: hub.url,
+      requests: signedBatch().slice(0, 300),
+      concurrency: CONCURRENCY,
+    })
+    for (let round = 0; round < ROUNDS; round++) {
+      raw.push(rawVerifyRate())
+      verifier.push(verifierRate())
+      const u = await load.run({
+        origin: hub.url,
+        requests: unsignedBatch,
+        concurrency: CONCURRENCY,
+      })
+      const s = await load.run({
+        origin: hub.url,
+        requests: signedBatch(),
+        concurrency: CONCURRENCY,
+      })
+      if ((s.statuses['200'] ?? 0) !== REQUESTS || (u.statuses['200'] ?? 0) !== REQUESTS) {
+        throw new Error(
+          `unexpected statuses: signed ${JSON.stringify(s.statuses)}, unsigned ${JSON.stringify(u.statuses)}`,
+        )
+      }
+      unsigned.push(u.perSecond)
+      signed.push(s.perSecond)
+      unsignedP50.push(u.p50)
+      signedP50.push(s.p50)
+      process.stderr.write(
+        `round ${round + 1}: raw verify ${raw.at(-1)!.toFixed(0)}/s, verifier ${verifier.at(-1)!.toFixed(0)}/s, unsigned ${u.perSecond.toFixed(0)}/s, signed ${s.perSecond.toFixed(0)}/s\n`,
+      )
+    }
+  } finally {
+    await load.close()
+    await hub.stop()
+    rmSync(dir, { recursive: true, force: true })
+  }
+
+  const rawRate = median(raw)
+  const verifyUs = 1e6 / rawRate
+  const unsignedRate = median(unsigned)
+  const signedRate = median(signed)
+  // Server time a signature adds per request, from the two request rates of the same run.
+  const addedUs = 1e6 / signedRate - 1e6 / unsignedRate
+  return [
+    {
+      name: 'signed GET /v1/me vs unsigned GET /healthz',
+      baseline: unsignedRate,
+      value: signedRate,
+      ratio: signedRate / unsignedRate,
+      unit: 'req/s',
+      detail: { p50_unsigned_ms: median(unsignedP50), p50_signed_ms: median(signedP50) },
+    },
+    {
+      name: 'time a signature adds per request vs one raw Ed25519 verify (goal <= 1.2)',
+      baseline: verifyUs,
+      value: addedUs,
+      ratio: addedUs / verifyUs,
+      unit: 'us/req',
+    },
+    {
+      name: 'hub verifier (parse, base, verify) vs raw Ed25519 verify',
+      baseline: rawRate,
+      value: median(verifier),
+      ratio: median(verifier) / rawRate,
+      unit: 'ops/s',
+    },
+  ]
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const { printResults } = await import('./lib.js')
+  printResults(await run())
+}

@@ -1,0 +1,210 @@
+// Session transfers (seed 004) over signed HTTP: full lifecycles per second (snapshot, provision
+// token, provision, claim, push, activate token, activate, one usage report that exhausts the
+// budget) and usage reports per second on active transfers, each beside signed `GET /v1/me` per
+// second measured in the same run on the same hub. Medians of 3 rounds.
+// Run alone: node --import tsx bench/transfers.ts
+import { randomBytes } from 'node:crypto'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { pathToFileURL } from 'node:url'
+import {
+  createIdentity,
+  SignedClient,
+  snapshotChecksum,
+  TransferAdminClient,
+  TransferClient,
+} from '@baton/client'
+import { loadConfig, type RunningHub, startHub } from '@baton/hub'
+import pg from 'pg'
+import pino from 'pino'
+import { startPostgres } from '../scripts/postgres.js'
+import { median, printResults, type Result } from './lib.js'
+
+type Store = 'sqlite' | 'postgres'
+
+const env = process.env
+const intEnv = (name: string, fallback: number) => (env[name] ? Number(env[name]) : fallback)
+const ADMIN = `bench-${randomBytes(24).toString('hex')}`
+
+const options = {
+  stores: (env.BENCH_STORES ?? 'sqlite,postgres').split(',') as Store[],
+  lifecycles: intEnv('BENCH_TRANSFER_LIFECYCLES', 40),
+  reports: intEnv('BENCH_TRANSFER_REPORTS', 300),
+  baseline: intEnv('BENCH_TRANSFER_BASELINE_REQUESTS', 300),
+  concurrency: intEnv('BENCH_TRANSFER_CONCURRENCY', 8),
+  rounds: intEnv('BENCH_ROUNDS', 3),
+}
+
+const snapshot = (i: number) => ({
+  systemPrompt: 'You resume the job.',
+  messages: [
+    { role: 'user', content: `task ${i}` },
+    { role: 'assistant', content: [{ type: 'text', text: 'working' }] },
+  ],
+  toolState: { progress: { step: i } },
+  mcpConfig: { servers: [{ name: 'docs', env: { TOKEN: { credRef: 'env://DOCS_TOKEN' } } }] },
+})
+
+/** Runs `n` tasks, at most `concurrency` at once; answers tasks per second. */
+async function throughput(n: number, concurrency: number, task: (i: number) => Promise<unknown>) {
+  let next = 0
+  const started = performance.now()
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, n) }, async () => {
+      while (next < n) await task(next++)
+    }),
+  )
+  return (n / (performance.now() - started)) * 1000
+}
+
+async function hubFor(store: Store, pgUrl: string | undefined) {
+  const dir = await mkdtemp(path.join(tmpdir(), 'baton-bench-transfers-'))
+  let dropDb: (() => Promise<void>) | undefined
+  let databaseUrl: string | undefined
+  if (store === 'postgres') {
+    const name = `baton_bench_${randomBytes(5).toString('hex')}`
+    const admin = new pg.Client({ connectionString: pgUrl })
+    await admin.connect()
+    await admin.query(`create database ${name}`)
+    await admin.end()
+    const url = new URL(pgUrl!)
+    url.pathname = `/${name}`
+    databaseUrl = url.toString()
+    dropDb = async () => {
+      const c = new pg.Client({ connectionString: pgUrl })
+      await c.connect()
+      await c.query(`drop database if exists ${name} with (force)`)
+      await c.end()
+    }
+  }
+  const config = loadConfig({
+    BATON_HOST: '127.0.0.1',
+    BATON_PORT: '0',
+    BATON_LOG_LEVEL: 'silent',
+    BATON_DATA_DIR: dir,
+    BATON_ADMISSION: 'open',
+    BATON_ADMIN_TOKEN: ADMIN,
+    BATON_QUOTA_REQUESTS_PER_DAY: '100000000',
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+  })
+  const hub: RunningHub = await startHub(config, { log: pino({ level: 'silent' }) })
+  return {
+    hub,
+    async stop() {
+      await hub.stop()
+      await dropDb?.()
+      await rm(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+async function measure(store: Store, pgUrl: string | undefined): Promise<Result[]> {
+  const { hub, stop } = await hubFor(store, pgUrl)
+  try {
+    const discovery = `${hub.url}/.well-known/agent-net`
+    const owner = await SignedClient.connect(discovery, createIdentity(hub.url))
+    const runtime = await SignedClient.connect(discovery, createIdentity(hub.url))
+    await owner.me()
+    await runtime.me()
+    const agent = new TransferClient(owner)
+    const rt = new TransferClient(runtime)
+    const orchestrator = new TransferAdminClient(hub.url, ADMIN)
+    const budget = { tier: 'standard', budgetMicros: 1000, rateMicrosPerSecond: 10 }
+    let seq = 0
+    const lifecycle = async () => {
+      const i = seq++
+      const s = snapshot(i)
+      const t = await agent.snapshot(s)
+      const id = t.transferId
+      const { token } = await orchestrator.mint(id, { scope: 'provision', ...budget })
+      await agent.provision(id, { ...budget, token })
+      await rt.claim(id)
+      await rt.push(id, snapshotChecksum(s))
+      const { token: act } = await orchestrator.mint(id, { scope: 'activate' })
+      await agent.activate(id, act)
+      const used = await rt.reportUsage(id, { idempotencyKey: `u-${i}`, amountMicros: 1000 })
+      if (used.state !== 'insolvent') throw new Error(`lifecycle ended ${used.state}`)
+    }
+    // Active transfers with a budget that never runs out, one per worker.
+    const big = { tier: 'large', budgetMicros: 1_000_000_000, rateMicrosPerSecond: 10 }
+    const active: string[] = []
+    for (let w = 0; w < options.concurrency; w++) {
+      const s = snapshot(-w - 1)
+      const id = (await agent.snapshot(s)).transferId
+      await agent.provision(id, {
+        ...big,
+        token: (await orchestrator.mint(id, { scope: 'provision', ...big })).token,
+      })
+      await rt.claim(id)
+      await rt.push(id, snapshotChecksum(s))
+      await agent.activate(id, (await orchestrator.mint(id, { scope: 'activate' })).token)
+      active.push(id)
+    }
+    let reportSeq = 0
+    const report = async (i: number) => {
+      const id = active[i % active.length]!
+      await rt.reportUsage(id, { idempotencyKey: `r-${reportSeq++}`, amountMicros: 1 })
+    }
+    const me = () => owner.me()
+
+    await throughput(20, options.concurrency, me)
+    const base: number[] = []
+    const lifecycles: number[] = []
+    const reports: number[] = []
+    for (let round = 0; round < options.rounds; round++) {
+      base.push(await throughput(options.baseline, options.concurrency, me))
+      lifecycles.push(await throughput(options.lifecycles, options.concurrency, lifecycle))
+      reports.push(await throughput(options.reports, options.concurrency, report))
+      process.stderr.write(
+        `  ${store} round ${round + 1}: me ${base.at(-1)!.toFixed(0)}/s, lifecycles ${lifecycles.at(-1)!.toFixed(1)}/s, reports ${reports.at(-1)!.toFixed(0)}/s\n`,
+      )
+    }
+    const b = median(base)
+    const l = median(lifecycles)
+    const r = median(reports)
+    return [
+      {
+        name: `transfer lifecycles (${store})`,
+        baseline: b,
+        value: l,
+        ratio: l / b,
+        unit: 'per s (baseline: signed GET /v1/me per s)',
+        detail: { requestsPerLifecycle: 8, concurrency: options.concurrency },
+      },
+      {
+        name: `transfer usage reports (${store})`,
+        baseline: b,
+        value: r,
+        ratio: r / b,
+        unit: 'per s (baseline: signed GET /v1/me per s)',
+        detail: { concurrency: options.concurrency },
+      },
+    ]
+  } finally {
+    await stop()
+  }
+}
+
+/** The scenario: both stores, medians of `BENCH_ROUNDS` rounds. */
+export async function run(): Promise<Result[]> {
+  const results: Result[] = []
+  let started: { url: string; stop: () => Promise<void> } | undefined
+  for (const store of options.stores) {
+    let pgUrl: string | undefined
+    if (store === 'postgres') {
+      pgUrl = env.DATABASE_URL
+      if (!pgUrl) {
+        started = await startPostgres()
+        pgUrl = started.url
+      }
+    }
+    results.push(...(await measure(store, pgUrl)))
+  }
+  await started?.stop()
+  return results
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  printResults(await run())
+}

@@ -1,0 +1,190 @@
+import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto'
+import { open, readFile, stat } from 'node:fs/promises'
+import { BatonError, IdentityFile, type PrivateJwk, type PublicJwk } from '@baton/protocol'
+
+const ALPHABET = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'
+
+/** Encodes bytes as base58btc (the Bitcoin alphabet), as multibase `z` uses. */
+export function base58btcEncode(bytes: Uint8Array): string {
+  let n = 0n
+  for (const b of bytes) n = (n << 8n) | BigInt(b)
+  let out = ''
+  while (n > 0n) {
+    out = ALPHABET[Number(n % 58n)] + out
+    n /= 58n
+  }
+  for (const b of bytes) {
+    if (b !== 0) break
+    out = `1${out}`
+  }
+  return out
+}
+
+/** Decodes base58btc; answers undefined for a character outside the alphabet. */
+export function base58btcDecode(text: string): Uint8Array | undefined {
+  let n = 0n
+  for (const c of text) {
+    const d = ALPHABET.indexOf(c)
+    if (d < 0) return undefined
+    n = n * 58n + BigInt(d)
+  }
+  const bytes: number[] = []
+  while (n > 0n) {
+    bytes.unshift(Number(n & 0xffn))
+    n >>= 8n
+  }
+  for (const c of text) {
+    if (c !== '1') break
+    bytes.unshift(0)
+  }
+  return new Uint8Array(bytes)
+}
+
+// did:key (W3C CCG did-method-key): multicodec ed25519-pub is the varint 0xed 0x01.
+const ED25519_PUB_PREFIX = [0xed, 0x01]
+
+/**
+ * The did:key principal of an Ed25519 public key: `did:key:z` + base58btc(0xed 0x01 ‖ key).
+ *
+ * @example principalOf(publicKeyBytes) // 'did:key:z6Mk...'
+ */
+export function principalOf(publicKey: Uint8Array): string {
+  if (publicKey.length !== 32) throw new TypeError('An Ed25519 public key is 32 bytes')
+  return `did:key:z${base58btcEncode(new Uint8Array([...ED25519_PUB_PREFIX, ...publicKey]))}`
+}
+
+/** The raw Ed25519 public key of a did:key principal, or undefined when it is not one. */
+export function publicKeyOfPrincipal(principal: string): Uint8Array | undefined {
+  if (!principal.startsWith('did:key:z') || principal.length > 80) return undefined
+  const bytes = base58btcDecode(principal.slice('did:key:z'.length))
+  if (bytes?.length !== 34 || bytes[0] !== 0xed || bytes[1] !== 0x01) return undefined
+  const key = bytes.slice(2)
+  // Only the canonical encoding names the key: re-encoding must give the same text.
+  return principalOf(key) === principal ? key : undefined
+}
+
+/** A KeyObject for the Ed25519 public key of raw bytes. */
+export function publicKeyFromRaw(raw: Uint8Array): KeyObject {
+  return createPublicKey({
+    key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(raw).toString('base64url') },
+    format: 'jwk',
+  })
+}
+
+/** An agent's identity in memory: its principal, keys and the hub it was made for. */
+export interface Identity {
+  principal: string
+  hub: string
+  publicKey: KeyObject
+  privateKey: KeyObject
+  publicKeyJwk: PublicJwk
+  privateKeyJwk: PrivateJwk
+  createdAt: string
+}
+
+/** Makes a new Ed25519 identity for a hub (named by its discovery URL). */
+export function createIdentity(hub: string, now: Date = new Date()): Identity {
+  const { publicKey, privateKey } = generateKeyPairSync('ed25519')
+  const privateKeyJwk = privateKey.export({ format: 'jwk' }) as PrivateJwk
+  const publicKeyJwk: PublicJwk = { kty: 'OKP', crv: 'Ed25519', x: privateKeyJwk.x }
+  return {
+    principal: principalOf(Buffer.from(publicKeyJwk.x, 'base64url')),
+    hub,
+    publicKey,
+    privateKey,
+    publicKeyJwk,
+    privateKeyJwk: { kty: 'OKP', crv: 'Ed25519', x: privateKeyJwk.x, d: privateKeyJwk.d },
+    createdAt: now.toISOString(),
+  }
+}
+
+/** The identity file's JSON form of an identity. */
+export function toIdentityFile(identity: Identity): IdentityFile {
+  return {
+    principal: identity.principal,
+    hub: identity.hub,
+    publicKeyJwk: identity.publicKeyJwk,
+    privateKeyJwk: identity.privateKeyJwk,
+    createdAt: identity.createdAt,
+  }
+}
+
+/** Rebuilds an identity from its file form, checking that the principal matches the keys. */
+export function fromIdentityFile(value: unknown): Identity {
+  const parsed = IdentityFile.safeParse(value)
+  if (!parsed.success) {
+    throw new BatonError(
+      'identity_file_invalid',
+      'The identity file does not have the expected shape',
+    )
+  }
+  const file = parsed.data
+  let privateKey: KeyObject
+  try {
+    privateKey = createPrivateKey({ key: file.privateKeyJwk, format: 'jwk' })
+  } catch {
+    throw new BatonError('identity_file_invalid', 'The identity file holds no usable Ed25519 key')
+  }
+  const publicKey = createPublicKey(privateKey)
+  const x = (publicKey.export({ format: 'jwk' }) as PublicJwk).x
+  if (x !== file.publicKeyJwk.x || x !== file.privateKeyJwk.x) {
+    throw new BatonError(
+      'identity_file_invalid',
+      'The public key does not belong to the private key',
+    )
+  }
+  if (principalOf(Buffer.from(x, 'base64url')) !== file.principal) {
+    throw new BatonError('identity_file_invalid', 'The principal does not match the key')
+  }
+  return { ...file, publicKey, privateKey }
+}
+
+/**
+ * Writes an identity file readable by its owner only (mode 0600); never overwrites a file.
+ *
+ * @example await saveIdentity('agent.identity.json', createIdentity(discoveryUrl))
+ */
+export async function saveIdentity(path: string, identity: Identity): Promise<void> {
+  let handle: Awaited<ReturnType<typeof open>>
+  try {
+    handle = await open(path, 'wx', 0o600)
+  } catch (error) {
+    if ((error as { code?: string }).code === 'EEXIST') {
+      throw new BatonError(
+        'identity_file_exists',
+        `${path} already exists; it is never overwritten`,
+      )
+    }
+    throw error
+  }
+  try {
+    await handle.writeFile(`${JSON.stringify(toIdentityFile(identity), null, 2)}\n`)
+    // The umask may have narrowed the mode but never widened it; make it exactly 0600.
+    await handle.chmod(0o600)
+    await handle.sync()
+  } finally {
+    await handle.close()
+  }
+}
+
+/**
+ * Reads an identity file, refusing one that group or others may read or write
+ * (`identity_file_insecure`), as ssh does for private keys.
+ */
+export async function loadIdentity(path: string): Promise<Identity> {
+  const info = await stat(path)
+  if (process.platform !== 'win32' && (info.mode & 0o077) !== 0) {
+    throw new BatonError(
+      'identity_file_insecure',
+      `${path} has mode ${(info.mode & 0o777).toString(8)}; an identity file must be 600`,
+      { mode: (info.mode & 0o777).toString(8) },
+    )
+  }
+  let json: unknown
+  try {
+    json = JSON.parse(await readFile(path, 'utf8'))
+  } catch {
+    throw new BatonError('identity_file_invalid', `${path} is not valid JSON`)
+  }
+  return fromIdentityFile(json)
+}

@@ -1,0 +1,123 @@
+import { BatonError, type DiscoveryDocument, type MeView } from '@baton/protocol'
+import { fetchDiscovery, resolveApiUrl } from './discovery.js'
+import type { RawAnswer } from './http.js'
+import { type Identity, loadIdentity } from './identity.js'
+import { signRequest } from './signing.js'
+
+/** Options of a signed client. */
+export interface SignedClientOptions {
+  /** Seconds since the epoch for `created`; tests pass a fixed clock. */
+  now?: () => number
+  /** The longest Retry-After (ms) the client waits once on a 429 before answering it (default 5000). */
+  maxRetryWaitMs?: number
+}
+
+/** The body of a signed call: bytes sent as they are, a string as UTF-8, anything else as JSON. */
+export type SignedBody = Uint8Array | string | object | undefined
+
+function toBytes(body: SignedBody): Uint8Array | undefined {
+  if (body === undefined) return undefined
+  if (body instanceof Uint8Array) return body
+  if (typeof body === 'string') return Buffer.from(body, 'utf8')
+  return Buffer.from(JSON.stringify(body), 'utf8')
+}
+
+/**
+ * Calls any route of a Baton hub with a fresh RFC 9421 signature per request.
+ *
+ * @example
+ * const client = await SignedClient.connect(discoveryUrl, await loadIdentity('agent.identity.json'))
+ * const me = await client.call<MeView>('GET', '/v1/me')
+ */
+export class SignedClient {
+  private constructor(
+    readonly discovery: DiscoveryDocument,
+    readonly identity: Identity,
+    private readonly opts: SignedClientOptions,
+  ) {}
+
+  /** Reads discovery and answers a client for the identity. */
+  static async connect(
+    discoveryUrl: string,
+    identity: Identity,
+    opts: SignedClientOptions = {},
+  ): Promise<SignedClient> {
+    return new SignedClient(await fetchDiscovery(discoveryUrl), identity, opts)
+  }
+
+  /** Like `connect`, loading the identity file first (refusing a file others can read). */
+  static async fromFile(
+    discoveryUrl: string,
+    identityPath: string,
+    opts: SignedClientOptions = {},
+  ): Promise<SignedClient> {
+    return SignedClient.connect(discoveryUrl, await loadIdentity(identityPath), opts)
+  }
+
+  /** The principal this client signs as. */
+  get principal(): string {
+    return this.identity.principal
+  }
+
+  /**
+   * Sends one signed request and answers status, headers and parsed body whatever the status. A
+   * 429 whose Retry-After is at most `maxRetryWaitMs` is retried once, signed afresh.
+   */
+  async request<T = unknown>(
+    method: string,
+    path: string,
+    body?: SignedBody,
+    headers: Record<string, string> = {},
+  ): Promise<RawAnswer<T>> {
+    const first = await this.send<T>(method, path, body, headers)
+    if (first.status !== 429) return first
+    const seconds = Number(first.headers.get('retry-after'))
+    const waitMs =
+      Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : Number.POSITIVE_INFINITY
+    if (waitMs > (this.opts.maxRetryWaitMs ?? 5000)) return first
+    await new Promise((r) => setTimeout(r, waitMs))
+    return this.send<T>(method, path, body, headers)
+  }
+
+  /** Sends a signed request and answers its body, or throws the hub's error as a BatonError. */
+  async call<T>(method: string, path: string, body?: SignedBody): Promise<T> {
+    const answer = await this.request<T>(method, path, body)
+    if (answer.status >= 400) throw BatonError.fromBody(answer.body, answer.status)
+    return answer.body
+  }
+
+  /** `GET /v1/me`: the principal, its admission state, quotas and usage. */
+  me(): Promise<MeView> {
+    return this.call<MeView>('GET', '/v1/me')
+  }
+
+  private async send<T>(
+    method: string,
+    path: string,
+    body: SignedBody,
+    headers: Record<string, string>,
+  ): Promise<RawAnswer<T>> {
+    const signed = signRequest({
+      method: method.toUpperCase(),
+      url: resolveApiUrl(this.discovery, path),
+      body: toBytes(body),
+      headers: { accept: 'application/json', ...headers },
+      privateKey: this.identity.privateKey,
+      keyid: this.identity.principal,
+      ...(this.opts.now ? { created: this.opts.now() } : {}),
+    })
+    const res = await fetch(signed.url, {
+      method: signed.method,
+      headers: signed.headers,
+      ...(signed.body ? { body: signed.body } : {}),
+    })
+    const text = await res.text()
+    let parsed: unknown
+    try {
+      parsed = text === '' ? undefined : JSON.parse(text)
+    } catch {
+      parsed = { error: text, code: 'internal' }
+    }
+    return { status: res.status, headers: res.headers, body: parsed as T }
+  }
+}

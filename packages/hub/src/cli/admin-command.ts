@@ -1,0 +1,100 @@
+import { parseArgs } from 'node:util'
+import { requestJson } from '@baton/client'
+import { BatonError } from '@baton/protocol'
+import { systemClock } from '../clock.js'
+import { loadConfig } from '../config.js'
+import { IdentityService } from '../identity/service.js'
+import { openDatabase } from '../store/database.js'
+import { WriteBatcher } from '../store/transaction.js'
+import { type Io, UsageError } from './io.js'
+
+const USAGE = `baton admin <command> (--hub URL [--token T] | --data-dir D | --database-url U)
+
+  list [--state pending|approved|rejected|suspended]   list enrolled principals
+  show <principal>                                      one principal
+  approve <principal>                                   admit a pending (or suspended, rejected) key
+  reject <principal>                                    refuse a key
+  suspend <principal>                                   stop an admitted key
+
+With --hub, the hub's admin API is called with the operator token (--token or BATON_ADMIN_TOKEN).
+Otherwise the command works on the hub's database directly: --database-url (or DATABASE_URL) for
+PostgreSQL, else the SQLite file under --data-dir (or BATON_DATA_DIR, default ./data). Both ways
+run the same rules. Admission is never an MCP tool.`
+
+/** `baton admin`: the operator's admission decisions, over the admin API or on the database. */
+export async function adminCommand(argv: string[], io: Io): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      hub: { type: 'string' },
+      token: { type: 'string' },
+      'data-dir': { type: 'string' },
+      'database-url': { type: 'string' },
+      state: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+  })
+  const [sub, principal] = positionals
+  if (values.help || !sub) {
+    io.stdout(USAGE)
+    return values.help ? 0 : 64
+  }
+  const decisions = ['approve', 'reject', 'suspend']
+  if (sub !== 'list' && sub !== 'show' && !decisions.includes(sub)) {
+    throw new UsageError(`unknown admin command ${JSON.stringify(sub)}\n\n${USAGE}`)
+  }
+  if (sub !== 'list' && !principal) throw new UsageError(`admin ${sub} needs a principal`)
+
+  let result: unknown
+  if (values.hub) {
+    const token = values.token ?? process.env.BATON_ADMIN_TOKEN
+    if (!token) throw new UsageError('--hub needs --token or BATON_ADMIN_TOKEN')
+    const headers = { authorization: `Bearer ${token}` }
+    const base = '/admin/v1/principals'
+    const enc = principal ? encodeURIComponent(principal) : ''
+    const answer =
+      sub === 'list'
+        ? await requestJson(
+            values.hub,
+            'GET',
+            values.state ? `${base}?state=${encodeURIComponent(values.state)}` : base,
+            undefined,
+            { headers },
+          )
+        : sub === 'show'
+          ? await requestJson(values.hub, 'GET', `${base}/${enc}`, undefined, { headers })
+          : await requestJson(values.hub, 'POST', `${base}/${enc}/${sub}`, undefined, { headers })
+    if (answer.status >= 400) throw BatonError.fromBody(answer.body, answer.status)
+    result = answer.body
+  } else {
+    const config = loadConfig(process.env, {
+      ...(values['data-dir'] ? { 'data-dir': values['data-dir'] } : {}),
+      ...(values['database-url'] ? { 'database-url': values['database-url'] } : {}),
+    })
+    const database = await openDatabase({
+      databaseUrl: config.databaseUrl,
+      dataDir: config.dataDir,
+    })
+    const batcher = new WriteBatcher(database)
+    const service = new IdentityService({
+      database,
+      batcher,
+      clock: systemClock,
+      config: config.identity,
+      bodyLimitBytes: config.bodyLimitBytes,
+      version: '',
+    })
+    try {
+      if (sub === 'list') result = { principals: await service.list(values.state) }
+      else if (sub === 'show') result = await service.get(principal!)
+      else result = await service.decide(principal!, sub)
+    } finally {
+      await batcher.flush()
+      await database.close()
+    }
+  }
+  io.stdout(JSON.stringify(result, null, 2))
+  return 0
+}

@@ -1,0 +1,66 @@
+import { parseArgs } from 'node:util'
+import { createIdentity, loadIdentity, saveIdentity } from '@baton/client'
+import { type Io, UsageError } from './io.js'
+
+const USAGE = `baton identity <command>
+
+  init --hub <discovery-url> --out <file>   make an Ed25519 key and save it (mode 0600, never overwritten)
+  show <file>                               print the principal and hub of an identity file (not the key)
+
+The principal is a did:key derived from the public key. The first signed request enrols it; an
+operator then approves it (baton admin), unless the hub runs in open admission.`
+
+/** `baton identity init|show`: make and inspect agent identity files. */
+export async function identityCommand(argv: string[], io: Io): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      hub: { type: 'string' },
+      out: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+  })
+  const [sub, ...rest] = positionals
+  if (values.help || !sub) {
+    io.stdout(USAGE)
+    return values.help ? 0 : 64
+  }
+  switch (sub) {
+    case 'init': {
+      if (!values.hub) throw new UsageError('identity init needs --hub <discovery-url>')
+      if (!values.out) throw new UsageError('identity init needs --out <file>')
+      try {
+        new URL(values.hub)
+      } catch {
+        throw new UsageError('--hub must be the absolute URL of the hub discovery document')
+      }
+      const identity = createIdentity(values.hub)
+      await saveIdentity(values.out, identity)
+      io.stdout(
+        JSON.stringify(
+          { principal: identity.principal, hub: identity.hub, file: values.out },
+          null,
+          2,
+        ),
+      )
+      return 0
+    }
+    case 'show': {
+      const file = rest[0]
+      if (!file) throw new UsageError('identity show needs an identity file')
+      const identity = await loadIdentity(file)
+      io.stdout(
+        JSON.stringify(
+          { principal: identity.principal, hub: identity.hub, createdAt: identity.createdAt },
+          null,
+          2,
+        ),
+      )
+      return 0
+    }
+    default:
+      throw new UsageError(`unknown identity command ${JSON.stringify(sub)}\n\n${USAGE}`)
+  }
+}

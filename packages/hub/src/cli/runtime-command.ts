@@ -1,0 +1,375 @@
+import { type ChildProcess, spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { createInterface } from 'node:readline'
+import { parseArgs } from 'node:util'
+import { SignedClient, TransferClient } from '@baton/client'
+import { BatonError, type TransferView } from '@baton/protocol'
+import { type Io, UsageError } from './io.js'
+
+const USAGE = `baton runtime --hub URL --identity FILE --tier T --exec "<command>" [options]
+
+A destination runtime (seed 004): claims provisioned transfers of its tier, pulls the snapshot and
+verifies its checksum, pushes, waits for activation, then runs --exec as a child process with the
+snapshot in a 0600 file named by BATON_SNAPSHOT_FILE. It meters wall time x rate plus what the
+child reports, reports usage every --report-interval ms, and stops the child (SIGTERM, then
+SIGKILL) when the transfer turns insolvent or is terminated.
+
+The child may report extra usage by printing lines to stdout:
+  BATON_USAGE {"amountMicros": 1500}
+
+Options:
+  --report-interval MS   how often usage is reported (default 1000)
+  --poll-interval MS     how often a new transfer is looked for (default 1000)
+  --state-dir DIR        where snapshot files are written (default: the system temp directory)
+  --kill-after MS        SIGKILL this long after SIGTERM (default 3000)
+  --once                 exit after the first transfer ends
+
+The hub URL may also come from BATON_HUB, the identity file from BATON_IDENTITY.`
+
+interface Options {
+  tier: string
+  exec: string
+  reportIntervalMs: number
+  pollIntervalMs: number
+  killAfterMs: number
+  stateDir: string | undefined
+  once: boolean
+  hub: string
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms)
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(t)
+        resolve()
+      },
+      { once: true },
+    )
+  })
+
+/** `baton runtime`: the destination runtime of session transfers (seed 004). */
+export async function runtimeCommand(argv: string[], io: Io): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      hub: { type: 'string' },
+      identity: { type: 'string' },
+      tier: { type: 'string' },
+      exec: { type: 'string' },
+      'report-interval': { type: 'string' },
+      'poll-interval': { type: 'string' },
+      'kill-after': { type: 'string' },
+      'state-dir': { type: 'string' },
+      once: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+  })
+  if (values.help) {
+    io.stdout(USAGE)
+    return 0
+  }
+  const hub = values.hub ?? process.env.BATON_HUB
+  const identity = values.identity ?? process.env.BATON_IDENTITY
+  if (!hub) throw new UsageError('--hub URL is required (or set BATON_HUB)')
+  if (!identity) throw new UsageError('--identity FILE is required (or set BATON_IDENTITY)')
+  if (!values.tier) throw new UsageError('--tier is required')
+  if (!values.exec) throw new UsageError('--exec "<command>" is required')
+  const ms = (v: string | undefined, name: string, fallback: number) => {
+    if (v === undefined) return fallback
+    if (!/^\d{1,9}$/.test(v) || Number(v) < 10) throw new UsageError(`--${name} must be ms >= 10`)
+    return Number(v)
+  }
+  const opts: Options = {
+    hub,
+    tier: values.tier,
+    exec: values.exec,
+    reportIntervalMs: ms(values['report-interval'], 'report-interval', 1000),
+    pollIntervalMs: ms(values['poll-interval'], 'poll-interval', 1000),
+    killAfterMs: ms(values['kill-after'], 'kill-after', 3000),
+    stateDir: values['state-dir'],
+    once: values.once ?? false,
+  }
+  const signed = await SignedClient.fromFile(new URL('/.well-known/agent-net', hub).href, identity)
+  const runtime = new Runtime(new TransferClient(signed), opts, io)
+  const stop = () => runtime.shutdown()
+  process.once('SIGTERM', stop)
+  process.once('SIGINT', stop)
+  try {
+    await runtime.run()
+  } finally {
+    process.off('SIGTERM', stop)
+    process.off('SIGINT', stop)
+  }
+  return 0
+}
+
+/** One runtime process: a claim loop and one handler per transfer it holds. */
+class Runtime {
+  /** This process; a second process of the same runtime has another instance id. */
+  readonly instance = `rt-${randomBytes(9).toString('base64url')}`
+  private readonly handling = new Map<string, Promise<void>>()
+  private readonly children = new Set<ChildProcess>()
+  private readonly abort = new AbortController()
+  /** With --once: a transfer has been handled to its end. */
+  private doneOnce = false
+
+  constructor(
+    private readonly transfers: TransferClient,
+    private readonly opts: Options,
+    private readonly io: Io,
+  ) {}
+
+  private log(event: string, data: Record<string, unknown> = {}): void {
+    this.io.stderr(
+      JSON.stringify({ at: new Date().toISOString(), event, instance: this.instance, ...data }),
+    )
+  }
+
+  shutdown(): void {
+    this.abort.abort()
+    for (const child of this.children) this.kill(child)
+  }
+
+  async run(): Promise<void> {
+    this.log('runtime.started', { tier: this.opts.tier })
+    const signal = this.abort.signal
+    // Resume what this runtime already holds (a restart), then claim new work.
+    try {
+      for (const state of ['provisioned', 'pushed', 'active']) {
+        const { transfers } = await this.transfers.list({ role: 'runtime', state })
+        for (const t of transfers) this.handle(t)
+      }
+      this.log('runtime.resumed', { transfers: this.handling.size })
+    } catch (error) {
+      this.log('runtime.resume_failed', { error: describe(error) })
+    }
+    while (!signal.aborted) {
+      if (this.opts.once && this.handling.size === 0 && this.doneOnce) break
+      try {
+        const { transfer } = await this.transfers.claimNext(this.opts.tier)
+        if (transfer) {
+          this.log('transfer.claimed', { transferId: transfer.transferId })
+          this.handle(transfer)
+          continue
+        }
+      } catch (error) {
+        this.log('runtime.claim_failed', { error: describe(error) })
+      }
+      await sleep(this.opts.pollIntervalMs, signal)
+    }
+    await Promise.allSettled([...this.handling.values()])
+    this.log('runtime.stopped')
+  }
+
+  private handle(t: TransferView): void {
+    if (this.handling.has(t.transferId)) return
+    const work = this.runTransfer(t)
+      .catch((error) =>
+        this.log('transfer.failed', { transferId: t.transferId, error: describe(error) }),
+      )
+      .finally(() => {
+        this.handling.delete(t.transferId)
+        this.doneOnce = true
+      })
+    this.handling.set(t.transferId, work)
+  }
+
+  private async runTransfer(initial: TransferView): Promise<void> {
+    const id = initial.transferId
+    const signal = this.abort.signal
+    let t = initial
+    let snapshotFile: string | undefined
+    let dir: string | undefined
+    try {
+      if (t.state === 'provisioned' || t.state === 'pushed' || t.state === 'active') {
+        // Pull the snapshot and recompute its checksum here (seed 004: both sides re-hash).
+        const pulled = await this.transfers.fetchSnapshot(id)
+        this.log('snapshot.pulled', { transferId: id, verified: pulled.verified })
+        if (t.state === 'provisioned') {
+          // A mismatch is pushed as computed, so the hub refuses it and records the refusal.
+          t = await this.transfers.push(id, pulled.computed)
+          this.log('transfer.pushed', { transferId: id })
+        }
+        if (!pulled.verified) return
+        dir = await mkdtemp(path.join(this.opts.stateDir ?? tmpdir(), 'baton-transfer-'))
+        snapshotFile = path.join(dir, 'snapshot.json')
+        await writeFile(snapshotFile, JSON.stringify(pulled.snapshot), { mode: 0o600 })
+      }
+      while (t.state === 'pushed' && !signal.aborted) {
+        t = await this.transfers.wait(id, 20, t.version)
+      }
+      if (t.state !== 'active' || signal.aborted || !snapshotFile) {
+        this.log('transfer.not_started', { transferId: id, state: t.state })
+        return
+      }
+      try {
+        await this.transfers.lease(id, this.instance)
+      } catch (error) {
+        if (error instanceof BatonError && error.code === 'transfer_lease_held') {
+          // seed 004: started twice, the runtime does not run a transfer twice.
+          this.log('transfer.lease_held', { transferId: id })
+          return
+        }
+        throw error
+      }
+      await this.meter(t, snapshotFile)
+    } finally {
+      if (dir) await rm(dir, { recursive: true, force: true })
+    }
+  }
+
+  /** Runs the agent and meters it until it exits, the budget runs out or the transfer ends. */
+  private async meter(t: TransferView, snapshotFile: string): Promise<void> {
+    const id = t.transferId
+    const rate = BigInt(t.rateMicrosPerSecond ?? 0)
+    const child = spawn(this.opts.exec, {
+      shell: true,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: {
+        ...process.env,
+        BATON_SNAPSHOT_FILE: snapshotFile,
+        BATON_TRANSFER_ID: id,
+        BATON_HUB: this.opts.hub,
+      },
+    })
+    this.children.add(child)
+    const startedAt = Date.now()
+    this.log('agent.started', { transferId: id, pid: child.pid })
+    let childReported = 0n
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      const m = /^BATON_USAGE\s+(\{.*\})\s*$/.exec(line)
+      if (!m) {
+        this.io.stdout(line)
+        return
+      }
+      try {
+        const amount = (JSON.parse(m[1]!) as { amountMicros?: unknown }).amountMicros
+        if (typeof amount === 'number' && Number.isSafeInteger(amount) && amount >= 0) {
+          childReported += BigInt(amount)
+        }
+      } catch {
+        this.log('agent.bad_usage_line', { transferId: id })
+      }
+    })
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+    let running = true
+    void exited.then(() => {
+      running = false
+    })
+    // Watch the transfer so a termination stops the child without waiting for a report.
+    const watch = new AbortController()
+    let version = t.version
+    let ended = false
+    const watcher = (async () => {
+      while (running && !watch.signal.aborted) {
+        try {
+          const w = await this.transfers.wait(id, 10, version)
+          version = w.version
+          if (w.state === 'insolvent' || w.state === 'terminated') {
+            ended = true
+            this.log('transfer.stop', { transferId: id, state: w.state })
+            this.kill(child)
+            return
+          }
+        } catch (error) {
+          this.log('transfer.wait_failed', { transferId: id, error: describe(error) })
+          await sleep(this.opts.reportIntervalMs, watch.signal)
+        }
+      }
+    })()
+    let wallReported = 0n
+    let childCharged = 0n
+    let seq = 0
+    const report = async (): Promise<boolean> => {
+      // seed 004: wall time x rate in integers (micro-units per second x ms / 1000).
+      const wallOwed = (BigInt(Date.now() - startedAt) * rate) / 1000n
+      const childNow = childReported
+      const amount = wallOwed - wallReported + (childNow - childCharged)
+      if (amount <= 0n) return false
+      seq++
+      const key = `${id}:${this.instance}:${seq}`
+      for (let attempt = 0; ; attempt++) {
+        try {
+          const answer = await this.transfers.reportUsage(id, {
+            idempotencyKey: key,
+            amountMicros: Number(amount),
+          })
+          wallReported = wallOwed
+          childCharged = childNow
+          this.log('usage.reported', {
+            transferId: id,
+            amountMicros: Number(amount),
+            spentMicros: answer.spentMicros,
+            state: answer.state,
+          })
+          return answer.stop
+        } catch (error) {
+          // The same key on retry: a lost answer never charges twice.
+          if (error instanceof BatonError && error.status < 500) {
+            this.log('usage.refused', { transferId: id, code: error.code })
+            return true
+          }
+          if (attempt >= 5) throw error
+          await sleep(200 * (attempt + 1))
+        }
+      }
+    }
+    try {
+      while (running && !ended && !this.abort.signal.aborted) {
+        await Promise.race([sleep(this.opts.reportIntervalMs), exited])
+        if (await report()) {
+          this.log('transfer.stop', { transferId: id, reason: 'usage answer' })
+          break
+        }
+        if (running) {
+          await this.transfers.lease(id, this.instance).catch((error) => {
+            this.log('lease.renew_failed', { transferId: id, error: describe(error) })
+          })
+        }
+      }
+      this.kill(child)
+      await exited
+      await report().catch(() => false)
+      this.log('agent.stopped', {
+        transferId: id,
+        pid: child.pid,
+        code: child.exitCode,
+        signal: child.signalCode,
+      })
+    } finally {
+      watch.abort()
+      this.children.delete(child)
+      await watcher
+    }
+  }
+
+  /** SIGTERM to the child's process group, then SIGKILL if it is still there. */
+  private kill(child: ChildProcess): void {
+    if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return
+    const pid = child.pid
+    const send = (sig: NodeJS.Signals) => {
+      try {
+        process.kill(-pid, sig)
+      } catch {
+        // already gone
+      }
+    }
+    send('SIGTERM')
+    const timer = setTimeout(() => send('SIGKILL'), this.opts.killAfterMs)
+    timer.unref()
+    child.once('exit', () => clearTimeout(timer))
+  }
+}
+
+function describe(error: unknown): string {
+  if (error instanceof BatonError) return `${error.code}: ${error.message}`
+  return (error as Error)?.message ?? String(error)
+}

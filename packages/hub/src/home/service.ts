@@ -1,0 +1,261 @@
+import {
+  BatonError,
+  HOME_LIMITS,
+  type HomeFileDeleteView,
+  type HomeFileListView,
+  type HomeFileView,
+  type HomeFileWriteView,
+  isHomePath,
+  WriteHomeFileInput,
+} from '@baton/protocol'
+import type { Kysely } from 'kysely'
+import type { Clock } from '../clock.js'
+import type { Config } from '../config.js'
+import type { EventBus } from '../events/bus.js'
+import type { Database } from '../store/database.js'
+import type { HomeFileRow, Schema } from '../store/schema.js'
+import type { Tx, WriteBatcher } from '../store/transaction.js'
+import { parseInput } from '../validation.js'
+import * as store from './store.js'
+
+/** What the home service needs from the rest of the hub. */
+export interface HomeDeps {
+  database: Database
+  batcher: WriteBatcher
+  clock: Clock
+  bus: EventBus
+  config: Config['home']
+  /** Bytes a principal may store, over home files and whatever `storedElsewhere` counts. */
+  storedBytesQuota: number
+  /** Bytes the principal stores outside its home (e.g. resources), read in the same transaction. */
+  storedElsewhere?: (db: Kysely<Schema>, principal: string) => Promise<number>
+}
+
+/** The event topic of a principal's home; an event is a hint to re-read. */
+export const homeTopic = (principal: string) => `home:${principal}`
+
+const iso = (ms: number) => new Date(ms).toISOString()
+
+/**
+ * Private home files (seed 000 checkpoints): each path belongs to the signing principal only.
+ * Writes are compare-and-set on a revision that starts at 1; revision 0 means create-only.
+ */
+export class HomeService {
+  constructor(private readonly deps: HomeDeps) {}
+
+  /**
+   * Writes a file. seed 000: expectedRevision 0 is create-only; otherwise the write commits only
+   * at that revision. A repeat of a committed write (the file holds exactly this content at
+   * expectedRevision + 1) answers success again, so a write is safe to retry after a lost answer.
+   */
+  async write(principal: string, input: unknown): Promise<HomeFileWriteView> {
+    const body = parseInput(WriteHomeFileInput, input)
+    const path = assertPath(body.path, 'path')
+    const size = Buffer.byteLength(body.content, 'utf8')
+    const limit = this.deps.config.maxFileBytes
+    if (size > limit) {
+      throw new BatonError(
+        'home_file_too_large',
+        `The content is ${size} bytes; at most ${limit} are accepted`,
+        { limit, size },
+      )
+    }
+    const expected = body.expectedRevision
+    const run = () =>
+      this.deps.batcher.run(async (tx) => {
+        const now = this.deps.clock.now()
+        const current = await store.findFile(tx.db, principal, path)
+        if (current && current.revision === expected + 1 && current.content === body.content) {
+          return toWriteView(current)
+        }
+        const currentRevision = current?.revision ?? 0
+        if (currentRevision !== expected) throw conflict(path, currentRevision, expected)
+        await this.assertQuota(tx.db, principal, size - (current?.size ?? 0))
+        const row: HomeFileRow = {
+          principal,
+          path,
+          revision: expected + 1,
+          content: body.content,
+          size,
+          created_at: current?.created_at ?? now,
+          updated_at: now,
+        }
+        if (!current) {
+          await store.insertFile(tx.db, row)
+        } else if (
+          !(await store.casUpdate(tx.db, {
+            principal,
+            path,
+            expectRevision: expected,
+            content: body.content,
+            size,
+            at: now,
+          }))
+        ) {
+          // Another instance committed in between; answer from what it committed.
+          const now2 = await store.findFile(tx.db, principal, path)
+          throw conflict(path, now2?.revision ?? 0, expected)
+        }
+        this.published(tx, principal, path, row.revision, now)
+        return toWriteView(row)
+      })
+    try {
+      return await run()
+    } catch (error) {
+      // Two creates raced (another instance): the loser rolled back; the re-run sees the winner.
+      if (this.deps.database.caps.isUniqueViolation(error)) return run()
+      throw error
+    }
+  }
+
+  /** Reads a file of the caller's own home. */
+  async read(principal: string, rawPath: unknown): Promise<HomeFileView> {
+    const path = assertPath(rawPath, 'path')
+    const row = await store.findFile(this.deps.database.db, principal, path)
+    if (!row) throw notFound(path)
+    return { ...toWriteView(row), content: row.content }
+  }
+
+  /** Lists the caller's files (no content) by path, optionally under a prefix. */
+  async list(
+    principal: string,
+    q: { prefix?: unknown; after?: unknown; limit?: unknown },
+  ): Promise<HomeFileListView> {
+    const prefix = q.prefix === undefined ? '' : assertPrefix(q.prefix)
+    const after = q.after === undefined || q.after === '' ? undefined : assertPath(q.after, 'after')
+    const limit = parseLimit(q.limit)
+    const rows = await store.listFiles(this.deps.database.db, { principal, prefix, after, limit })
+    return {
+      files: rows.map((r) => ({
+        path: r.path,
+        revision: r.revision,
+        size: r.size,
+        updatedAt: iso(r.updated_at),
+      })),
+      nextAfter: rows.length === limit ? rows.at(-1)!.path : null,
+    }
+  }
+
+  /**
+   * Deletes a file only at `expectedRevision`. A repeat after a lost answer finds no file and
+   * answers `home_file_not_found`: the file is gone either way.
+   */
+  async remove(
+    principal: string,
+    rawPath: unknown,
+    rawExpected: unknown,
+  ): Promise<HomeFileDeleteView> {
+    const path = assertPath(rawPath, 'path')
+    const expected = parseRevision(rawExpected)
+    return this.deps.batcher.run(async (tx) => {
+      const current = await store.findFile(tx.db, principal, path)
+      if (!current) throw notFound(path)
+      if (
+        current.revision !== expected ||
+        !(await store.casDelete(tx.db, principal, path, expected))
+      ) {
+        const now2 = await store.findFile(tx.db, principal, path)
+        if (!now2) throw notFound(path)
+        throw conflict(path, now2.revision, expected)
+      }
+      this.published(tx, principal, path, 0, this.deps.clock.now())
+      return { path, revision: expected, deleted: true }
+    })
+  }
+
+  private async assertQuota(db: Kysely<Schema>, principal: string, adding: number): Promise<void> {
+    if (adding <= 0) return
+    const limit = this.deps.storedBytesQuota
+    const used =
+      (await store.homeBytes(db, principal)) +
+      (this.deps.storedElsewhere ? await this.deps.storedElsewhere(db, principal) : 0)
+    if (used + adding > limit) {
+      throw new BatonError(
+        'storage_quota_exceeded',
+        `Storing ${adding} more bytes would pass the quota of ${limit} bytes`,
+        { limit, used },
+      )
+    }
+  }
+
+  private published(tx: Tx, principal: string, path: string, revision: number, at: number): void {
+    tx.afterCommit(() =>
+      this.deps.bus.publish({
+        topic: homeTopic(principal),
+        type: revision === 0 ? 'home.deleted' : 'home.written',
+        at,
+        data: { path, revision },
+      }),
+    )
+  }
+}
+
+function assertPath(path: unknown, field: string): string {
+  if (!isHomePath(path)) {
+    throw new BatonError('invalid_path', `${field} is not a valid home path`, { field })
+  }
+  return path
+}
+
+function assertPrefix(prefix: unknown): string {
+  if (
+    typeof prefix !== 'string' ||
+    prefix.length > HOME_LIMITS.maxPathChars ||
+    !/^[A-Za-z0-9._/-]*$/.test(prefix) ||
+    prefix.startsWith('/') ||
+    prefix.includes('//')
+  ) {
+    throw new BatonError('invalid_path', 'prefix is not the start of a valid home path', {
+      field: 'prefix',
+    })
+  }
+  return prefix
+}
+
+function parseLimit(value: unknown): number {
+  if (value === undefined || value === '') return HOME_LIMITS.defaultPageSize
+  const n = typeof value === 'string' && /^\d{1,6}$/.test(value) ? Number(value) : value
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > HOME_LIMITS.maxPageSize) {
+    throw new BatonError('invalid_request', `limit must be 1 to ${HOME_LIMITS.maxPageSize}`, {
+      field: 'limit',
+    })
+  }
+  return n
+}
+
+function parseRevision(value: unknown): number {
+  const n = typeof value === 'string' && /^\d{1,15}$/.test(value) ? Number(value) : value
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1) {
+    throw new BatonError(
+      'invalid_request',
+      'expectedRevision must be a whole number of at least 1',
+      {
+        field: 'expectedRevision',
+      },
+    )
+  }
+  return n
+}
+
+function conflict(path: string, currentRevision: number, expectedRevision: number): BatonError {
+  return new BatonError(
+    'revision_conflict',
+    currentRevision === 0
+      ? `No file at ${path}, so revision ${expectedRevision} cannot be replaced`
+      : `${path} is at revision ${currentRevision}, not ${expectedRevision}`,
+    { path, currentRevision, expectedRevision },
+  )
+}
+
+function notFound(path: string): BatonError {
+  return new BatonError('home_file_not_found', `No file at ${path} in your home`, { path })
+}
+
+function toWriteView(row: HomeFileRow): HomeFileWriteView {
+  return {
+    path: row.path,
+    revision: row.revision,
+    size: row.size,
+    updatedAt: iso(row.updated_at),
+  }
+}

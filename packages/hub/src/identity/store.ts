@@ -1,0 +1,98 @@
+import type { Kysely } from 'kysely'
+import type { HubKeyRow, PrincipalRow, Schema } from '../store/schema.js'
+
+/** SQL for principals, nonces and the hub key, in the subset both dialects share. */
+
+/** Records a nonce; answers false when this key already used it (the replay case). */
+export async function insertNonce(
+  db: Kysely<Schema>,
+  row: { keyid: string; nonce: string; expires_at: number },
+): Promise<boolean> {
+  const res = await db
+    .insertInto('signature_nonces')
+    .values(row)
+    .onConflict((oc) => oc.columns(['keyid', 'nonce']).doNothing())
+    .executeTakeFirst()
+  return Number(res.numInsertedOrUpdatedRows ?? 0n) === 1
+}
+
+/** Removes nonces whose signatures can no longer be fresh; answers how many. */
+export async function pruneNonces(db: Kysely<Schema>, now: number): Promise<number> {
+  const res = await db
+    .deleteFrom('signature_nonces')
+    .where('expires_at', '<', now)
+    .executeTakeFirst()
+  return Number(res.numDeletedRows)
+}
+
+/** Inserts a principal unless it is already enrolled. */
+export async function enrolPrincipal(db: Kysely<Schema>, row: PrincipalRow): Promise<void> {
+  await db
+    .insertInto('principals')
+    .values(row)
+    .onConflict((oc) => oc.column('principal').doNothing())
+    .execute()
+}
+
+export async function findPrincipal(
+  db: Kysely<Schema>,
+  principal: string,
+): Promise<PrincipalRow | undefined> {
+  return db
+    .selectFrom('principals')
+    .selectAll()
+    .where('principal', '=', principal)
+    .executeTakeFirst()
+}
+
+/** Sets a principal's admission state; answers the updated row, or undefined if unknown. */
+export async function setPrincipalState(
+  db: Kysely<Schema>,
+  principal: string,
+  state: string,
+  at: number,
+): Promise<PrincipalRow | undefined> {
+  return db
+    .updateTable('principals')
+    .set({ state, decided_at: at })
+    .where('principal', '=', principal)
+    .returningAll()
+    .executeTakeFirst()
+}
+
+export async function listPrincipals(
+  db: Kysely<Schema>,
+  q: { state?: string | undefined; limit: number },
+): Promise<PrincipalRow[]> {
+  let query = db.selectFrom('principals').selectAll()
+  if (q.state) query = query.where('state', '=', q.state)
+  return query.orderBy('enrolled_at', 'asc').orderBy('principal', 'asc').limit(q.limit).execute()
+}
+
+/** Stores a hub key in a slot unless the slot is taken (several instances race to start). */
+export async function insertHubKey(db: Kysely<Schema>, row: HubKeyRow): Promise<void> {
+  await db
+    .insertInto('hub_keys')
+    .values(row)
+    .onConflict((oc) => oc.column('slot').doNothing())
+    .execute()
+}
+
+export async function findHubKey(db: Kysely<Schema>, slot: string): Promise<HubKeyRow | undefined> {
+  return db.selectFrom('hub_keys').selectAll().where('slot', '=', slot).executeTakeFirst()
+}
+
+/** The count of a daily quota counter, 0 when none. */
+export async function readQuotaCount(
+  db: Kysely<Schema>,
+  q: { scope: string; subject: string; windowStart: number },
+): Promise<number> {
+  const row = await db
+    .selectFrom('quota_counters')
+    .select('count')
+    .where('scope', '=', q.scope)
+    .where('subject', '=', q.subject)
+    .where('window_start', '=', q.windowStart)
+    .executeTakeFirst()
+  return row?.count ?? 0
+}

@@ -1,0 +1,201 @@
+import { type KeyObject, verify } from 'node:crypto'
+import {
+  type HttpMessage,
+  matchContentDigest,
+  parseDictionary,
+  publicKeyFromRaw,
+  publicKeyOfPrincipal,
+  type SfInnerList,
+  type SfItem,
+  StructuredFieldError,
+  signatureBase,
+} from '@baton/client'
+import {
+  BatonError,
+  BODY_COMPONENTS,
+  REQUIRED_COMPONENTS,
+  SIGNATURE_ALGORITHM,
+  SIGNATURE_LABEL,
+} from '@baton/protocol'
+
+/** What a request must satisfy; the hub's policy, or a looser one for the RFC examples. */
+export interface VerifyPolicy {
+  /** The verifier's time, epoch milliseconds. */
+  now: number
+  skewMs: number
+  /** Components every request covers. */
+  components: readonly string[]
+  /** Components a request with a body covers too. */
+  bodyComponents: readonly string[]
+  requireNonce: boolean
+  /** The public key of a keyid, or undefined when the keyid names no usable key. */
+  resolveKey(keyid: string): KeyObject | undefined
+}
+
+/** A signature that verified: who signed, with which nonce and when. */
+export interface VerifiedSignature {
+  label: string
+  keyid: string
+  nonce: string | undefined
+  /** Seconds since the epoch. */
+  created: number
+  base: string
+}
+
+const malformed = (message: string, reason: string) =>
+  new BatonError('signature_malformed', message, { reason })
+
+function header(message: HttpMessage, name: string): string | undefined {
+  const v = message.headers[name]
+  return Array.isArray(v) ? v.join(', ') : v
+}
+
+function parse(field: string, value: string) {
+  try {
+    return parseDictionary(value)
+  } catch (error) {
+    if (error instanceof StructuredFieldError) {
+      throw malformed(`${field} is not a valid structured field: ${error.message}`, 'syntax')
+    }
+    throw error
+  }
+}
+
+const isInnerList = (m: SfItem | SfInnerList): m is SfInnerList => 'items' in m
+
+/**
+ * Verifies the RFC 9421 signature of a request and the RFC 9530 digest of its body against a
+ * policy. Throws a BatonError with one code per failure; answers the verified parameters.
+ */
+export function verifySignedRequest(
+  message: HttpMessage,
+  body: Uint8Array,
+  policy: VerifyPolicy,
+): VerifiedSignature {
+  const inputValue = header(message, 'signature-input')
+  const signatureValue = header(message, 'signature')
+  if (inputValue === undefined || signatureValue === undefined) {
+    throw new BatonError(
+      'signature_missing',
+      'The request is not signed (no Signature-Input or Signature)',
+    )
+  }
+  const inputs = parse('Signature-Input', inputValue)
+  const signatures = parse('Signature', signatureValue)
+  // Baton's label when present; otherwise the request must carry exactly one signature.
+  const chosen =
+    inputs.find(([k]) => k === SIGNATURE_LABEL) ?? (inputs.length === 1 ? inputs[0] : undefined)
+  if (!chosen) throw malformed('Send exactly one signature, labelled sig1', 'label')
+  const [label, list] = chosen
+  if (!isInnerList(list)) throw malformed('Signature-Input must hold an inner list', 'syntax')
+  const sigMember = signatures.find(([k]) => k === label)?.[1]
+  if (!sigMember || isInnerList(sigMember) || !(sigMember.value instanceof Uint8Array)) {
+    throw malformed(`Signature has no byte sequence labelled ${label}`, 'label')
+  }
+  const sig = sigMember.value
+  if (sig.length !== 64) throw malformed('An Ed25519 signature is 64 bytes', 'signature_length')
+
+  const params = new Map(list.params)
+  const created = params.get('created')
+  const keyid = params.get('keyid')
+  const nonce = params.get('nonce')
+  const alg = params.get('alg')
+  const expires = params.get('expires')
+  if (typeof created !== 'number')
+    throw malformed('The created parameter must be an integer', 'created')
+  if (typeof keyid !== 'string') throw malformed('The keyid parameter must be a string', 'keyid')
+  if (nonce !== undefined && (typeof nonce !== 'string' || !/^[\x21-\x7e]{1,128}$/.test(nonce))) {
+    throw malformed('The nonce parameter must be 1 to 128 printable characters', 'nonce')
+  }
+  if (policy.requireNonce && nonce === undefined)
+    throw malformed('The nonce parameter is required', 'nonce')
+  // RFC 9421 §3.2: an alg parameter must agree with the key's algorithm.
+  if (alg !== undefined && alg !== SIGNATURE_ALGORITHM) {
+    throw malformed('Only alg="ed25519" is accepted', 'alg')
+  }
+  if (expires !== undefined && typeof expires !== 'number') {
+    throw malformed('The expires parameter must be an integer', 'expires')
+  }
+
+  const covered = new Set(list.items.map((i) => i.value))
+  const hasBody = body.length > 0 || message.headers['content-digest'] !== undefined
+  const required = hasBody ? [...policy.components, ...policy.bodyComponents] : policy.components
+  const missing = required.filter((c) => !covered.has(c))
+  if (missing.length > 0) {
+    throw new BatonError('signature_malformed', `The signature must cover ${missing.join(', ')}`, {
+      reason: 'components',
+      missing,
+    })
+  }
+
+  // RFC 9421 §3.2.1: the verifier decides how old a signature may be; here, the skew window.
+  const createdMs = created * 1000
+  if (
+    Math.abs(policy.now - createdMs) > policy.skewMs ||
+    (expires !== undefined && expires * 1000 < policy.now)
+  ) {
+    throw new BatonError(
+      'signature_stale',
+      'The signature was not created within the skew window',
+      {
+        created,
+        now: Math.floor(policy.now / 1000),
+        skew_seconds: policy.skewMs / 1000,
+      },
+    )
+  }
+
+  const key = policy.resolveKey(keyid)
+  if (!key) {
+    throw new BatonError('unknown_key', 'The keyid is not a did:key of an Ed25519 public key', {
+      keyid,
+    })
+  }
+  const base = signatureBase(message, list)
+  if (!verify(null, Buffer.from(base, 'utf8'), key, sig)) {
+    throw new BatonError('signature_invalid', 'The signature does not verify over this request')
+  }
+  if (hasBody) {
+    // RFC 9530 §2: the digest is of the content bytes as they were received.
+    const digest = header(message, 'content-digest')
+    const match = digest === undefined ? undefined : matchContentDigest(digest, body)
+    if (match !== true) {
+      throw new BatonError('digest_mismatch', 'The body does not match its sha-256 Content-Digest')
+    }
+  }
+  return { label, keyid, nonce, created, base }
+}
+
+const keyCache = new Map<string, KeyObject>()
+
+/** The public key of a did:key principal, cached; undefined when it is not an Ed25519 did:key. */
+export function didKeyResolver(extraKeys?: ReadonlyMap<string, KeyObject>) {
+  return (keyid: string): KeyObject | undefined => {
+    const extra = extraKeys?.get(keyid)
+    if (extra) return extra
+    const known = keyCache.get(keyid)
+    if (known) return known
+    const raw = publicKeyOfPrincipal(keyid)
+    if (!raw) return undefined
+    const key = publicKeyFromRaw(raw)
+    if (keyCache.size >= 10_000) keyCache.clear()
+    keyCache.set(keyid, key)
+    return key
+  }
+}
+
+/** Baton's own policy for a hub with this skew window, clock reading and key resolver. */
+export function hubPolicy(
+  now: number,
+  skewMs: number,
+  resolveKey: VerifyPolicy['resolveKey'],
+): VerifyPolicy {
+  return {
+    now,
+    skewMs,
+    components: REQUIRED_COMPONENTS,
+    bodyComponents: BODY_COMPONENTS,
+    requireNonce: true,
+    resolveKey,
+  }
+}

@@ -1,0 +1,328 @@
+import { randomBytes } from 'node:crypto'
+import { canonicalJson, messageBodyDigest, signMessageReceipt } from '@baton/client'
+import {
+  type AckView,
+  BatonError,
+  MESSAGE_LIMITS,
+  type MessagePageView,
+  type MessageView,
+  RECEIPT_VERSION,
+  SendMessageInput,
+  type SentMessageView,
+} from '@baton/protocol'
+import type { Clock } from '../clock.js'
+import type { Config } from '../config.js'
+import type { EventBus } from '../events/bus.js'
+import { waitForChange } from '../events/wait.js'
+import type { HubSigner } from '../identity/hub-key.js'
+import { findPrincipal } from '../identity/store.js'
+import type { Database } from '../store/database.js'
+import { consumeDailyQuota } from '../store/quota.js'
+import type { MessageRow } from '../store/schema.js'
+import type { WriteBatcher } from '../store/transaction.js'
+import { parseInput } from '../validation.js'
+import * as store from './store.js'
+
+/** What the message service needs from the rest of the hub. */
+export interface MessageDeps {
+  database: Database
+  batcher: WriteBatcher
+  clock: Clock
+  bus: EventBus
+  config: Config['messages']
+  /** Messages a principal may send per UTC day. */
+  messagesPerDay: number
+  /** The hub's key, which signs every receipt. */
+  signer: HubSigner
+  /** Resolves when the hub begins shutting down, releasing waiters. */
+  closing: Promise<void>
+}
+
+/** The quota scope counting a principal's sent messages. */
+export const MESSAGE_QUOTA_SCOPE = 'messages.send'
+
+/** The event topic of a principal's inbox; an event is a hint to re-read. */
+export const inboxTopic = (principal: string) => `inbox:${principal}`
+
+/** The event topic of a sender's sent messages (acknowledgements). */
+export const outboxTopic = (principal: string) => `outbox:${principal}`
+
+const ID_RE = /^msg_[A-Za-z0-9_-]{22}$/
+const iso = (ms: number) => new Date(ms).toISOString()
+
+/** Query of an inbox read as it arrives: strings from a URL or values from a tool. */
+export interface InboxInput {
+  after?: unknown
+  limit?: unknown
+  unacked?: unknown
+  wait?: unknown
+}
+
+/**
+ * Durable messages between admitted agents (seed 000): idempotency keys, one global sequence,
+ * hub-signed receipts, inbox cursors, long-poll waits and acknowledgements. HTTP and MCP call
+ * these same functions with the verified principal.
+ */
+export class MessageService {
+  /** When each principal last started a read that found nothing, for the poll floor. */
+  private readonly emptyPolls = new Map<string, number>()
+
+  constructor(private readonly deps: MessageDeps) {}
+
+  /**
+   * Sends a message. seed 000: a repeat with the same recipient, body and idempotencyKey answers
+   * the same id and the same receipt bytes; the key with anything else is `idempotency_conflict`.
+   */
+  async send(sender: string, input: unknown): Promise<SentMessageView> {
+    if (nestsDeeperThan(input, MESSAGE_LIMITS.maxDepth + 1)) {
+      throw new BatonError(
+        'invalid_request',
+        `The body nests arrays and objects deeper than ${MESSAGE_LIMITS.maxDepth} levels`,
+        { field: 'body', max_depth: MESSAGE_LIMITS.maxDepth },
+      )
+    }
+    const msg = parseInput(SendMessageInput, input)
+    const canonical = canonicalJson(msg.body)
+    const size = Buffer.byteLength(canonical, 'utf8')
+    const limit = this.deps.config.maxBodyBytes
+    if (size > limit) {
+      throw new BatonError(
+        'message_too_large',
+        `The body is ${size} bytes as canonical JSON; at most ${limit} are accepted`,
+        { limit, size },
+      )
+    }
+    const digest = messageBodyDigest(msg.body)
+    const run = () =>
+      this.deps.batcher.run(async (tx) => {
+        const prior = await store.findBySenderKey(tx.db, sender, msg.idempotencyKey)
+        if (prior) {
+          if (prior.recipient === msg.recipient && prior.body_digest === digest)
+            return toSent(prior)
+          throw new BatonError(
+            'idempotency_conflict',
+            'This idempotencyKey already sent a different message (another recipient or body)',
+            { id: prior.id, field: 'idempotencyKey' },
+          )
+        }
+        const recipient = await findPrincipal(tx.db, msg.recipient)
+        if (recipient?.state !== 'approved') {
+          // Pending, rejected and suspended keys answer like unknown ones: no probing of admission.
+          throw new BatonError('recipient_unknown', 'No admitted agent has this principal', {
+            field: 'recipient',
+          })
+        }
+        // The counter row is taken before any quota row, so concurrent batches lock in one order.
+        const sequence = await store.nextSequence(tx.db)
+        const now = this.deps.clock.now()
+        await consumeDailyQuota(tx.db, {
+          scope: MESSAGE_QUOTA_SCOPE,
+          subject: sender,
+          limit: this.deps.messagesPerDay,
+          now,
+        })
+        const id = `msg_${randomBytes(16).toString('base64url')}`
+        const receipt = signMessageReceipt(
+          {
+            v: RECEIPT_VERSION,
+            messageId: id,
+            sequence,
+            sender,
+            recipient: msg.recipient,
+            bodyDigest: digest,
+            createdAt: iso(now),
+          },
+          this.deps.signer,
+        )
+        const row: MessageRow = {
+          id,
+          sequence,
+          sender,
+          recipient: msg.recipient,
+          body: canonical,
+          body_digest: digest,
+          idempotency_key: msg.idempotencyKey,
+          receipt,
+          created_at: now,
+          acked_at: null,
+        }
+        await store.insertMessage(tx.db, row)
+        tx.afterCommit(() =>
+          this.deps.bus.publish({
+            topic: inboxTopic(msg.recipient),
+            type: 'message.created',
+            at: now,
+            data: { id, sequence },
+          }),
+        )
+        return toSent(row)
+      })
+    try {
+      return await run()
+    } catch (error) {
+      // Two sends raced on one key (another instance): the loser rolled back; now it finds the winner.
+      if (this.deps.database.caps.isUniqueViolation(error)) return run()
+      throw error
+    }
+  }
+
+  /**
+   * Reads the caller's own inbox after an exclusive global sequence, oldest first. With `wait`
+   * it answers as soon as a message for the caller commits, or empty when the time is up.
+   */
+  async list(recipient: string, input: InboxInput, signal?: AbortSignal): Promise<MessagePageView> {
+    const after = parseWhole(input.after, 'after', 0)
+    const limit = parseWhole(input.limit, 'limit', MESSAGE_LIMITS.defaultPageSize)
+    if (limit < 1 || limit > MESSAGE_LIMITS.maxPageSize) {
+      throw new BatonError('invalid_request', `limit must be 1 to ${MESSAGE_LIMITS.maxPageSize}`, {
+        field: 'limit',
+        max: MESSAGE_LIMITS.maxPageSize,
+      })
+    }
+    const unacked = parseFlag(input.unacked, 'unacked')
+    const waitMs =
+      Math.min(parseWhole(input.wait, 'wait', 0), this.deps.config.maxWaitSeconds) * 1000
+    const startedAt = this.deps.clock.now()
+    this.assertPollInterval(recipient, startedAt)
+    const read = async () => {
+      const rows = await store.listInbox(this.deps.database.db, {
+        recipient,
+        after,
+        limit,
+        unacked,
+      })
+      return rows.map(toMessageView)
+    }
+    const messages =
+      waitMs === 0 ? await read() : await this.waitFor(recipient, read, waitMs, signal)
+    if (messages.length === 0) this.rememberEmptyPoll(recipient, startedAt)
+    else this.emptyPolls.delete(recipient)
+    return { messages, nextAfter: messages.at(-1)?.sequence ?? after }
+  }
+
+  /** Acknowledges a message addressed to the caller; a repeat answers the first ackedAt. */
+  async ack(recipient: string, id: string): Promise<AckView> {
+    if (typeof id !== 'string' || !ID_RE.test(id)) throw notFound(id)
+    const row = await this.deps.batcher.run(async (tx) => {
+      const now = this.deps.clock.now()
+      const changed = await store.markAcked(tx.db, id, recipient, now)
+      const current = await store.findForRecipient(tx.db, id, recipient)
+      if (!current) throw notFound(id)
+      if (changed) {
+        tx.afterCommit(() =>
+          this.deps.bus.publish({
+            topic: outboxTopic(current.sender),
+            type: 'message.acked',
+            at: now,
+            data: { id, sequence: current.sequence },
+          }),
+        )
+      }
+      return current
+    })
+    return { id: row.id, sequence: row.sequence, ackedAt: iso(row.acked_at!) }
+  }
+
+  /**
+   * The hub's own poll floor: a read that starts less than the minimum interval after the
+   * caller's last read that found nothing is refused with Retry-After. Reads that find messages
+   * (paging through a backlog) are not held back. seed 000 asks agents for 30 s between polls.
+   */
+  private assertPollInterval(principal: string, now: number): void {
+    const min = this.deps.config.pollMinIntervalMs
+    const last = this.emptyPolls.get(principal)
+    if (min === 0 || last === undefined || now - last >= min) return
+    const retryAfter = Math.max(1, Math.ceil((last + min - now) / 1000))
+    throw new BatonError(
+      'rate_limited',
+      `Poll the inbox at most once per ${min} ms when it is empty`,
+      { retry_after: retryAfter, min_interval_ms: min },
+      { 'retry-after': String(retryAfter) },
+    )
+  }
+
+  private rememberEmptyPoll(principal: string, at: number): void {
+    const min = this.deps.config.pollMinIntervalMs
+    if (min === 0) return
+    if (this.emptyPolls.size >= 10_000) {
+      for (const [p, t] of this.emptyPolls) if (at - t >= min) this.emptyPolls.delete(p)
+    }
+    this.emptyPolls.set(principal, at)
+  }
+
+  /** Waits for the caller's inbox to hold something new (the hub's one long-poll helper). */
+  private async waitFor(
+    recipient: string,
+    read: () => Promise<MessageView[]>,
+    waitMs: number,
+    signal?: AbortSignal,
+  ): Promise<MessageView[]> {
+    const { last } = await waitForChange({
+      bus: this.deps.bus,
+      topic: inboxTopic(recipient),
+      read,
+      ready: (messages) => messages.length > 0,
+      timeoutMs: () => waitMs,
+      closing: this.deps.closing,
+      signal,
+    })
+    return last
+  }
+}
+
+/** Tells, without recursion, whether a parsed JSON value nests deeper than `max` levels. */
+function nestsDeeperThan(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 0]]
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!
+    if (v === null || typeof v !== 'object') continue
+    if (depth + 1 > max) return true
+    for (const child of Object.values(v)) stack.push([child, depth + 1])
+  }
+  return false
+}
+
+function notFound(id: unknown): BatonError {
+  return new BatonError('message_not_found', `No message ${JSON.stringify(id)} in your inbox`)
+}
+
+function parseWhole(value: unknown, field: string, fallback: number): number {
+  if (value === undefined || value === '') return fallback
+  const n = typeof value === 'string' && /^\d{1,15}$/.test(value) ? Number(value) : value
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) {
+    throw new BatonError('invalid_request', `${field} must be a whole number of at least 0`, {
+      field,
+    })
+  }
+  return n
+}
+
+function parseFlag(value: unknown, field: string): boolean {
+  if (value === undefined || value === '' || value === false || value === 'false') return false
+  if (value === true || value === 'true') return true
+  throw new BatonError('invalid_request', `${field} must be true or false`, { field })
+}
+
+function toSent(row: MessageRow): SentMessageView {
+  return {
+    id: row.id,
+    sequence: row.sequence,
+    sender: row.sender,
+    recipient: row.recipient,
+    bodyDigest: row.body_digest,
+    createdAt: iso(row.created_at),
+    receipt: row.receipt,
+  }
+}
+
+function toMessageView(row: MessageRow): MessageView {
+  return {
+    id: row.id,
+    sequence: row.sequence,
+    sender: row.sender,
+    recipient: row.recipient,
+    body: JSON.parse(row.body),
+    createdAt: iso(row.created_at),
+    ackedAt: row.acked_at === null ? null : iso(row.acked_at),
+  }
+}

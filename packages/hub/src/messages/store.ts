@@ -1,0 +1,83 @@
+import type { Kysely } from 'kysely'
+import type { MessageRow, Schema } from '../store/schema.js'
+
+/** SQL for messages, in the subset both dialects share. Every function takes the db or a tx. */
+
+const SEQUENCE_COUNTER = 'message_sequence'
+
+/**
+ * Takes the next global sequence number. The counter row stays locked until the transaction
+ * ends, so senders on every instance commit in sequence order and a rolled-back send frees its
+ * number: sequences never repeat, never go backwards and never commit out of order.
+ */
+export async function nextSequence(db: Kysely<Schema>): Promise<number> {
+  const row = await db
+    .updateTable('counters')
+    .set((eb) => ({ value: eb('value', '+', 1) }))
+    .where('name', '=', SEQUENCE_COUNTER)
+    .returning('value')
+    .executeTakeFirstOrThrow()
+  return Number(row.value)
+}
+
+export async function insertMessage(db: Kysely<Schema>, row: MessageRow): Promise<void> {
+  await db.insertInto('messages').values(row).execute()
+}
+
+export async function findBySenderKey(
+  db: Kysely<Schema>,
+  sender: string,
+  idempotencyKey: string,
+): Promise<MessageRow | undefined> {
+  return db
+    .selectFrom('messages')
+    .selectAll()
+    .where('sender', '=', sender)
+    .where('idempotency_key', '=', idempotencyKey)
+    .executeTakeFirst()
+}
+
+/** One message addressed to `recipient`, or undefined (also when it is someone else's). */
+export async function findForRecipient(
+  db: Kysely<Schema>,
+  id: string,
+  recipient: string,
+): Promise<MessageRow | undefined> {
+  return db
+    .selectFrom('messages')
+    .selectAll()
+    .where('id', '=', id)
+    .where('recipient', '=', recipient)
+    .executeTakeFirst()
+}
+
+/** The recipient's messages after an exclusive sequence, oldest first. */
+export async function listInbox(
+  db: Kysely<Schema>,
+  q: { recipient: string; after: number; limit: number; unacked: boolean },
+): Promise<MessageRow[]> {
+  let query = db
+    .selectFrom('messages')
+    .selectAll()
+    .where('recipient', '=', q.recipient)
+    .where('sequence', '>', q.after)
+  if (q.unacked) query = query.where('acked_at', 'is', null)
+  return query.orderBy('sequence', 'asc').limit(q.limit).execute()
+}
+
+/** Sets acked_at once; a second ack leaves the first time. Answers whether a row changed. */
+export async function markAcked(
+  db: Kysely<Schema>,
+  id: string,
+  recipient: string,
+  at: number,
+): Promise<boolean> {
+  const res = await db
+    .updateTable('messages')
+    .set({ acked_at: at })
+    .where('id', '=', id)
+    .where('recipient', '=', recipient)
+    .where('acked_at', 'is', null)
+    .executeTakeFirst()
+  return Number(res.numUpdatedRows) === 1
+}

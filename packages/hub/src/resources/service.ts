@@ -1,0 +1,295 @@
+import { randomBytes } from 'node:crypto'
+import {
+  BatonError,
+  CreateResourceInput,
+  type ResourceVersionView,
+  type ResourceView,
+  UpdateResourceInput,
+} from '@baton/protocol'
+import type { Kysely } from 'kysely'
+import type { Clock } from '../clock.js'
+import type { EventBus } from '../events/bus.js'
+import type { GrantService } from '../grants/service.js'
+import { homeBytes } from '../home/store.js'
+import type { Database } from '../store/database.js'
+import { recallAnswer, rememberAnswer, requestHash } from '../store/idempotency.js'
+import type { ResourceRow, Schema } from '../store/schema.js'
+import type { WriteBatcher } from '../store/transaction.js'
+import { parseInput } from '../validation.js'
+import * as store from './store.js'
+
+/** What the resource service needs from the rest of the hub. */
+export interface ResourceDeps {
+  database: Database
+  batcher: WriteBatcher
+  clock: Clock
+  bus: EventBus
+  grants: GrantService
+  /** Largest `data` as JSON, in bytes. */
+  maxBytes: number
+  /** Bytes of data a principal may own in all; undefined for no limit. */
+  storedBytesQuota?: number | undefined
+}
+
+const iso = (ms: number) => new Date(ms).toISOString()
+const ID_PATTERN = /^rs_[A-Za-z0-9_-]{22}$/
+
+/** A resource as answered, with `repeated: true` when an update was a repeat of a committed one. */
+export type ResourceAnswer = ResourceView & { repeated?: boolean }
+
+function toView(row: ResourceRow): ResourceView {
+  return {
+    id: row.id,
+    owner: row.owner,
+    namespace: row.namespace,
+    kind: row.kind,
+    data: JSON.parse(row.data),
+    version: row.version,
+    createdAt: iso(row.created_at),
+    updatedAt: iso(row.updated_at),
+    updatedBy: row.updated_by,
+  }
+}
+
+/**
+ * Versioned shared resources, seed 000: created by an owner, replaced whole by compare-and-set
+ * on `expectedVersion`, every version kept in a history, visible only to the owner and to
+ * holders of live grants.
+ */
+export class ResourceService {
+  constructor(private readonly deps: ResourceDeps) {}
+
+  private measure(data: unknown): { json: string; size: number } {
+    const json = JSON.stringify(data)
+    const size = Buffer.byteLength(json, 'utf8')
+    if (size > this.deps.maxBytes) {
+      throw new BatonError(
+        'resource_too_large',
+        `data is ${size} bytes as JSON; at most ${this.deps.maxBytes} are accepted`,
+        { limit: this.deps.maxBytes, size },
+      )
+    }
+    return { json, size }
+  }
+
+  private async assertStoredBytes(
+    db: Kysely<Schema>,
+    owner: string,
+    adding: number,
+  ): Promise<void> {
+    const quota = this.deps.storedBytesQuota
+    if (quota === undefined || adding <= 0) return
+    // One stored-bytes quota covers resource data and home files alike.
+    const used = (await store.ownedBytes(db, owner)) + (await homeBytes(db, owner))
+    if (used + adding > quota) {
+      throw new BatonError(
+        'storage_quota_exceeded',
+        `Storing ${adding} more bytes would pass the quota of ${quota} bytes`,
+        { limit: quota, used },
+      )
+    }
+  }
+
+  /** Creates a resource at version 1; an Idempotency-Key makes a retry answer the first result. */
+  async create(owner: string, input: unknown, idempotencyKey?: string): Promise<ResourceView> {
+    const body = parseInput(CreateResourceInput, input)
+    const { json, size } = this.measure(body.data)
+    const scope = `resource.create:${owner}`
+    const reqHash = idempotencyKey ? requestHash(body) : ''
+    return this.deps.batcher.run(async (tx) => {
+      const now = this.deps.clock.now()
+      if (idempotencyKey) {
+        const prior = await recallAnswer<ResourceView>(tx.db, {
+          scope,
+          key: idempotencyKey,
+          requestHash: reqHash,
+          now,
+        })
+        if (prior) return prior.body
+      }
+      await this.assertStoredBytes(tx.db, owner, size)
+      const row: ResourceRow = {
+        id: `rs_${randomBytes(16).toString('base64url')}`,
+        owner,
+        namespace: body.namespace,
+        kind: body.kind,
+        data: json,
+        size,
+        version: 1,
+        created_at: now,
+        updated_at: now,
+        updated_by: owner,
+      }
+      await store.insertResource(tx.db, row)
+      await store.insertVersion(tx.db, {
+        resource_id: row.id,
+        version: 1,
+        data: json,
+        actor: owner,
+        at: now,
+      })
+      const view = toView(row)
+      if (idempotencyKey) {
+        await rememberAnswer(tx.db, {
+          scope,
+          key: idempotencyKey,
+          requestHash: reqHash,
+          now,
+          status: 201,
+          body: view,
+        })
+      }
+      tx.afterCommit(() =>
+        this.deps.bus.publish({
+          topic: `resource:${row.id}`,
+          type: 'resource.created',
+          at: now,
+          data: { resourceId: row.id, owner, version: 1 },
+        }),
+      )
+      return view
+    })
+  }
+
+  /** Reads a resource: its owner, or a holder of a live grant with `resource:read`. */
+  async get(principal: string, id: string): Promise<ResourceView> {
+    const row = await this.deps.grants.assertAllowed(
+      this.deps.database.db,
+      principal,
+      checkId(id),
+      'resource:read',
+    )
+    return toView(row)
+  }
+
+  /** Every version with its data, actor and time; needs `resource:read`. */
+  async history(
+    principal: string,
+    id: string,
+  ): Promise<{ resourceId: string; versions: ResourceVersionView[] }> {
+    const db = this.deps.database.db
+    await this.deps.grants.assertAllowed(db, principal, checkId(id), 'resource:read')
+    const rows = await store.listVersions(db, id)
+    return {
+      resourceId: id,
+      versions: rows.map((v) => ({
+        version: v.version,
+        data: JSON.parse(v.data),
+        actor: v.actor,
+        at: iso(v.at),
+      })),
+    }
+  }
+
+  /**
+   * Replaces `data` only at `expectedVersion` (seed 000: PATCH replaces the complete data).
+   * Permission is checked before the version, so a revoked grantee gets 403, never 409. The
+   * identical update repeated by the same caller after a lost answer answers `repeated: true`.
+   */
+  async update(principal: string, id: string, input: unknown): Promise<ResourceAnswer> {
+    const body = parseInput(UpdateResourceInput, input)
+    const { json, size } = this.measure(body.data)
+    checkId(id)
+    return this.deps.batcher.run(async (tx) => {
+      const now = this.deps.clock.now()
+      const row = await this.deps.grants.assertAllowed(tx.db, principal, id, 'resource:update')
+      if (row.version !== body.expectedVersion) {
+        if (
+          row.version === body.expectedVersion + 1 &&
+          row.updated_by === principal &&
+          row.data === json
+        ) {
+          return { ...toView(row), repeated: true }
+        }
+        throw new BatonError(
+          'version_conflict',
+          `Resource is at version ${row.version}, not ${body.expectedVersion}`,
+          { currentVersion: row.version, expectedVersion: body.expectedVersion },
+        )
+      }
+      await this.assertStoredBytes(tx.db, row.owner, size - row.size)
+      const moved = await store.casUpdate(tx.db, {
+        id,
+        expectVersion: row.version,
+        data: json,
+        size,
+        at: now,
+        actor: principal,
+      })
+      if (!moved) {
+        const current = await store.findResource(tx.db, id)
+        throw new BatonError(
+          'version_conflict',
+          `Resource is at version ${current?.version}, not ${body.expectedVersion}`,
+          { currentVersion: current?.version, expectedVersion: body.expectedVersion },
+        )
+      }
+      const version = row.version + 1
+      await store.insertVersion(tx.db, {
+        resource_id: id,
+        version,
+        data: json,
+        actor: principal,
+        at: now,
+      })
+      tx.afterCommit(() =>
+        this.deps.bus.publish({
+          topic: `resource:${id}`,
+          type: 'resource.updated',
+          at: now,
+          data: { resourceId: id, version, actor: principal },
+        }),
+      )
+      return toView({ ...row, data: json, size, version, updated_at: now, updated_by: principal })
+    })
+  }
+
+  /** Resources the caller owns or holds a live grant for, optionally by namespace and kind. */
+  async list(
+    principal: string,
+    q: { namespace?: unknown; kind?: unknown; after?: unknown; limit?: unknown },
+  ): Promise<{ resources: ResourceView[]; next: string | null }> {
+    const text = (v: unknown, field: string) => {
+      if (v === undefined) return undefined
+      if (typeof v !== 'string' || v.length === 0 || v.length > 200) {
+        throw new BatonError('invalid_request', `${field} must be a non-empty string`, { field })
+      }
+      return v
+    }
+    const limitRaw = q.limit === undefined ? '100' : q.limit
+    if (typeof limitRaw !== 'string' || !/^\d{1,3}$/.test(limitRaw) || Number(limitRaw) < 1) {
+      throw new BatonError('invalid_request', 'limit must be a whole number from 1 to 100', {
+        field: 'limit',
+      })
+    }
+    const limit = Math.min(100, Number(limitRaw))
+    const db = this.deps.database.db
+    const sharedIds = await this.deps.grants.sharedResourceIds(db, principal)
+    const rows = await store.listVisible(db, {
+      owner: principal,
+      sharedIds,
+      namespace: text(q.namespace, 'namespace'),
+      kind: text(q.kind, 'kind'),
+      after: text(q.after, 'after'),
+      limit,
+    })
+    return {
+      resources: rows.map(toView),
+      next: rows.length === limit ? rows[rows.length - 1]!.id : null,
+    }
+  }
+}
+
+function checkId(id: string): string {
+  // A malformed id cannot name a resource; it is refused like any invisible one.
+  if (!ID_PATTERN.test(id)) {
+    throw new BatonError(
+      'resource_forbidden',
+      `No resource ${JSON.stringify(id)} is visible to this principal`,
+      {
+        resourceId: id,
+      },
+    )
+  }
+  return id
+}

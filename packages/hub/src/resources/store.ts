@@ -1,0 +1,84 @@
+import type { Kysely } from 'kysely'
+import type { ResourceRow, ResourceVersionRow, Schema } from '../store/schema.js'
+
+/** SQL for resources, in the subset both dialects share. */
+
+export async function insertResource(db: Kysely<Schema>, row: ResourceRow): Promise<void> {
+  await db.insertInto('resources').values(row).execute()
+}
+
+export async function findResource(
+  db: Kysely<Schema>,
+  id: string,
+): Promise<ResourceRow | undefined> {
+  return db.selectFrom('resources').selectAll().where('id', '=', id).executeTakeFirst()
+}
+
+export async function insertVersion(db: Kysely<Schema>, row: ResourceVersionRow): Promise<void> {
+  await db.insertInto('resource_versions').values(row).execute()
+}
+
+export async function listVersions(db: Kysely<Schema>, id: string): Promise<ResourceVersionRow[]> {
+  return db
+    .selectFrom('resource_versions')
+    .selectAll()
+    .where('resource_id', '=', id)
+    .orderBy('version', 'asc')
+    .execute()
+}
+
+/** The compare-and-set: replaces data only if the resource is still at `expectVersion`. */
+export async function casUpdate(
+  db: Kysely<Schema>,
+  u: { id: string; expectVersion: number; data: string; size: number; at: number; actor: string },
+): Promise<boolean> {
+  const res = await db
+    .updateTable('resources')
+    .set({
+      data: u.data,
+      size: u.size,
+      version: u.expectVersion + 1,
+      updated_at: u.at,
+      updated_by: u.actor,
+    })
+    .where('id', '=', u.id)
+    .where('version', '=', u.expectVersion)
+    .executeTakeFirst()
+  return Number(res.numUpdatedRows) === 1
+}
+
+/** Resources owned by `owner` or with an id in `sharedIds`, filtered, in id order after `after`. */
+export async function listVisible(
+  db: Kysely<Schema>,
+  q: {
+    owner: string
+    sharedIds: string[]
+    namespace?: string | undefined
+    kind?: string | undefined
+    after?: string | undefined
+    limit: number
+  },
+): Promise<ResourceRow[]> {
+  let query = db
+    .selectFrom('resources')
+    .selectAll()
+    .where((eb) =>
+      q.sharedIds.length > 0
+        ? eb.or([eb('owner', '=', q.owner), eb('id', 'in', q.sharedIds)])
+        : eb('owner', '=', q.owner),
+    )
+  if (q.namespace !== undefined) query = query.where('namespace', '=', q.namespace)
+  if (q.kind !== undefined) query = query.where('kind', '=', q.kind)
+  if (q.after !== undefined) query = query.where('id', '>', q.after)
+  return query.orderBy('id', 'asc').limit(q.limit).execute()
+}
+
+/** Total bytes of resource data a principal owns, for the stored-bytes quota. */
+export async function ownedBytes(db: Kysely<Schema>, owner: string): Promise<number> {
+  const row = await db
+    .selectFrom('resources')
+    .select((eb) => eb.fn.sum<number>('size').as('bytes'))
+    .where('owner', '=', owner)
+    .executeTakeFirst()
+  return Number(row?.bytes ?? 0)
+}

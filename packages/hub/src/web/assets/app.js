@@ -1,0 +1,706 @@
+// The operator dashboard: hash routes, one view per section, live re-reads on hub events.
+import { barChart, budgetBar, esc, machineDrawing } from './draw.js'
+
+const view = document.getElementById('view')
+const live = document.getElementById('live')
+let csrfToken = ''
+
+// ---- talking to the hub ---------------------------------------------------------------------
+
+async function api(path) {
+  const res = await fetch(path, {
+    credentials: 'same-origin',
+    headers: { accept: 'application/json' },
+  })
+  if (res.status === 401) {
+    location.assign('/')
+    throw new Error('signed out')
+  }
+  const body = await res.json().catch(() => ({}))
+  if (!res.ok) throw Object.assign(new Error(body.error || `HTTP ${res.status}`), { body })
+  return body
+}
+
+async function post(path) {
+  const res = await fetch(path, {
+    method: 'POST',
+    credentials: 'same-origin',
+    headers: { 'x-csrf-token': csrfToken },
+  })
+  if (res.status === 401) {
+    location.assign('/')
+    throw new Error('signed out')
+  }
+  const body = res.status === 204 ? {} : await res.json().catch(() => ({}))
+  if (!res.ok) throw Object.assign(new Error(body.error || `HTTP ${res.status}`), { body })
+  return body
+}
+
+// ---- formatting -----------------------------------------------------------------------------
+
+const number = new Intl.NumberFormat('en')
+
+function ago(isoTime) {
+  if (!isoTime) return '—'
+  const s = Math.round((Date.now() - Date.parse(isoTime)) / 1000)
+  const abs = Math.abs(s)
+  const unit =
+    abs < 60
+      ? `${abs} s`
+      : abs < 3600
+        ? `${Math.round(abs / 60)} min`
+        : abs < 86400
+          ? `${Math.round(abs / 3600)} h`
+          : `${Math.round(abs / 86400)} d`
+  return s >= 0 ? `${unit} ago` : `in ${unit}`
+}
+
+const time = (isoTime) =>
+  isoTime ? `<time datetime="${esc(isoTime)}" title="${esc(isoTime)}">${ago(isoTime)}</time>` : '—'
+const badge = (state) => `<span class="badge s-${esc(state)}">${esc(state)}</span>`
+const short = (id, cls = '') => `<span class="id ${cls}" title="${esc(id)}">${esc(id)}</span>`
+const money = (micros) =>
+  micros === null || micros === undefined
+    ? '—'
+    : (micros / 1_000_000).toLocaleString('en', {
+        minimumFractionDigits: 2,
+        maximumFractionDigits: 6,
+      })
+const json = (value) => `<pre class="json">${esc(JSON.stringify(value, null, 2))}</pre>`
+const enc = encodeURIComponent
+
+function table(head, rows, empty, cls = '') {
+  if (!rows.length) return `<div class="table-wrap"><p class="empty">${esc(empty)}</p></div>`
+  return `<div class="table-wrap"><table class="${cls}"><thead><tr>${head.join('')}</tr></thead><tbody>${rows.join('')}</tbody></table></div>`
+}
+
+function select(id, label, options, value) {
+  const opts = options
+    .map(
+      ([v, text]) =>
+        `<option value="${esc(v)}"${v === value ? ' selected' : ''}>${esc(text)}</option>`,
+    )
+    .join('')
+  return `<label for="${id}">${esc(label)}</label> <select id="${id}">${opts}</select>`
+}
+
+// ---- routes ---------------------------------------------------------------------------------
+
+/** Reads the hash: `#/section/id?key=value`. */
+function route() {
+  const raw = location.hash.replace(/^#\/?/, '')
+  const [pathPart, queryPart = ''] = raw.split('?')
+  const [section = 'overview', ...rest] = pathPart.split('/')
+  return {
+    section: section || 'overview',
+    id: rest.length ? decodeURIComponent(rest.join('/')) : '',
+    params: new URLSearchParams(queryPart),
+  }
+}
+
+function setParams(section, params) {
+  const qs = params.toString()
+  history.replaceState(null, '', `#/${section}${qs ? `?${qs}` : ''}`)
+}
+
+const isType = (ev, prefix) => ev.type.startsWith(prefix) || ev.topic.startsWith(prefix)
+
+const stateOf = (params) => {
+  const state = params.get('state') ?? 'pending'
+  return state === 'all' ? '' : state
+}
+
+const views = {
+  overview: {
+    title: 'Overview',
+    shell: () => `<h1 class="page">Overview</h1><div id="content"></div>`,
+    load: () => api('/dashboard/api/overview'),
+    draw: drawOverview,
+    onEvent: (ev) => !ev.type.startsWith('home.'),
+    pollMs: 10_000,
+  },
+  admission: {
+    title: 'Admission',
+    shell: ({ params }) =>
+      `<h1 class="page">Admission queue</h1><div class="toolbar">${select(
+        'f-state',
+        'Show',
+        [
+          ['pending', 'Pending'],
+          ['approved', 'Approved'],
+          ['rejected', 'Rejected'],
+          ['suspended', 'Suspended'],
+          ['all', 'All principals'],
+        ],
+        params.get('state') ?? 'pending',
+      )}</div><div id="content"></div>`,
+    load: ({ params }) => api(`/dashboard/api/principals?state=${enc(stateOf(params))}`),
+    draw: drawPrincipals,
+    onEvent: (ev) => isType(ev, 'principal'),
+    // Enrolment publishes no event, so the queue is also re-read now and then.
+    pollMs: 5_000,
+  },
+  handoffs: {
+    title: 'Handoffs',
+    shell: ({ id, params }) =>
+      id
+        ? `<p class="crumbs"><a href="#/handoffs">Handoffs</a> /</p><div id="content"></div>`
+        : `<h1 class="page">Token handoffs</h1><div class="toolbar"><label for="f-state">State</label> <input id="f-state" type="search" list="handoff-states" placeholder="any; open, expired or a state name" size="30" value="${esc(params.get('state') ?? '')}" /><datalist id="handoff-states">${[
+            'open',
+            'expired',
+            'offered',
+            'accepted',
+            'working',
+            'done',
+            'failed',
+            'returned',
+          ]
+            .map((v) => `<option value="${v}"></option>`)
+            .join('')}</datalist></div><div id="content"></div>`,
+    load: ({ id, params }) =>
+      id
+        ? api(`/dashboard/api/handoffs/${enc(id)}`)
+        : api(`/dashboard/api/handoffs?state=${enc(params.get('state') ?? '')}`),
+    draw: (data, r) => (r.id ? drawHandoff(data) : drawHandoffs(data)),
+    onEvent: (ev, r) => (r.id ? ev.topic === `handoff:${r.id}` : isType(ev, 'handoff')),
+  },
+  transfers: {
+    title: 'Transfers',
+    shell: ({ id, params }) =>
+      id
+        ? `<p class="crumbs"><a href="#/transfers">Transfers</a> /</p><div id="content"></div>`
+        : `<h1 class="page">Session transfers</h1><div class="toolbar">${select(
+            'f-state',
+            'State',
+            [
+              ['', 'All'],
+              ...['staged', 'provisioned', 'pushed', 'active', 'insolvent', 'terminated'].map(
+                (s) => [s, s],
+              ),
+            ],
+            params.get('state') ?? '',
+          )}</div><div id="content"></div>`,
+    load: ({ id, params }) =>
+      id
+        ? api(`/dashboard/api/transfers/${enc(id)}`)
+        : api(`/dashboard/api/transfers?state=${enc(params.get('state') ?? '')}`),
+    draw: (data, r) => (r.id ? drawTransfer(data) : drawTransfers(data)),
+    onEvent: (ev, r) =>
+      r.id
+        ? ev.topic.includes(r.id) || ev.ids.transferId === r.id || ev.ids.transfer_id === r.id
+        : isType(ev, 'transfer'),
+    // A usage report publishes no event of its own, so an open transfer is also re-read often.
+    pollMs: (r) => (r.id ? 2_000 : 10_000),
+  },
+  resources: {
+    title: 'Resources',
+    shell: ({ id }) =>
+      id
+        ? `<p class="crumbs"><a href="#/resources">Resources</a> /</p><div id="content"></div>`
+        : `<h1 class="page">Resources and grants</h1><div id="content"></div>`,
+    load: async ({ id, params }) => {
+      if (id) return api(`/dashboard/api/resources/${enc(id)}`)
+      const ns = params.get('namespace') ?? ''
+      const owner = params.get('owner') ?? ''
+      const status = params.get('grants') ?? 'live'
+      const [resources, grants] = await Promise.all([
+        api(`/dashboard/api/resources?namespace=${enc(ns)}&owner=${enc(owner)}`),
+        api(`/dashboard/api/grants?status=${enc(status)}`),
+      ])
+      return { ...resources, grants: grants.grants, ns, owner, status }
+    },
+    draw: (data, r) => (r.id ? drawResource(data) : drawResources(data)),
+    onEvent: (ev, r) =>
+      r.id ? ev.topic === `resource:${r.id}` : isType(ev, 'resource') || isType(ev, 'grant'),
+  },
+  messages: {
+    title: 'Messages',
+    shell: ({ id }) =>
+      id
+        ? `<p class="crumbs"><a href="#/messages">Messages</a> /</p><div id="content"></div>`
+        : `<h1 class="page">Messages</h1><p class="muted">Per recipient: sequence and acknowledgement state. Bodies stay hidden unless you open one.</p><div id="content"></div>`,
+    load: ({ id }) =>
+      id ? api(`/dashboard/api/messages?principal=${enc(id)}`) : api('/dashboard/api/messages'),
+    draw: (data, r) => (r.id ? drawMessages(data) : drawMessageSummary(data)),
+    onEvent: (ev, r) =>
+      r.id ? isType(ev, 'message') && ev.topic.endsWith(r.id) : isType(ev, 'message'),
+  },
+}
+
+// ---- views ----------------------------------------------------------------------------------
+
+function stat(label, value, breakdown = '', attention = false) {
+  return `<div class="panel stat${attention ? ' attention' : ''}"><div class="label">${esc(label)}</div><div class="value" data-stat="${esc(label)}">${esc(number.format(value))}</div><div class="breakdown">${breakdown}</div></div>`
+}
+
+function byState(counts) {
+  return Object.entries(counts)
+    .sort((a, b) => b[1] - a[1])
+    .map(([s, n]) => `<span class="chip">${esc(s)} ${number.format(n)}</span>`)
+    .join('')
+}
+
+function drawOverview(o) {
+  const sum = (obj) => Object.values(obj).reduce((a, b) => a + b, 0)
+  const openHandoffs =
+    sum(o.handoffs) -
+    (o.handoffs.done ?? 0) -
+    (o.handoffs.failed ?? 0) -
+    (o.handoffs.returned ?? 0) -
+    (o.handoffs.expired ?? 0)
+  const runningTransfers = (o.transfers.active ?? 0) + (o.transfers.insolvent ?? 0)
+  const principals = sum(o.principals)
+  const stats = [
+    stat(
+      'Pending admissions',
+      o.pendingAdmissions,
+      `<a href="#/admission">Review queue</a>`,
+      o.pendingAdmissions > 0,
+    ),
+    stat('Open handoffs', openHandoffs, byState(o.handoffs)),
+    stat(
+      'Running transfers',
+      runningTransfers,
+      byState(o.transfers),
+      (o.transfers.insolvent ?? 0) > 0,
+    ),
+    stat('Unacked messages', o.unackedMessages, `<a href="#/messages">By recipient</a>`),
+    stat('Principals', principals, byState(o.principals)),
+    stat(
+      'Resources',
+      o.resources,
+      `<span class="chip">live grants ${number.format(o.liveGrants)}</span>`,
+    ),
+  ].join('')
+  const chart = (title, values) => {
+    const total = values.reduce((a, b) => a + b, 0)
+    const last5 = values.slice(-5).reduce((a, b) => a + b, 0)
+    return `<div class="panel chart"><h3>${esc(title)}</h3><div class="rate">${number.format(total)} in the last hour · ${(last5 / 5).toFixed(1)} / min lately</div>${barChart(values, `${title}: ${total} in the last hour`)}<div class="axis"><span>60 min ago</span><span>now</span></div></div>`
+  }
+  const a = o.activity
+  return `<section aria-label="Counts"><div class="stats">${stats}</div></section>
+  <h2>Activity, per minute over the last hour</h2>
+  <section class="charts" aria-label="Activity">${chart('Handoff moves', a.handoffMoves)}${chart('Messages sent', a.messages)}${chart('Resource versions', a.resourceVersions)}${chart('Transfer events', a.transferEvents)}</section>`
+}
+
+function drawPrincipals({ principals }) {
+  const rows = principals.map((p) => {
+    const act = (decision, label, disabled) =>
+      `<button type="button" class="${decision}" data-decide="${decision}" data-principal="${esc(p.principal)}" data-focus-key="${decision}:${esc(p.principal)}"${disabled ? ' disabled' : ''}>${label}</button>`
+    return `<tr data-principal="${esc(p.principal)}"><td>${short(p.principal, 'long')}</td><td>${badge(p.state)}</td><td class="hide-narrow">${time(p.enrolledAt)}</td><td class="hide-narrow">${time(p.decidedAt)}</td><td class="actions">${act('approve', 'Approve', p.state === 'approved')}${act('reject', 'Reject', p.state === 'rejected')}${act('suspend', 'Suspend', p.state === 'suspended')}</td></tr>`
+  })
+  return table(
+    [
+      '<th>Principal</th>',
+      '<th>State</th>',
+      '<th class="hide-narrow">Enrolled</th>',
+      '<th class="hide-narrow">Decided</th>',
+      '<th>Decision</th>',
+    ],
+    rows,
+    'No principals in this state.',
+    'stack',
+  )
+}
+
+function drawHandoffs({ handoffs }) {
+  const rows = handoffs.map(
+    (h) =>
+      `<tr><td><a href="#/handoffs/${enc(h.id)}" data-focus-key="h:${esc(h.id)}">${short(h.id)}</a></td><td>${badge(h.expired ? 'expired' : h.state)}</td><td class="num">${h.version}</td><td class="hide-narrow muted">${esc(h.states.join(' → '))}</td><td>${time(h.updatedAt)}</td><td class="hide-narrow">${time(h.expiresAt)}</td></tr>`,
+  )
+  return table(
+    [
+      '<th>Handoff</th>',
+      '<th>State</th>',
+      '<th class="num">Version</th>',
+      '<th class="hide-narrow">Machine</th>',
+      '<th>Changed</th>',
+      '<th class="hide-narrow">Expires</th>',
+    ],
+    rows,
+    'No handoffs match.',
+  )
+}
+
+function drawHandoff(h) {
+  const history = h.history
+    .map(
+      (m) =>
+        `<tr><td class="num">v${m.version}</td><td>${badge(m.from)} → ${badge(m.to)}</td><td>${esc(m.actor)}</td><td class="hide-narrow">${esc(m.note ?? '')}</td><td>${time(m.at)}</td></tr>`,
+    )
+    .join('')
+  return `<h1 class="page"><span class="mono">${esc(h.id)}</span> <span id="handoff-state">${badge(h.expired ? 'expired' : h.state)}</span> <span class="muted" id="handoff-version">version ${h.version}</span></h1>
+  <dl class="panel meta">
+    <div><dt>State</dt><dd>${esc(h.state)}${h.ended ? ' (ended)' : ''}</dd></div>
+    <div><dt>Created</dt><dd>${time(h.createdAt)}</dd></div>
+    <div><dt>Last change</dt><dd>${time(h.updatedAt)}</dd></div>
+    <div><dt>Expires</dt><dd>${time(h.expiresAt)}</dd></div>
+    <div><dt>Note</dt><dd>${esc(h.note ?? '—')}</dd></div>
+    <div><dt>Notify URL</dt><dd>${h.hasNotifyUrl ? 'set (hidden)' : 'none'}</dd></div>
+  </dl>
+  <h2>Machine</h2>
+  <div class="panel machine" id="machine" data-current="${esc(h.state)}">${machineDrawing(h.machine, h.state, h.history)}</div>
+  <p class="legend"><span>filled: current state</span><span>outlined: visited</span><span>dashed box: final</span><span>arcs above: moves made (version)</span><span>dashed arcs below: moves open now</span></p>
+  <h2>History</h2>
+  ${table(['<th class="num">Version</th>', '<th>Move</th>', '<th>By</th>', '<th class="hide-narrow">Note</th>', '<th>At</th>'], history ? [history] : [], 'No moves yet: the handoff is in its first state.')}
+  <h2>Payload</h2>
+  <div class="panel" id="reveal-box"><p class="hidden-body">${number.format(h.payloadChars)} characters of JSON, hidden.</p><button type="button" data-reveal="/dashboard/api/handoffs/${enc(h.id)}/payload" data-field="payload" data-focus-key="reveal">Show payload</button></div>`
+}
+
+function drawTransfers({ transfers }) {
+  const rows = transfers.map(
+    (t) =>
+      `<tr><td><a href="#/transfers/${enc(t.id)}" data-focus-key="t:${esc(t.id)}">${short(t.id)}</a></td><td>${badge(t.state)}</td><td class="hide-narrow">${short(t.owner)}</td><td class="hide-narrow">${esc(t.tier ?? '—')}</td><td>${budgetBar(t.spentMicros, t.budgetMicros, t.state, true)}</td><td class="num hide-narrow">${money(t.spentMicros)} / ${money(t.budgetMicros)}</td><td class="hide-narrow">${time(t.updatedAt)}</td></tr>`,
+  )
+  return table(
+    [
+      '<th>Transfer</th>',
+      '<th>State</th>',
+      '<th class="hide-narrow">Owner</th>',
+      '<th class="hide-narrow">Tier</th>',
+      '<th>Budget</th>',
+      '<th class="num hide-narrow">Spent / allocated</th>',
+      '<th class="hide-narrow">Changed</th>',
+    ],
+    rows,
+    'No transfers match.',
+  )
+}
+
+function drawTransfer(t) {
+  const remaining = t.budgetMicros === null ? null : t.budgetMicros - t.spentMicros
+  const grace =
+    t.state === 'insolvent' && t.graceEndsAt
+      ? `<span class="grace">Insolvent: grace ends <span data-countdown="${esc(t.graceEndsAt)}">${ago(t.graceEndsAt)}</span></span>`
+      : t.state === 'terminated'
+        ? `<span class="grace">Terminated${t.endReason ? ` (${esc(t.endReason)})` : ''}</span>`
+        : ''
+  const events = t.events
+    .map(
+      (e) =>
+        `<li><span class="seq">#${e.seq}</span><div><strong>${esc(e.type)}</strong> ${e.from ? `${badge(e.from)} → ` : ''}${badge(e.to)} <span class="muted">by ${short(e.actor)} · ${time(e.at)}</span>${Object.keys(e.data ?? {}).length ? `<div class="muted mono data">${esc(JSON.stringify(e.data))}</div>` : ''}</div></li>`,
+    )
+    .join('')
+  return `<h1 class="page"><span class="mono">${esc(t.id)}</span> <span id="transfer-state">${badge(t.state)}</span></h1>
+  <div class="panel"><h2 class="flush">Budget <span class="muted" id="budget-percent">${t.budgetMicros ? Math.round((t.spentMicros / t.budgetMicros) * 100) : 0}% spent</span></h2>
+    <div id="budget">${budgetBar(t.spentMicros, t.budgetMicros, t.state)}</div>
+    <div class="budget-numbers"><span>spent <strong id="spent">${money(t.spentMicros)}</strong> of <strong>${money(t.budgetMicros)}</strong> allocated</span><span>${remaining !== null && remaining < 0 ? `over budget by ${money(-remaining)}` : `remaining ${money(remaining)}`}</span><span>rate ${money(t.rateMicros)} / s</span>${grace}</div>
+  </div>
+  <h2>Runtime</h2>
+  <dl class="panel meta">
+    <div><dt>Runtime</dt><dd>${t.runtime ? short(t.runtime, 'long') : '—'}</dd></div>
+    <div><dt>Tier</dt><dd>${esc(t.tier ?? '—')}</dd></div>
+    <div><dt>Lease ends</dt><dd>${time(t.leaseEndsAt)}</dd></div>
+    <div><dt>Owner</dt><dd>${short(t.owner, 'long')}</dd></div>
+    <div><dt>Created</dt><dd>${time(t.createdAt)}</dd></div>
+    <div><dt>Expires</dt><dd>${time(t.expiresAt)}</dd></div>
+    <div><dt>Snapshot</dt><dd>${number.format(t.snapshotBytes)} bytes</dd></div>
+    <div><dt>Checksum</dt><dd class="mono">${esc(t.checksum)}</dd></div>
+  </dl>
+  <h2>Event timeline</h2>
+  <div class="panel"><ol class="timeline" id="timeline">${events || '<li class="muted">No events.</li>'}</ol></div>
+  <h2>Snapshot</h2>
+  <div class="panel" id="reveal-box"><p class="hidden-body">The snapshot content is hidden. Open it only when you need to.</p><button type="button" data-reveal="/dashboard/api/transfers/${enc(t.id)}/snapshot" data-field="snapshot" data-focus-key="reveal">Open snapshot</button></div>`
+}
+
+function drawResources(d) {
+  const nsChips = [
+    ['', 'All namespaces'],
+    ...d.namespaces.map((n) => [n.namespace, `${n.namespace} (${n.resources})`]),
+  ]
+    .map(
+      ([v, label]) =>
+        `<button type="button" data-ns="${esc(v)}" aria-pressed="${v === d.ns}" data-focus-key="ns:${esc(v)}">${esc(label)}</button>`,
+    )
+    .join('')
+  const rows = d.resources.map(
+    (r) =>
+      `<tr><td><a href="#/resources/${enc(r.id)}" data-focus-key="r:${esc(r.id)}">${short(r.id)}</a></td><td>${esc(r.namespace)}</td><td class="hide-narrow">${esc(r.kind)}</td><td class="hide-narrow"><a href="#/resources?owner=${enc(r.owner)}" title="Only this owner">${short(r.owner)}</a></td><td class="num">${r.version}</td><td class="num hide-narrow">${number.format(r.size)}</td><td>${time(r.updatedAt)}</td></tr>`,
+  )
+  const statusChips = ['live', 'revoked', 'expired', 'all']
+    .map(
+      (s) =>
+        `<button type="button" data-grants="${s}" aria-pressed="${s === d.status}" data-focus-key="g:${s}">${s}</button>`,
+    )
+    .join('')
+  return `<div class="toolbar"><div class="chips" role="group" aria-label="Namespace">${nsChips}</div></div>
+  <div class="toolbar"><label for="f-owner">Owner</label> <input id="f-owner" type="search" placeholder="did:key:…" value="${esc(d.owner)}" size="28" /></div>
+  ${table(['<th>Resource</th>', '<th>Namespace</th>', '<th class="hide-narrow">Kind</th>', '<th class="hide-narrow">Owner</th>', '<th class="num">Version</th>', '<th class="num hide-narrow">Bytes</th>', '<th>Changed</th>'], rows, 'No resources match.')}
+  <h2>Grants</h2>
+  <div class="toolbar"><div class="chips" role="group" aria-label="Grant status">${statusChips}</div></div>
+  ${drawGrants(d.grants)}`
+}
+
+function drawGrants(grants) {
+  const rows = grants.map(
+    (g) =>
+      `<tr><td class="hide-narrow">${short(g.id)}</td><td class="hide-narrow"><a href="#/resources/${enc(g.resourceId)}">${short(g.resourceId)}</a></td><td>${short(g.subject)}</td><td>${esc((g.actions ?? []).join(', '))}</td><td>${badge(g.status)}</td><td class="hide-narrow">${g.status === 'revoked' ? time(g.revokedAt) : time(g.expiresAt)}</td></tr>`,
+  )
+  return table(
+    [
+      '<th class="hide-narrow">Grant</th>',
+      '<th class="hide-narrow">Resource</th>',
+      '<th>Subject</th>',
+      '<th>Actions</th>',
+      '<th>Status</th>',
+      '<th class="hide-narrow">Expires / revoked</th>',
+    ],
+    rows,
+    'No grants.',
+  )
+}
+
+function diffList(changes) {
+  if (!changes) return '<p class="muted">First version.</p>'
+  if (!changes.length) return '<p class="muted">No change in data.</p>'
+  const v = (x) => esc(JSON.stringify(x))
+  return `<ul class="diff">${changes
+    .map((c) =>
+      c.op === 'add'
+        ? `<li class="add">+ ${esc(c.path)}: ${v(c.after)}</li>`
+        : c.op === 'remove'
+          ? `<li class="remove">− ${esc(c.path)}: ${v(c.before)}</li>`
+          : `<li class="change">~ ${esc(c.path)}: ${v(c.before)} → ${v(c.after)}</li>`,
+    )
+    .join('')}</ul>`
+}
+
+function drawResource(r) {
+  const versions = [...r.versions]
+    .reverse()
+    .map(
+      (v) =>
+        `<article class="panel version" data-version="${v.version}"><h3>Version ${v.version} <span class="muted">by ${short(v.actor)} · ${time(v.at)}</span></h3>${diffList(v.changes)}<details><summary data-focus-key="data:${v.version}">Data at version ${v.version}</summary>${json(v.data)}</details></article>`,
+    )
+    .join('')
+  return `<h1 class="page"><span class="mono">${esc(r.id)}</span> <span class="badge">v${r.version}</span></h1>
+  <dl class="panel meta">
+    <div><dt>Namespace</dt><dd>${esc(r.namespace)}</dd></div>
+    <div><dt>Kind</dt><dd>${esc(r.kind)}</dd></div>
+    <div><dt>Owner</dt><dd>${short(r.owner, 'long')}</dd></div>
+    <div><dt>Size</dt><dd>${number.format(r.size)} bytes</dd></div>
+    <div><dt>Created</dt><dd>${time(r.createdAt)}</dd></div>
+    <div><dt>Last change</dt><dd>${time(r.updatedAt)} by ${short(r.updatedBy)}</dd></div>
+  </dl>
+  <h2>History and diffs (newest first)</h2>
+  <div class="versions" id="versions">${versions}</div>
+  <h2>Grants on this resource</h2>
+  ${drawGrants(r.grants)}`
+}
+
+function drawMessageSummary({ principals }) {
+  const rows = principals.map(
+    (p) =>
+      `<tr><td><a href="#/messages/${enc(p.principal)}" data-focus-key="m:${esc(p.principal)}">${short(p.principal, 'long')}</a></td><td class="num">${number.format(p.total)}</td><td class="num">${p.unacked ? `<strong>${number.format(p.unacked)}</strong>` : '0'}</td><td class="num">${p.lastSequence}</td><td class="num hide-narrow">${p.oldestUnackedSequence ?? '—'}</td><td class="hide-narrow">${time(p.lastAt)}</td></tr>`,
+  )
+  return table(
+    [
+      '<th>Recipient</th>',
+      '<th class="num">Messages</th>',
+      '<th class="num">Unacked</th>',
+      '<th class="num">Last seq</th>',
+      '<th class="num hide-narrow">Oldest unacked</th>',
+      '<th class="hide-narrow">Last</th>',
+    ],
+    rows,
+    'No messages yet.',
+  )
+}
+
+function drawMessages({ principal, messages }) {
+  const rows = messages.map(
+    (m) =>
+      `<tr data-message="${esc(m.id)}"><td class="num">${m.sequence}</td><td>${m.direction === 'in' ? 'from' : 'to'} ${short(m.direction === 'in' ? m.sender : m.recipient)}</td><td>${m.ackedAt ? badge('acked') : badge('pending')}</td><td class="num hide-narrow">${number.format(m.bodyChars)}</td><td class="hide-narrow">${time(m.createdAt)}</td><td class="actions"><button type="button" data-reveal="/dashboard/api/messages/${enc(m.id)}/body" data-field="body" data-focus-key="body:${esc(m.id)}">Show body</button></td></tr><tr class="reveal-row" hidden><td colspan="6"></td></tr>`,
+  )
+  return `<h1 class="page">Messages of <span class="id long" title="${esc(principal)}">${esc(principal)}</span></h1>
+  ${table(['<th class="num">Seq</th>', '<th>Counterpart</th>', '<th>Ack</th>', '<th class="num hide-narrow">Chars</th>', '<th class="hide-narrow">Sent</th>', '<th>Body</th>'], rows, 'No messages to or from this principal.')}`
+}
+
+// ---- events on the page ---------------------------------------------------------------------
+
+// Filters: the state select of a list, and the owner search of resources.
+view.addEventListener('change', (e) => {
+  const { section, params } = route()
+  const key = e.target.id === 'f-state' ? 'state' : e.target.id === 'f-owner' ? 'owner' : ''
+  if (!key) return
+  const value = e.target.value.trim()
+  if (value) params.set(key, value)
+  else params.delete(key)
+  setParams(section, params)
+  void refresh()
+})
+
+function placeReveal(button, value) {
+  const row = button.closest('tr')
+  const box = row ? row.nextElementSibling : button.closest('#reveal-box')
+  if (row && box) {
+    box.hidden = false
+    box.firstElementChild.innerHTML = json(value)
+  } else if (box) {
+    box.innerHTML = json(value)
+  }
+}
+
+view.addEventListener('click', async (e) => {
+  const target = e.target.closest('button')
+  if (!target) return
+  if (target.dataset.decide) {
+    target.disabled = true
+    try {
+      await post(
+        `/dashboard/api/principals/${enc(target.dataset.principal)}/${target.dataset.decide}`,
+      )
+      await refresh()
+    } catch (err) {
+      alert(err.message)
+      target.disabled = false
+    }
+  } else if (target.dataset.reveal) {
+    // Hidden content is read only on this deliberate click, and shown in place.
+    const data = await api(target.dataset.reveal)
+    revealed.set(target.dataset.reveal, data[target.dataset.field])
+    placeReveal(target, data[target.dataset.field])
+  } else if (target.dataset.ns !== undefined) {
+    const { params } = route()
+    if (target.dataset.ns) params.set('namespace', target.dataset.ns)
+    else params.delete('namespace')
+    setParams('resources', params)
+    await refresh()
+  } else if (target.dataset.grants) {
+    const { params } = route()
+    params.set('grants', target.dataset.grants)
+    setParams('resources', params)
+    await refresh()
+  }
+})
+
+// ---- rendering ------------------------------------------------------------------------------
+
+let current = null
+let generation = 0
+let pending = null
+let pollTimer = null
+const revealed = new Map()
+
+async function show() {
+  const r = route()
+  const v = views[r.section] ?? views.overview
+  current = { r, v }
+  revealed.clear()
+  for (const a of document.querySelectorAll('[data-nav]')) {
+    if (a.dataset.nav === r.section) a.setAttribute('aria-current', 'page')
+    else a.removeAttribute('aria-current')
+  }
+  document.title = `${v.title} · Baton hub`
+  view.innerHTML = v.shell(r)
+  clearInterval(pollTimer)
+  const every = typeof v.pollMs === 'function' ? v.pollMs(r) : v.pollMs
+  if (every) pollTimer = setInterval(() => void refresh(), every)
+  await refresh()
+}
+
+/** Re-reads the current view and redraws its content, keeping focus and open details in place. */
+async function refresh() {
+  if (!current) return
+  const { v } = current
+  const r = route()
+  current.r = r
+  const mine = ++generation
+  const content = document.getElementById('content')
+  if (!content) return
+  try {
+    const data = await v.load(r)
+    if (mine !== generation) return
+    const focusKey = document.activeElement?.dataset?.focusKey
+    const open = [...content.querySelectorAll('details[open] summary')].map(
+      (s) => s.dataset.focusKey,
+    )
+    content.innerHTML = v.draw(data, r)
+    for (const key of open)
+      content
+        .querySelector(`summary[data-focus-key="${CSS.escape(key)}"]`)
+        ?.parentElement?.setAttribute('open', '')
+    for (const [url, value] of revealed) {
+      const button = content.querySelector(`[data-reveal="${CSS.escape(url)}"]`)
+      if (button) placeReveal(button, value)
+    }
+    // On a narrow screen the machine scrolls sideways: keep its current state in view.
+    const machine = content.querySelector('#machine')
+    const node = machine?.querySelector('.node.current rect')
+    if (machine && node) {
+      const x = Number(node.getAttribute('x'))
+      machine.scrollLeft = Math.max(0, x + 55 - machine.clientWidth / 2)
+    }
+    if (focusKey) content.querySelector(`[data-focus-key="${CSS.escape(focusKey)}"]`)?.focus()
+    view.setAttribute('aria-busy', 'false')
+    view.dataset.loadedAt = String(Date.now())
+  } catch (err) {
+    if (mine !== generation) return
+    content.innerHTML = `<div class="panel"><p class="error">${esc(err.message)}</p></div>`
+    view.setAttribute('aria-busy', 'false')
+  }
+}
+
+function scheduleRefresh() {
+  clearTimeout(pending)
+  pending = setTimeout(() => void refresh(), 150)
+}
+
+// ---- live -----------------------------------------------------------------------------------
+
+function connect() {
+  const source = new EventSource('/dashboard/events')
+  source.onopen = () => {
+    live.dataset.state = 'live'
+    live.textContent = 'live'
+  }
+  source.onmessage = (msg) => {
+    let ev
+    try {
+      ev = JSON.parse(msg.data)
+    } catch {
+      return
+    }
+    window.dispatchEvent(new CustomEvent('baton:event', { detail: ev }))
+    if (current?.v.onEvent?.(ev, current.r)) scheduleRefresh()
+  }
+  source.onerror = async () => {
+    live.dataset.state = 'offline'
+    live.textContent = 'reconnecting'
+    if (source.readyState === EventSource.CLOSED) {
+      // The stream was refused (signed out, or the hub restarted): check the session, then retry.
+      try {
+        await api('/dashboard/api/session')
+        setTimeout(connect, 3000)
+      } catch {
+        /* api() already went to the sign-in page */
+      }
+    }
+  }
+}
+
+// Relative times and grace countdowns tick without re-reading anything.
+setInterval(() => {
+  for (const el of document.querySelectorAll('time[datetime]'))
+    el.textContent = ago(el.getAttribute('datetime'))
+  for (const el of document.querySelectorAll('[data-countdown]'))
+    el.textContent = ago(el.dataset.countdown)
+}, 1000)
+
+document.getElementById('signout').addEventListener('click', async () => {
+  try {
+    await post('/dashboard/signout')
+  } finally {
+    location.assign('/')
+  }
+})
+
+window.addEventListener('hashchange', () => {
+  void show()
+  document.getElementById('main').focus({ preventScroll: true })
+})
+
+const session = await api('/dashboard/api/session')
+csrfToken = session.csrfToken
+connect()
+await show()

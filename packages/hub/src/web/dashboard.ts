@@ -1,0 +1,330 @@
+import { readdirSync, readFileSync } from 'node:fs'
+import path from 'node:path'
+import { BatonError } from '@baton/protocol'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { AppContext } from '../app.js'
+import type { Api } from '../http/server.js'
+import { DashboardStreams } from './events.js'
+import * as q from './queries.js'
+import {
+  type DashboardSession,
+  parseCookies,
+  SESSION_COOKIE,
+  SESSION_TTL_MS,
+  SessionKeeper,
+  SignInLimiter,
+} from './session.js'
+
+const ASSET_DIR = path.join(import.meta.dirname, 'assets')
+
+const CONTENT_TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.svg': 'image/svg+xml',
+}
+
+// What the sign-in page needs; every other asset is served only within a session.
+const PUBLIC_ASSETS = new Set(['app.css', 'signin.js'])
+
+/** The headers of every dashboard answer: no inline scripts or styles, no framing, no referrer. */
+export const SECURITY_HEADERS: Record<string, string> = {
+  'content-security-policy':
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'x-content-type-options': 'nosniff',
+  'cross-origin-opener-policy': 'same-origin',
+  'cross-origin-resource-policy': 'same-origin',
+}
+
+interface Asset {
+  body: Buffer
+  type: string
+}
+
+function loadAssets(): Map<string, Asset> {
+  const assets = new Map<string, Asset>()
+  for (const name of readdirSync(ASSET_DIR)) {
+    const type = CONTENT_TYPES[path.extname(name)]
+    if (type) assets.set(name, { body: readFileSync(path.join(ASSET_DIR, name)), type })
+  }
+  return assets
+}
+
+const text = (v: unknown) => (typeof v === 'string' && v.length <= 500 ? v : undefined)
+
+/**
+ * The operator dashboard (issue 7), served by the hub itself: a sign-in page at `/`, the app at
+ * `/dashboard/`, its read API under `/dashboard/api/`, live changes at `/dashboard/events`.
+ * Without `BATON_ADMIN_TOKEN` every dashboard path shows only a page saying it is disabled.
+ */
+export function registerDashboard(api: Api, ctx: AppContext): void {
+  const assets = loadAssets()
+  const page = (name: string) => assets.get(name)!.body.toString('utf8')
+  const adminToken = ctx.config.identity.adminToken
+  const keeper = adminToken ? new SessionKeeper(adminToken) : undefined
+  const limiter = new SignInLimiter()
+  const streams = new DashboardStreams(ctx.bus)
+  const db = () => ctx.database.db
+  const now = () => ctx.clock.now()
+
+  // Open event streams would hold graceful shutdown until its grace ran out; end them first.
+  api.app.addHook('preClose', (done) => {
+    streams.closeAll()
+    done()
+  })
+
+  const html = (reply: FastifyReply, status: number, body: string) =>
+    reply
+      .code(status)
+      .type('text/html; charset=utf-8')
+      .header('cache-control', 'no-store')
+      .send(body)
+
+  const signInPage = (message?: string) =>
+    message
+      ? page('signin.html').replace(
+          '<p id="signin-error" class="error" role="alert" hidden></p>',
+          `<p id="signin-error" class="error" role="alert">${message}</p>`,
+        )
+      : page('signin.html')
+
+  const sessionOf = (req: FastifyRequest): DashboardSession | undefined =>
+    keeper?.verify(parseCookies(req.headers.cookie)[SESSION_COOKIE], now())
+
+  const isHttps = (req: FastifyRequest) =>
+    req.protocol === 'https' || ctx.config.identity.publicUrl?.startsWith('https:') === true
+
+  const cookie = (req: FastifyRequest, value: string, maxAgeSeconds: number) =>
+    [
+      `${SESSION_COOKIE}=${value}`,
+      'Path=/',
+      'HttpOnly',
+      'SameSite=Strict',
+      `Max-Age=${maxAgeSeconds}`,
+      ...(isHttps(req) ? ['Secure'] : []),
+    ].join('; ')
+
+  /** The session of an API or stream request; throws the stable codes otherwise. */
+  const requireSession = (req: FastifyRequest): DashboardSession => {
+    if (!keeper) {
+      throw new BatonError(
+        'admin_disabled',
+        'The dashboard is off: the hub has no BATON_ADMIN_TOKEN',
+      )
+    }
+    const session = sessionOf(req)
+    if (!session)
+      throw new BatonError('dashboard_signin_required', 'Sign in to the dashboard first')
+    return session
+  }
+
+  /** A mutation also needs the session's CSRF token and, when the browser sends one, our origin. */
+  const requireMutation = (req: FastifyRequest): DashboardSession => {
+    const session = requireSession(req)
+    const origin = req.headers.origin
+    if (typeof origin === 'string') {
+      let host: string | undefined
+      try {
+        host = new URL(origin).host
+      } catch {
+        host = undefined
+      }
+      const publicHost = ctx.config.identity.publicUrl
+        ? new URL(ctx.config.identity.publicUrl).host
+        : undefined
+      if (host === undefined || (host !== req.host && host !== publicHost)) {
+        throw new BatonError('csrf_token_invalid', 'The request came from another origin')
+      }
+    }
+    const token = req.headers['x-csrf-token']
+    if (!keeper!.checkCsrf(session, typeof token === 'string' ? token : undefined)) {
+      throw new BatonError('csrf_token_invalid', 'The CSRF token is missing or wrong')
+    }
+    return session
+  }
+
+  const register = async (scope: FastifyInstance) => {
+    scope.addHook('onRequest', async (_req, reply) => {
+      reply.headers(SECURITY_HEADERS)
+    })
+    // The sign-in form also works without JavaScript, as an ordinary form post.
+    scope.addContentTypeParser(
+      'application/x-www-form-urlencoded',
+      { parseAs: 'string' },
+      (_req, body, done) => done(null, Object.fromEntries(new URLSearchParams(String(body)))),
+    )
+
+    scope.get('/', async (req, reply) => {
+      if (!keeper) return html(reply, 403, page('disabled.html'))
+      if (sessionOf(req)) return reply.code(303).header('location', '/dashboard/').send()
+      return html(reply, 200, signInPage())
+    })
+
+    const appPage = async (req: FastifyRequest, reply: FastifyReply) => {
+      if (!keeper) return html(reply, 403, page('disabled.html'))
+      // Without a session, a dashboard page is nothing but the sign-in page.
+      if (!sessionOf(req)) return html(reply, 401, signInPage())
+      const url = req.url.split('?')[0]!
+      if (url.startsWith('/dashboard/api/')) {
+        throw new BatonError('not_found', `No route ${req.method} ${url}`)
+      }
+      return html(reply, 200, page('app.html'))
+    }
+    scope.get('/dashboard', appPage)
+    scope.get('/dashboard/', appPage)
+    scope.get('/dashboard/*', appPage)
+
+    scope.get('/dashboard/assets/:name', async (req, reply) => {
+      const { name } = req.params as { name: string }
+      const asset = assets.get(name)
+      if (!asset || name.endsWith('.html')) {
+        throw new BatonError('not_found', `No dashboard asset ${name}`)
+      }
+      if (!PUBLIC_ASSETS.has(name)) requireSession(req)
+      return reply.type(asset.type).header('cache-control', 'no-cache').send(asset.body)
+    })
+
+    scope.post('/dashboard/session', async (req, reply) => {
+      const body = (req.body ?? {}) as Record<string, unknown>
+      const form = !String(req.headers['content-type'] ?? '').includes('json')
+      if (!keeper) {
+        if (form) return html(reply, 403, page('disabled.html'))
+        throw new BatonError(
+          'admin_disabled',
+          'The dashboard is off: the hub has no BATON_ADMIN_TOKEN',
+        )
+      }
+      const retry = limiter.retryAfter(req.ip, now())
+      if (retry > 0) {
+        throw new BatonError(
+          'rate_limited',
+          'Too many failed sign-ins from this address',
+          { retryAfterSeconds: retry },
+          { 'retry-after': String(retry) },
+        )
+      }
+      try {
+        // The same constant-time check the admin API uses.
+        ctx.identity.assertAdmin(text(body.token))
+      } catch (error) {
+        limiter.fail(req.ip, now())
+        if (form) return html(reply, 401, signInPage('The operator token is wrong.'))
+        throw error
+      }
+      limiter.succeed(req.ip)
+      const { cookie: value } = keeper.issue(now())
+      reply.header('set-cookie', cookie(req, value, SESSION_TTL_MS / 1000))
+      reply.header('cache-control', 'no-store')
+      if (form) return reply.code(303).header('location', '/dashboard/').send()
+      return { ok: true, next: '/dashboard/' }
+    })
+
+    scope.post('/dashboard/signout', async (req, reply) => {
+      const session = requireMutation(req)
+      keeper!.end(session, now())
+      reply.header('set-cookie', cookie(req, '', 0))
+      return reply.code(204).send()
+    })
+
+    scope.get('/dashboard/api/session', async (req, reply) => {
+      const session = requireSession(req)
+      reply.header('cache-control', 'no-store')
+      return {
+        csrfToken: keeper!.csrfToken(session),
+        expiresAt: new Date(session.expiresAt).toISOString(),
+        hubVersion: ctx.version,
+        store: ctx.database.caps.name,
+        admission: ctx.config.identity.admission,
+      }
+    })
+
+    // Read API: every answer needs a session and is never cached.
+    const read = (url: string, handler: (req: FastifyRequest) => Promise<unknown>) =>
+      scope.get(url, async (req, reply) => {
+        requireSession(req)
+        reply.header('cache-control', 'no-store')
+        return handler(req)
+      })
+    const query = (req: FastifyRequest) => req.query as Record<string, unknown>
+    const param = (req: FastifyRequest, name: string) =>
+      (req.params as Record<string, string>)[name] ?? ''
+    const found = <T>(value: T | undefined, what: string): T => {
+      if (value === undefined) throw new BatonError('not_found', `No such ${what}`)
+      return value
+    }
+
+    read('/dashboard/api/overview', () => q.overview(db(), now()))
+    read('/dashboard/api/principals', async (req) => ({
+      principals: await ctx.identity.list(text(query(req).state)),
+    }))
+    read('/dashboard/api/handoffs', async (req) => ({
+      handoffs: await q.listHandoffs(db(), now(), { state: text(query(req).state) ?? '' }),
+    }))
+    read('/dashboard/api/handoffs/:id', async (req) =>
+      found(await q.readHandoff(db(), now(), param(req, 'id')), 'handoff'),
+    )
+    read('/dashboard/api/handoffs/:id/payload', async (req) =>
+      found(await q.readHandoffPayload(db(), param(req, 'id')), 'handoff'),
+    )
+    read('/dashboard/api/resources', async (req) =>
+      q.listResources(db(), {
+        namespace: text(query(req).namespace) ?? '',
+        owner: text(query(req).owner) ?? '',
+      }),
+    )
+    read('/dashboard/api/resources/:id', async (req) =>
+      found(await q.readResource(db(), now(), param(req, 'id')), 'resource'),
+    )
+    read('/dashboard/api/grants', async (req) => ({
+      grants: await q.listGrants(db(), now(), {
+        status: text(query(req).status) ?? '',
+        subject: text(query(req).subject) ?? '',
+      }),
+    }))
+    read('/dashboard/api/messages', async (req) => {
+      const principal = text(query(req).principal)
+      return principal
+        ? { principal, messages: await q.listMessages(db(), principal) }
+        : { principals: await q.messageSummary(db()) }
+    })
+    read('/dashboard/api/messages/:id/body', async (req) =>
+      found(await q.readMessageBody(db(), param(req, 'id')), 'message'),
+    )
+    read('/dashboard/api/transfers', async (req) => ({
+      transfers: await q.listTransfers(db(), { state: text(query(req).state) ?? '' }),
+    }))
+    read('/dashboard/api/transfers/:id', async (req) =>
+      found(await q.readTransfer(db(), param(req, 'id')), 'transfer'),
+    )
+    read('/dashboard/api/transfers/:id/snapshot', async (req) =>
+      found(await q.readTransferSnapshot(db(), param(req, 'id')), 'transfer snapshot'),
+    )
+
+    // Admission decisions go through the same service function as the admin API.
+    scope.post('/dashboard/api/principals/:principal/:decision', async (req, reply) => {
+      requireMutation(req)
+      const { principal, decision } = req.params as { principal: string; decision: string }
+      const view = await ctx.identity.decide(principal, decision)
+      // The identity service publishes nothing; other dashboards hear of the decision from here.
+      ctx.bus.publish({
+        topic: `principal:${view.principal}`,
+        type: 'principal.decided',
+        at: now(),
+        data: { principal: view.principal, state: view.state },
+      })
+      reply.header('cache-control', 'no-store')
+      return view
+    })
+
+    scope.get('/dashboard/events', async (req, reply) => {
+      const session = requireSession(req)
+      if (ctx.isClosing()) throw new BatonError('shutting_down', 'The hub is shutting down')
+      reply.hijack()
+      for (const [k, v] of Object.entries(SECURITY_HEADERS)) reply.raw.setHeader(k, v)
+      streams.serve(reply.raw, session.expiresAt - now())
+    })
+  }
+  void api.app.register(register)
+}

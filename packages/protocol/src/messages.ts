@@ -1,0 +1,92 @@
+import { z } from 'zod'
+
+/** Message limits; the body size is overridable by the hub's configuration. */
+export const MESSAGE_LIMITS = {
+  /** Largest message body, as canonical JSON (RFC 8785), in bytes. */
+  maxBodyBytes: 64 * 1024,
+  /** Longest idempotencyKey (seed 000 keys such as `handoff:RUN_ID:task:TASK_ID:v1` fit). */
+  maxIdempotencyKeyChars: 200,
+  /** Messages answered per inbox page when `limit` is not given. */
+  defaultPageSize: 20,
+  /** Most messages answered per inbox page; a larger `limit` is a 400. */
+  maxPageSize: 100,
+  /** Longest long-poll `wait`, in seconds; longer waits are clamped. */
+  maxWaitSeconds: 25,
+  /** Deepest nesting of arrays and objects in a body; deeper is a 400. */
+  maxDepth: 64,
+} as const
+
+/**
+ * The `typ` header of a message receipt. A receipt is a compact JWS (RFC 7515) signed with the
+ * hub's Ed25519 key (RFC 8037): protected header `{"alg":"EdDSA","kid":<hubKey.kid>,"typ":RECEIPT_TYPE}`,
+ * payload a `MessageReceiptPayload` as JSON, both base64url without padding. Anyone holding the
+ * `hubKey` of the hub's discovery document can verify it offline (`verifyMessageReceipt` in
+ * @baton/client, or `baton receipt verify`). The hub stores it verbatim: a replay answers the same bytes.
+ */
+export const RECEIPT_TYPE = 'baton-message-receipt+jws'
+
+/** The `v` of a receipt payload; a new payload shape gets a new number. */
+export const RECEIPT_VERSION = 1
+
+/** The body of `POST /v1/messages` (seed 000: `handoff-notice.json`, `handoff-reply.json`). */
+export const SendMessageInput = z.strictObject({
+  recipient: z.string().min(1).max(200),
+  body: z.json().refine((v) => v !== null, 'body must not be null'),
+  idempotencyKey: z.string().min(1).max(MESSAGE_LIMITS.maxIdempotencyKeyChars),
+})
+
+/** A parsed send request. */
+export type SendMessageInput = z.infer<typeof SendMessageInput>
+
+/**
+ * What a hub receipt attests, signed by the hub's key: the message, its place in the global
+ * order, both parties and the SHA-256 of the body's RFC 8785 canonical JSON.
+ */
+export interface MessageReceiptPayload {
+  v: typeof RECEIPT_VERSION
+  messageId: string
+  sequence: number
+  sender: string
+  recipient: string
+  /** `sha-256:` and the base64url SHA-256 of the body as RFC 8785 (JCS) canonical JSON. */
+  bodyDigest: string
+  /** When the hub committed the message, ISO 8601. */
+  createdAt: string
+}
+
+/** The answer of `POST /v1/messages`: identical, byte for byte, for every replay of the key. */
+export interface SentMessageView {
+  id: string
+  sequence: number
+  sender: string
+  recipient: string
+  bodyDigest: string
+  createdAt: string
+  /** A compact JWS (`alg: EdDSA`, `kid` of the hub key) over a `MessageReceiptPayload`. */
+  receipt: string
+}
+
+/** One inbox message. */
+export interface MessageView {
+  id: string
+  sequence: number
+  sender: string
+  recipient: string
+  body: unknown
+  createdAt: string
+  ackedAt: string | null
+}
+
+/** The answer of `GET /v1/messages`: oldest first; `nextAfter` is the cursor for the next page. */
+export interface MessagePageView {
+  messages: MessageView[]
+  /** The last sequence answered, or the given `after` when none was. */
+  nextAfter: number
+}
+
+/** The answer of `POST /v1/messages/{id}/ack`; repeating an ack answers the same `ackedAt`. */
+export interface AckView {
+  id: string
+  sequence: number
+  ackedAt: string
+}

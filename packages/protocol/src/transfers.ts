@@ -1,0 +1,247 @@
+import { z } from 'zod'
+
+/** Session transfer defaults (seed 004); each is overridable by the hub's configuration. */
+export const TRANSFER_LIMITS = {
+  /** How long a transfer may stay staged, provisioned or pushed before it expires. */
+  ttlMs: 30 * 60 * 1000,
+  /** How long an insolvent transfer runs on before the reaper terminates it. */
+  graceMs: 60 * 1000,
+  /** How long a transfer token is valid after it is minted. */
+  tokenTtlMs: 5 * 60 * 1000,
+  /** Largest snapshot request body, in bytes. */
+  snapshotMaxBytes: 32 * 1024 * 1024,
+  /** Longest long-poll wait on a transfer, in seconds; longer waits are clamped. */
+  maxWaitSeconds: 25,
+  /** Longest idempotency key of a snapshot or a usage report. */
+  maxIdempotencyKeyChars: 200,
+} as const
+
+/** The states of a transfer, in lifecycle order (seed 004). */
+export const TRANSFER_STATES = [
+  'staged',
+  'provisioned',
+  'pushed',
+  'active',
+  'insolvent',
+  'terminated',
+] as const
+/** One state of a transfer. */
+export type TransferState = (typeof TRANSFER_STATES)[number]
+
+/** The states that expire after the time-to-live (seed 004). */
+export const EXPIRING_STATES: readonly TransferState[] = ['staged', 'provisioned', 'pushed']
+
+/** What a transfer token authorizes: one of the two token-gated moves (seed 004). */
+export const TransferTokenScope = z.enum(['provision', 'activate'])
+/** A transfer token's scope. */
+export type TransferTokenScope = z.infer<typeof TransferTokenScope>
+
+/** Money: integer micro-units (1 unit = 1 000 000), never a float. */
+export const Micros = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER)
+
+/** A tier name, as configured on the hub. */
+export const TierName = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[a-z0-9][a-z0-9_-]*$/, 'lowercase letters, digits, _ and -')
+
+/** An idempotency key of a snapshot or a usage report. */
+export const TransferIdempotencyKey = z
+  .string()
+  .min(1)
+  .max(TRANSFER_LIMITS.maxIdempotencyKeyChars)
+  .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces')
+
+/**
+ * A credential reference, never a credential: `vault://<path>[#<field>]` or `env://<NAME>`.
+ *
+ * @example { credRef: 'vault://kv/agents/github#token' }
+ */
+export const CredRef = z
+  .string()
+  .max(512)
+  .regex(
+    /^(vault:\/\/[A-Za-z0-9._\-/]+(#[A-Za-z0-9._-]+)?|env:\/\/[A-Z_][A-Z0-9_]*)$/,
+    'vault://<path>[#<field>] or env://<NAME>',
+  )
+
+/** One message of the history: a role and text or structured parts. */
+export const SnapshotMessage = z.looseObject({
+  role: z.enum(['system', 'user', 'assistant', 'tool']),
+  content: z.union([z.string(), z.array(z.json())]),
+})
+
+/** One MCP server the session used; credentials only as `{ credRef }` objects. */
+export const McpServerConfig = z.looseObject({
+  name: z.string().min(1).max(200),
+})
+
+/**
+ * An agent session as snapshotted (seed 004): system prompt, message history, tool state and MCP
+ * config. Credentials appear only as `{ "credRef": "vault://…" | "env://…" }`.
+ */
+export const Snapshot = z.strictObject({
+  systemPrompt: z.string(),
+  messages: z.array(SnapshotMessage),
+  toolState: z.record(z.string(), z.json()).default({}),
+  mcpConfig: z.strictObject({ servers: z.array(McpServerConfig) }).default({ servers: [] }),
+  metadata: z.record(z.string(), z.json()).optional(),
+})
+/** A parsed snapshot. */
+export type Snapshot = z.infer<typeof Snapshot>
+
+/** The body of `POST /v1/transfers`: a snapshot, and a key that makes the create safe to repeat. */
+export const CreateTransferInput = z.strictObject({
+  snapshot: Snapshot,
+  idempotencyKey: TransferIdempotencyKey.optional(),
+})
+/** A parsed snapshot request. */
+export type CreateTransferInput = z.infer<typeof CreateTransferInput>
+
+/** The body of `POST /v1/transfers/{id}/provision`; the token must authorize these exact values. */
+export const ProvisionInput = z.strictObject({
+  tier: TierName,
+  budgetMicros: Micros.min(1),
+  rateMicrosPerSecond: Micros,
+  token: z.string().min(1).max(4096),
+})
+/** A parsed provision request. */
+export type ProvisionInput = z.infer<typeof ProvisionInput>
+
+/** The body of `POST /v1/transfers/{id}/activate`. */
+export const ActivateInput = z.strictObject({ token: z.string().min(1).max(4096) })
+/** A parsed activate request. */
+export type ActivateInput = z.infer<typeof ActivateInput>
+
+/** The body of `POST /v1/transfers/claim`: the next provisioned transfer of a tier. */
+export const ClaimNextInput = z.strictObject({ tier: TierName })
+/** A parsed claim-next request. */
+export type ClaimNextInput = z.infer<typeof ClaimNextInput>
+
+/** The body of `POST /v1/transfers/{id}/push`: the checksum the runtime computed itself. */
+export const PushInput = z.strictObject({ checksum: z.string().min(1).max(200) })
+/** A parsed push request. */
+export type PushInput = z.infer<typeof PushInput>
+
+/** The body of `POST /v1/transfers/{id}/lease`: one runtime process takes or renews the run. */
+export const LeaseInput = z.strictObject({
+  instance: z
+    .string()
+    .min(8)
+    .max(100)
+    .regex(/^[\x21-\x7e]+$/),
+})
+/** A parsed lease request. */
+export type LeaseInput = z.infer<typeof LeaseInput>
+
+/** The body of `POST /v1/transfers/{id}/usage` (seed 004 report_usage). */
+export const UsageInput = z.strictObject({
+  idempotencyKey: TransferIdempotencyKey,
+  amountMicros: Micros,
+})
+/** A parsed usage report. */
+export type UsageInput = z.infer<typeof UsageInput>
+
+/** The body of `POST /admin/v1/transfers/{id}/tokens`: what the token authorizes. */
+export const MintTokenInput = z.strictObject({
+  scope: TransferTokenScope,
+  tier: TierName.optional(),
+  budgetMicros: Micros.min(1).optional(),
+  rateMicrosPerSecond: Micros.optional(),
+  ttlSeconds: z.number().int().min(1).max(3600).optional(),
+})
+/** A parsed mint request. */
+export type MintTokenInput = z.infer<typeof MintTokenInput>
+
+/** The body of `POST /admin/v1/transfers/{id}/terminate`. */
+export const TerminateInput = z.strictObject({
+  reason: z.string().max(200).optional(),
+})
+/** A parsed terminate request. */
+export type TerminateInput = z.infer<typeof TerminateInput>
+
+/** One entry of a transfer's ordered event log. */
+export interface TransferEventView {
+  seq: number
+  type: string
+  from: TransferState | null
+  to: TransferState
+  actor: string
+  at: string
+  data: Record<string, unknown>
+}
+
+/** A transfer with its budget and ordered event log (seed 004 get_status). */
+export interface TransferView {
+  transferId: string
+  state: TransferState
+  version: number
+  owner: string
+  runtime: string | null
+  tier: string | null
+  budgetMicros: number | null
+  rateMicrosPerSecond: number | null
+  spentMicros: number
+  remainingMicros: number | null
+  checksum: string
+  snapshotBytes: number
+  createdAt: string
+  updatedAt: string
+  /** When a staged, provisioned or pushed transfer expires; null once active or ended. */
+  expiresAt: string | null
+  graceEndsAt: string | null
+  /** Why a terminated transfer ended: `expired`, `insolvent` or `orchestrator`. */
+  endReason: string | null
+  events: TransferEventView[]
+}
+
+/** The answer to a snapshot: the transfer, and whether it repeats an earlier create. */
+export interface CreatedTransferView extends TransferView {
+  repeated: boolean
+}
+
+/** A waited-for transfer: `changed` tells whether its version passed the one seen. */
+export interface TransferWaitView extends TransferView {
+  changed: boolean
+}
+
+/** The answer to a usage report: where the budget stands and whether the runtime must stop. */
+export interface UsageView {
+  transferId: string
+  state: TransferState
+  spentMicros: number
+  budgetMicros: number
+  remainingMicros: number
+  /** True once the transfer is insolvent or terminated: the runtime must stop its agent. */
+  stop: boolean
+  graceEndsAt: string | null
+  /** True when this key was already reported; nothing was charged again. */
+  repeated: boolean
+}
+
+/** A snapshot's content with its checksum, for the owner and the claiming runtime. */
+export interface SnapshotView {
+  transferId: string
+  checksum: string
+  snapshot: Snapshot
+}
+
+/** A minted transfer token, shown once. */
+export interface MintedTokenView {
+  token: string
+  transferId: string
+  scope: TransferTokenScope
+  kid: string
+  jti: string
+  expiresAt: string
+}
+
+/** A lease on running a transfer's agent, held by one runtime process. */
+export interface LeaseView {
+  transferId: string
+  instance: string
+  leaseEndsAt: string
+  /** True when this instance already held the lease (a renewal). */
+  renewed: boolean
+}
