@@ -11,7 +11,7 @@ import type { Clock } from '../clock.js'
 import type { EventBus } from '../events/bus.js'
 import * as resourceStore from '../resources/store.js'
 import type { Database } from '../store/database.js'
-import { recallAnswer, rememberAnswer, requestHash } from '../store/idempotency.js'
+import { onceByKey } from '../store/idempotency.js'
 import type { GrantRow, ResourceRow, Schema } from '../store/schema.js'
 import type { WriteBatcher } from '../store/transaction.js'
 import { parseInput } from '../validation.js'
@@ -159,87 +159,68 @@ export class GrantService {
       throw new BatonError('invalid_grant', 'Each action may be listed once', { field: 'actions' })
     }
     const expiresAt = Date.parse(body.expiresAt)
-    const scope = `grant.create:${principal}`
-    const reqHash = idempotencyKey ? requestHash(body) : ''
     return this.deps.batcher.run(async (tx) => {
       const now = this.deps.clock.now()
-      if (idempotencyKey) {
-        const prior = await recallAnswer<GrantView>(tx.db, {
-          scope,
-          key: idempotencyKey,
-          requestHash: reqHash,
-          now,
-        })
-        if (prior) return prior.body
-      }
-      if (expiresAt <= now) {
-        throw new BatonError('invalid_grant', 'expiresAt must be in the future', {
-          field: 'expiresAt',
-        })
-      }
-      if (expiresAt - now > this.deps.maxTtlMs) {
-        throw new BatonError(
-          'invalid_grant',
-          `A grant lives at most ${Math.round(this.deps.maxTtlMs / 1000)} seconds`,
-          { field: 'expiresAt' },
-        )
-      }
-      const resource = await resourceStore.findResource(tx.db, body.resourceId)
-      if (!resource) throw resourceForbidden(body.resourceId)
-      if (body.subject === principal || body.subject === resource.owner) {
-        throw new BatonError('invalid_grant', 'The subject already holds this access', {
-          field: 'subject',
-        })
-      }
-      let parentId: string | null = null
-      if (resource.owner !== principal) {
-        // seed 000: a non-owner passes on access only through a delegable grant, and only a
-        // subset of its actions expiring no later than its own grant.
-        const parent = await this.liveGrant(tx.db, principal, resource, actions, expiresAt, true)
-        if (!parent) {
-          const canRead = await this.allows(tx.db, principal, resource, 'resource:read')
-          if (!canRead) throw resourceForbidden(body.resourceId)
+      const once = { scope: `grant.create:${principal}`, key: idempotencyKey, request: body, now }
+      return onceByKey(tx.db, once, async () => {
+        if (expiresAt <= now) {
+          throw new BatonError('invalid_grant', 'expiresAt must be in the future', {
+            field: 'expiresAt',
+          })
+        }
+        if (expiresAt - now > this.deps.maxTtlMs) {
           throw new BatonError(
-            'grant_forbidden',
-            'Only the owner, or the holder of a live delegable grant covering these actions and this expiry, may grant access',
-            { resourceId: resource.id },
+            'invalid_grant',
+            `A grant lives at most ${Math.round(this.deps.maxTtlMs / 1000)} seconds`,
+            { field: 'expiresAt' },
           )
         }
-        parentId = parent.id
-      }
-      const row: GrantRow = {
-        id: `gr_${randomBytes(16).toString('base64url')}`,
-        resource_id: resource.id,
-        issuer: principal,
-        subject: body.subject,
-        actions: JSON.stringify(actions),
-        delegable: body.delegable ? 1 : 0,
-        expires_at: expiresAt,
-        revoked_at: null,
-        parent_id: parentId,
-        created_at: now,
-      }
-      await store.insertGrant(tx.db, row)
-      const view = toGrantView(row, now)
-      if (idempotencyKey) {
-        await rememberAnswer(tx.db, {
-          scope,
-          key: idempotencyKey,
-          requestHash: reqHash,
-          now,
-          status: 201,
-          body: view,
-        })
-      }
-      tx.afterCommit(() =>
-        this.deps.bus.publish({
-          topic: `resource:${resource.id}`,
-          type: 'grant.created',
-          at: now,
-          data: { grantId: row.id, resourceId: resource.id, subject: row.subject },
-        }),
-      )
-      return view
+        const resource = await resourceStore.findResource(tx.db, body.resourceId)
+        if (!resource) throw resourceForbidden(body.resourceId)
+        if (body.subject === principal || body.subject === resource.owner) {
+          throw new BatonError('invalid_grant', 'The subject already holds this access', {
+            field: 'subject',
+          })
+        }
+        let parentId: string | null = null
+        if (resource.owner !== principal) {
+          // seed 000: a non-owner passes on access only through a delegable grant, and only a
+          // subset of its actions expiring no later than its own grant.
+          const parent = await this.liveGrant(tx.db, principal, resource, actions, expiresAt, true)
+          if (!parent) {
+            const canRead = await this.allows(tx.db, principal, resource, 'resource:read')
+            if (!canRead) throw resourceForbidden(body.resourceId)
+            throw new BatonError(
+              'grant_forbidden',
+              'Only the owner, or the holder of a live delegable grant covering these actions and this expiry, may grant access',
+              { resourceId: resource.id },
+            )
+          }
+          parentId = parent.id
+        }
+        const row: GrantRow = {
+          id: `gr_${randomBytes(16).toString('base64url')}`,
+          resource_id: resource.id,
+          issuer: principal,
+          subject: body.subject,
+          actions: JSON.stringify(actions),
+          delegable: body.delegable ? 1 : 0,
+          expires_at: expiresAt,
+          revoked_at: null,
+          parent_id: parentId,
+          created_at: now,
+        }
+        await store.insertGrant(tx.db, row)
+        tx.afterCommit(() =>
+          this.deps.bus.publish({
+            topic: `resource:${resource.id}`,
+            type: 'grant.created',
+            at: now,
+            data: { grantId: row.id, resourceId: resource.id, subject: row.subject },
+          }),
+        )
+        return toGrantView(row, now)
+      })
     })
   }
 

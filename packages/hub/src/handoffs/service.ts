@@ -15,7 +15,7 @@ import type { Config } from '../config.js'
 import type { EventBus } from '../events/bus.js'
 import { waitForChange } from '../events/wait.js'
 import type { Database } from '../store/database.js'
-import { recallAnswer, rememberAnswer, requestHash } from '../store/idempotency.js'
+import { onceByKey } from '../store/idempotency.js'
 import { consumeDailyQuota } from '../store/quota.js'
 import type { HandoffMoveRow, HandoffRow } from '../store/schema.js'
 import type { BatchGroup, GroupOutcome, Tx, WriteBatcher } from '../store/transaction.js'
@@ -84,74 +84,57 @@ export class HandoffService {
       checkNotifyUrl(body.notify_url, this.deps.allowLoopbackNotify)
 
     const key = caller.idempotencyKey
-    const reqHash = key ? requestHash(body) : ''
     const run = () =>
       this.deps.batcher.run(async (tx) => {
         const now = this.deps.clock.now()
-        if (key) {
-          const prior = await recallAnswer<CreatedHandoffView>(tx.db, {
+        const scope = { scope: 'handoff.create', key, request: body, now }
+        return onceByKey(tx.db, scope, async () => {
+          await consumeDailyQuota(tx.db, {
             scope: 'handoff.create',
-            key,
-            requestHash: reqHash,
+            subject: caller.ip,
+            limit: config.dailyCreatesPerIp,
             now,
           })
-          if (prior) return prior.body
-        }
-        await consumeDailyQuota(tx.db, {
-          scope: 'handoff.create',
-          subject: caller.ip,
-          limit: config.dailyCreatesPerIp,
-          now,
-        })
-        const id = newHandoffId()
-        const ownerToken = newToken('owner')
-        const receiverToken = newToken('receiver')
-        const state = machine.states[0]!
-        await store.insertHandoff(tx.db, {
-          id,
-          owner_token_hash: hashToken(ownerToken),
-          receiver_token_hash: hashToken(receiverToken),
-          state,
-          version: 1,
-          ended: 0,
-          payload: payloadJson,
-          note: body.note ?? null,
-          notify_url: body.notify_url ?? null,
-          machine: JSON.stringify(machine),
-          created_at: now,
-          updated_at: now,
-          expires_at: now + config.ttlMs,
-        })
-        const view: CreatedHandoffView = {
-          handoff_id: id,
-          owner_token: ownerToken,
-          receiver_token: receiverToken,
-          state,
-          version: 1,
-          ended: false,
-          machine,
-          created_at: iso(now),
-          expires_at: iso(now + config.ttlMs),
-        }
-        if (key) {
-          await rememberAnswer(tx.db, {
-            scope: 'handoff.create',
-            key,
-            requestHash: reqHash,
-            now,
-            status: 201,
-            body: view,
+          const id = newHandoffId()
+          const ownerToken = newToken('owner')
+          const receiverToken = newToken('receiver')
+          const state = machine.states[0]!
+          await store.insertHandoff(tx.db, {
+            id,
+            owner_token_hash: hashToken(ownerToken),
+            receiver_token_hash: hashToken(receiverToken),
+            state,
+            version: 1,
+            ended: 0,
+            payload: payloadJson,
+            note: body.note ?? null,
+            notify_url: body.notify_url ?? null,
+            machine: JSON.stringify(machine),
+            created_at: now,
+            updated_at: now,
+            expires_at: now + config.ttlMs,
           })
-        }
-        tx.afterCommit(() =>
-          this.deps.bus.publish({
-            topic: handoffTopic(id),
-            type: 'handoff.created',
-            at: now,
-            data: { handoff_id: id, state, version: 1, ended: false },
-          }),
-        )
-        return view
+          const view: CreatedHandoffView = {
+            handoff_id: id,
+            owner_token: ownerToken,
+            receiver_token: receiverToken,
+            state,
+            version: 1,
+            ended: false,
+            machine,
+            created_at: iso(now),
+            expires_at: iso(now + config.ttlMs),
+          }
+          tx.afterCommit(() =>
+            this.deps.bus.publish({
+              topic: handoffTopic(id),
+              type: 'handoff.created',
+              at: now,
+              data: { handoff_id: id, state, version: 1, ended: false },
+            }),
+          )
+          return view
+        })
       })
     try {
       return await run()

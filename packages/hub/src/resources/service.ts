@@ -12,7 +12,7 @@ import type { EventBus } from '../events/bus.js'
 import type { GrantService } from '../grants/service.js'
 import { homeBytes } from '../home/store.js'
 import type { Database } from '../store/database.js'
-import { recallAnswer, rememberAnswer, requestHash } from '../store/idempotency.js'
+import { onceByKey } from '../store/idempotency.js'
 import type { ResourceRow, Schema } from '../store/schema.js'
 import type { WriteBatcher } from '../store/transaction.js'
 import { parseInput } from '../validation.js'
@@ -94,60 +94,41 @@ export class ResourceService {
   async create(owner: string, input: unknown, idempotencyKey?: string): Promise<ResourceView> {
     const body = parseInput(CreateResourceInput, input)
     const { json, size } = this.measure(body.data)
-    const scope = `resource.create:${owner}`
-    const reqHash = idempotencyKey ? requestHash(body) : ''
     return this.deps.batcher.run(async (tx) => {
       const now = this.deps.clock.now()
-      if (idempotencyKey) {
-        const prior = await recallAnswer<ResourceView>(tx.db, {
-          scope,
-          key: idempotencyKey,
-          requestHash: reqHash,
-          now,
-        })
-        if (prior) return prior.body
-      }
-      await this.assertStoredBytes(tx.db, owner, size)
-      const row: ResourceRow = {
-        id: `rs_${randomBytes(16).toString('base64url')}`,
-        owner,
-        namespace: body.namespace,
-        kind: body.kind,
-        data: json,
-        size,
-        version: 1,
-        created_at: now,
-        updated_at: now,
-        updated_by: owner,
-      }
-      await store.insertResource(tx.db, row)
-      await store.insertVersion(tx.db, {
-        resource_id: row.id,
-        version: 1,
-        data: json,
-        actor: owner,
-        at: now,
-      })
-      const view = toView(row)
-      if (idempotencyKey) {
-        await rememberAnswer(tx.db, {
-          scope,
-          key: idempotencyKey,
-          requestHash: reqHash,
-          now,
-          status: 201,
-          body: view,
-        })
-      }
-      tx.afterCommit(() =>
-        this.deps.bus.publish({
-          topic: `resource:${row.id}`,
-          type: 'resource.created',
+      const once = { scope: `resource.create:${owner}`, key: idempotencyKey, request: body, now }
+      return onceByKey(tx.db, once, async () => {
+        await this.assertStoredBytes(tx.db, owner, size)
+        const row: ResourceRow = {
+          id: `rs_${randomBytes(16).toString('base64url')}`,
+          owner,
+          namespace: body.namespace,
+          kind: body.kind,
+          data: json,
+          size,
+          version: 1,
+          created_at: now,
+          updated_at: now,
+          updated_by: owner,
+        }
+        await store.insertResource(tx.db, row)
+        await store.insertVersion(tx.db, {
+          resource_id: row.id,
+          version: 1,
+          data: json,
+          actor: owner,
           at: now,
-          data: { resourceId: row.id, owner, version: 1 },
-        }),
-      )
-      return view
+        })
+        tx.afterCommit(() =>
+          this.deps.bus.publish({
+            topic: `resource:${row.id}`,
+            type: 'resource.created',
+            at: now,
+            data: { resourceId: row.id, owner, version: 1 },
+          }),
+        )
+        return toView(row)
+      })
     })
   }
 

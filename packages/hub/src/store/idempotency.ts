@@ -117,3 +117,34 @@ export async function pruneIdempotencyKeys(db: Kysely<Schema>, now: number): Pro
     .executeTakeFirst()
   return Number(res.numDeletedRows)
 }
+
+/**
+ * Runs a create at most once per Idempotency-Key, inside the caller's transaction: a repeat of
+ * the same request answers the remembered result; the same key with another request is a 409
+ * `idempotency_conflict`; without a key, `create` simply runs.
+ */
+export async function onceByKey<T>(
+  db: Kysely<Schema>,
+  q: { scope: string; key: string | undefined; request: unknown; now: number; status?: number },
+  create: () => Promise<T>,
+): Promise<T> {
+  if (!q.key) return create()
+  const hash = requestHash(q.request)
+  const prior = await recallAnswer<T>(db, {
+    scope: q.scope,
+    key: q.key,
+    requestHash: hash,
+    now: q.now,
+  })
+  if (prior) return prior.body
+  const value = await create()
+  await rememberAnswer(db, {
+    scope: q.scope,
+    key: q.key,
+    requestHash: hash,
+    now: q.now,
+    status: q.status ?? 201,
+    body: value,
+  })
+  return value
+}
