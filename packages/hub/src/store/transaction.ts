@@ -170,24 +170,10 @@ export class WriteBatcher {
   private async commit(batch: Pending[]): Promise<void> {
     let outcomes: Outcome[]
     try {
-      outcomes = await transaction(this.database, async (tx) => {
-        const results: Outcome[] = []
-        let i = 0
-        while (i < batch.length) {
-          const item = batch[i]!
-          if (!item.group) {
-            results.push(await this.single(tx.db, item.work))
-            i++
-            continue
-          }
-          const { group } = item
-          let j = i
-          while (j < batch.length && batch[j]!.group === group) j++
-          const inputs = batch.slice(i, j).map((p) => (p as { input: unknown }).input)
-          results.push(...(await this.groupRun(tx.db, group, inputs)))
-          i = j
-        }
-        return results
+      outcomes = await this.attempt(batch, false).catch((error) => {
+        // A set-based write failed as a whole: run the batch again, each write of it alone.
+        if (error instanceof GroupFailed) return this.attempt(batch, true)
+        throw error
       })
     } catch (error) {
       for (const item of batch) item.reject(error)
@@ -204,18 +190,54 @@ export class WriteBatcher {
     })
   }
 
+  /**
+   * One transaction for the batch. Set-based groups first run without a savepoint of their own
+   * (two round trips fewer); should one fail, the attempt is abandoned and `careful` reruns the
+   * batch with the group in a savepoint and each of its writes retried alone.
+   */
+  private attempt(batch: Pending[], careful: boolean): Promise<Outcome[]> {
+    return transaction(this.database, async (tx) => {
+      const results: Outcome[] = []
+      let i = 0
+      while (i < batch.length) {
+        const item = batch[i]!
+        if (!item.group) {
+          results.push(await this.single(tx.db, item.work))
+          i++
+          continue
+        }
+        const { group } = item
+        let j = i
+        while (j < batch.length && batch[j]!.group === group) j++
+        const inputs = batch.slice(i, j).map((p) => (p as { input: unknown }).input)
+        results.push(...(await this.groupRun(tx.db, group, inputs, careful)))
+        i = j
+      }
+      return results
+    })
+  }
+
   private async groupRun(
     db: Tx['db'],
     group: BatchGroup<unknown, unknown>,
     inputs: unknown[],
+    careful: boolean,
   ): Promise<Outcome[]> {
+    const shape = (outs: GroupOutcome<unknown>[]): Outcome[] =>
+      outs.map((o) => (o.ok ? { ok: true, value: o.value, hooks: o.after ? [o.after] : [] } : o))
+    if (!careful) {
+      try {
+        return shape(await group.many(db, inputs))
+      } catch (error) {
+        if (this.database.caps.isRetryable(error)) throw error
+        throw new GroupFailed(error)
+      }
+    }
     await sql`savepoint baton_group`.execute(db)
     try {
       const outs = await group.many(db, inputs)
       await sql`release savepoint baton_group`.execute(db)
-      return outs.map((o) =>
-        o.ok ? { ok: true, value: o.value, hooks: o.after ? [o.after] : [] } : o,
-      )
+      return shape(outs)
     } catch (error) {
       if (this.database.caps.isRetryable(error)) throw error
       await sql`rollback to savepoint baton_group`.execute(db)
@@ -224,5 +246,12 @@ export class WriteBatcher {
       for (const input of inputs) results.push(await this.single(db, (tx) => group.one(tx, input)))
       return results
     }
+  }
+}
+
+/** A set-based write failed as a whole; the batch is retried carefully. */
+class GroupFailed extends Error {
+  constructor(readonly error: unknown) {
+    super('a set-based write failed')
   }
 }
