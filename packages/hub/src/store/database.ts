@@ -105,6 +105,7 @@ export async function openDatabase(opts: {
     sqlite.pragma('synchronous = FULL')
     sqlite.pragma('busy_timeout = 5000')
     sqlite.pragma('foreign_keys = ON')
+    cacheStatements(sqlite)
     database = {
       db: new Kysely<Schema>({ dialect: new SqliteDialect({ database: sqlite }) }),
       caps: sqliteCaps,
@@ -116,6 +117,27 @@ export async function openDatabase(opts: {
   }
   await migrate(database.db as unknown as Kysely<unknown>)
   return database
+}
+
+/**
+ * Kysely prepares every statement anew; the hub sends the same few hundred SQL texts over and
+ * over, so keep their prepared statements (bounded, least recently used out first). Kysely never
+ * iterates a statement, so a cached one is never busy when it is handed out again.
+ */
+function cacheStatements(sqlite: SQLite.Database, max = 512): void {
+  const prepare = sqlite.prepare.bind(sqlite)
+  const cache = new Map<string, SQLite.Statement>()
+  sqlite.prepare = ((source: string) => {
+    let statement = cache.get(source)
+    if (statement) {
+      cache.delete(source)
+    } else {
+      statement = prepare(source)
+      if (cache.size >= max) cache.delete(cache.keys().next().value!)
+    }
+    cache.set(source, statement)
+    return statement
+  }) as typeof sqlite.prepare
 }
 
 /** Answers true when the database answers a trivial query. */
