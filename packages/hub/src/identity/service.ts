@@ -23,9 +23,14 @@ import type { Clock } from '../clock.js'
 import type { Config } from '../config.js'
 import type { EventBus } from '../events/bus.js'
 import type { Database } from '../store/database.js'
-import { consumeDailyQuota, utcDayStart } from '../store/quota.js'
+import {
+  consumeDailyQuota,
+  consumeDailyQuotas,
+  quotaExceeded,
+  utcDayStart,
+} from '../store/quota.js'
 import type { PrincipalRow } from '../store/schema.js'
-import type { WriteBatcher } from '../store/transaction.js'
+import type { BatchGroup, GroupOutcome, Tx, WriteBatcher } from '../store/transaction.js'
 import * as store from './store.js'
 import { didKeyResolver, hubPolicy, type VerifiedSignature, verifySignedRequest } from './verify.js'
 
@@ -70,6 +75,24 @@ export const REQUEST_QUOTA_SCOPE = 'principal.requests'
 
 const HUB_KEY_SLOT = 'primary'
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
+
+/** One signed request's admission: its verified signature and whether it is exempt. */
+interface Admission {
+  sig: VerifiedSignature
+  admissionExempt: boolean
+}
+
+/** The principal behind a request, and the refusal its quota gives if any. */
+interface AdmissionOutcome {
+  principal: Principal
+  refusal?: BatonError
+}
+
+function replayed(keyid: string): BatonError {
+  return new BatonError('signature_replayed', 'This nonce was already used with this key', {
+    keyid,
+  })
+}
 
 function toPrincipal(row: PrincipalRow): Principal {
   return {
@@ -173,57 +196,140 @@ export class IdentityService {
    * replay is refused even after a restart or on another instance), enrols a new key, counts the
    * request quota, and refuses a principal that is not approved unless the route is exempt.
    */
-  async authenticate(input: AuthenticateInput): Promise<Principal> {
-    const sig = this.verify(input.message, input.body)
+  /**
+   * The write every signed request makes (its nonce, a first request's enrolment, the request
+   * quota), committed set-based for the requests that arrive together; `one` is the same rule
+   * for a single request, used if the set-based statements fail.
+   */
+  private readonly admissions: BatchGroup<Admission, AdmissionOutcome> = {
+    one: (tx, a) => this.admitOne(tx, a),
+    many: (db, inputs) => this.admitMany(db, inputs),
+  }
+
+  private enrolment(keyid: string, now: number): PrincipalRow {
+    const open = this.deps.config.admission === 'open'
+    return {
+      principal: keyid,
+      public_key: (this.resolveKey(keyid)!.export({ format: 'jwk' }) as PublicJwk).x,
+      state: open ? 'approved' : 'pending',
+      enrolled_at: now,
+      decided_at: open ? now : null,
+    }
+  }
+
+  private announceEnrolment(row: PrincipalRow, now: number): () => void {
+    return () =>
+      this.deps.bus?.publish({
+        topic: `principal:${row.principal}`,
+        type: 'principal.enrolled',
+        at: now,
+        data: { principal: row.principal, state: row.state },
+      })
+  }
+
+  private async admitOne(tx: Tx, { sig, admissionExempt }: Admission): Promise<AdmissionOutcome> {
     const { config, clock } = this.deps
-    const outcome = await this.deps.batcher.run(async (tx) => {
-      const now = clock.now()
-      const fresh = await store.insertNonce(tx.db, {
+    const now = clock.now()
+    const fresh = await store.insertNonce(tx.db, {
+      keyid: sig.keyid,
+      nonce: sig.nonce ?? '',
+      expires_at: sig.created * 1000 + config.skewMs,
+    })
+    if (!fresh) throw replayed(sig.keyid)
+    let row = await store.findPrincipal(tx.db, sig.keyid)
+    if (!row) {
+      await store.enrolPrincipal(tx.db, this.enrolment(sig.keyid, now))
+      row = (await store.findPrincipal(tx.db, sig.keyid))!
+      tx.afterCommit(this.announceEnrolment(row, now))
+    }
+    const principal = toPrincipal(row)
+    if (admissionExempt || principal.state !== 'approved') return { principal }
+    try {
+      await consumeDailyQuota(tx.db, {
+        scope: REQUEST_QUOTA_SCOPE,
+        subject: principal.principal,
+        limit: config.quotas.requestsPerDay,
+        now,
+      })
+    } catch (error) {
+      // The nonce stays recorded: a refused request must not be replayable once quota returns.
+      if (error instanceof BatonError) return { principal, refusal: error }
+      throw error
+    }
+    return { principal }
+  }
+
+  private async admitMany(
+    db: Tx['db'],
+    inputs: Admission[],
+  ): Promise<GroupOutcome<AdmissionOutcome>[]> {
+    const { config, clock } = this.deps
+    const now = clock.now()
+    const fresh = await store.insertNonces(
+      db,
+      inputs.map(({ sig }) => ({
         keyid: sig.keyid,
         nonce: sig.nonce ?? '',
         expires_at: sig.created * 1000 + config.skewMs,
-      })
-      if (!fresh) {
-        throw new BatonError('signature_replayed', 'This nonce was already used with this key', {
-          keyid: sig.keyid,
+      })),
+    )
+    const keyids = [...new Set(inputs.map((a) => a.sig.keyid))]
+    const rows = new Map((await store.findPrincipals(db, keyids)).map((r) => [r.principal, r]))
+    const newcomers = keyids.filter((k) => !rows.has(k))
+    const announce = new Map<string, () => void>()
+    if (newcomers.length > 0) {
+      await store.enrolPrincipals(
+        db,
+        newcomers.map((k) => this.enrolment(k, now)),
+      )
+      for (const r of await store.findPrincipals(db, newcomers)) {
+        rows.set(r.principal, r)
+        announce.set(r.principal, this.announceEnrolment(r, now))
+      }
+    }
+    // A nonce counts once: the first request that carries it is fresh, any other is a replay.
+    const seen = new Set<string>()
+    const admitted = inputs.map(({ sig, admissionExempt }) => {
+      const key = `${sig.keyid}\0${sig.nonce ?? ''}`
+      const isFresh = fresh.has(key) && !seen.has(key)
+      seen.add(key)
+      const principal = toPrincipal(rows.get(sig.keyid)!)
+      const counts = isFresh && !admissionExempt && principal.state === 'approved'
+      return { isFresh, principal, counts }
+    })
+    const uses = new Map<string, number>()
+    for (const a of admitted) {
+      if (a.counts) uses.set(a.principal.principal, (uses.get(a.principal.principal) ?? 0) + 1)
+    }
+    const after = await consumeDailyQuotas(db, { scope: REQUEST_QUOTA_SCOPE, uses, now })
+    const nth = new Map<string, number>()
+    return admitted.map(({ isFresh, principal, counts }): GroupOutcome<AdmissionOutcome> => {
+      if (!isFresh) return { ok: false, error: replayed(principal.principal) }
+      const who = principal.principal
+      const hook = announce.get(who)
+      announce.delete(who)
+      const done = (value: AdmissionOutcome): GroupOutcome<AdmissionOutcome> =>
+        hook ? { ok: true, value, after: hook } : { ok: true, value }
+      if (!counts) return done({ principal })
+      // The k-th use of this batch brought the count to (after - uses + k).
+      const k = (nth.get(who) ?? 0) + 1
+      nth.set(who, k)
+      const count = after.get(who)! - uses.get(who)! + k
+      if (count > config.quotas.requestsPerDay) {
+        return done({
+          principal,
+          refusal: quotaExceeded(REQUEST_QUOTA_SCOPE, config.quotas.requestsPerDay, now),
         })
       }
-      let row = await store.findPrincipal(tx.db, sig.keyid)
-      if (!row) {
-        const open = config.admission === 'open'
-        await store.enrolPrincipal(tx.db, {
-          principal: sig.keyid,
-          public_key: (this.resolveKey(sig.keyid)!.export({ format: 'jwk' }) as PublicJwk).x,
-          state: open ? 'approved' : 'pending',
-          enrolled_at: now,
-          decided_at: open ? now : null,
-        })
-        row = (await store.findPrincipal(tx.db, sig.keyid))!
-        const enrolled = row
-        tx.afterCommit(() =>
-          this.deps.bus?.publish({
-            topic: `principal:${enrolled.principal}`,
-            type: 'principal.enrolled',
-            at: now,
-            data: { principal: enrolled.principal, state: enrolled.state },
-          }),
-        )
-      }
-      const principal = toPrincipal(row)
-      if (input.admissionExempt || principal.state !== 'approved') return { principal }
-      try {
-        await consumeDailyQuota(tx.db, {
-          scope: REQUEST_QUOTA_SCOPE,
-          subject: principal.principal,
-          limit: config.quotas.requestsPerDay,
-          now,
-        })
-      } catch (error) {
-        // The nonce stays recorded: a refused request must not be replayable once quota returns.
-        if (error instanceof BatonError) return { principal, refusal: error }
-        throw error
-      }
-      return { principal }
+      return done({ principal })
+    })
+  }
+
+  async authenticate(input: AuthenticateInput): Promise<Principal> {
+    const sig = this.verify(input.message, input.body)
+    const outcome = await this.deps.batcher.runIn(this.admissions, {
+      sig,
+      admissionExempt: input.admissionExempt,
     })
     if (!input.admissionExempt) {
       const refusal = admissionError(outcome.principal) ?? outcome.refusal

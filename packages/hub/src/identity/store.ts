@@ -96,3 +96,37 @@ export async function readQuotaCount(
     .executeTakeFirst()
   return row?.count ?? 0
 }
+
+/** Records many nonces at once; answers the (keyid, nonce) pairs that were new. */
+export async function insertNonces(
+  db: Kysely<Schema>,
+  rows: { keyid: string; nonce: string; expires_at: number }[],
+): Promise<Set<string>> {
+  if (rows.length === 0) return new Set()
+  const fresh = await db
+    .insertInto('signature_nonces')
+    .values(rows)
+    .onConflict((oc) => oc.columns(['keyid', 'nonce']).doNothing())
+    .returning(['keyid', 'nonce'])
+    .execute()
+  return new Set(fresh.map((r) => `${r.keyid}\0${r.nonce}`))
+}
+
+/** The enrolled principals among `principals`. */
+export async function findPrincipals(
+  db: Kysely<Schema>,
+  principals: string[],
+): Promise<PrincipalRow[]> {
+  if (principals.length === 0) return []
+  return db.selectFrom('principals').selectAll().where('principal', 'in', principals).execute()
+}
+
+/** Enrols many principals at once, skipping any already enrolled. */
+export async function enrolPrincipals(db: Kysely<Schema>, rows: PrincipalRow[]): Promise<void> {
+  if (rows.length === 0) return
+  await db
+    .insertInto('principals')
+    .values(rows)
+    .onConflict((oc) => oc.column('principal').doNothing())
+    .execute()
+}
