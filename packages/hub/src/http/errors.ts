@@ -11,6 +11,27 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_MAX_PARAM_LENGTH: 'uri_too_long',
 }
 
+// The database went away (restart, failover, network): the request may be retried, so answer
+// 503 `unavailable` rather than 500. PostgreSQL classes 08 (connection) and 57P (shutdown).
+const UNAVAILABLE = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  '57P01',
+  '57P02',
+  '57P03',
+])
+
+function isDatabaseUnavailable(e: { code?: unknown; message?: unknown }): boolean {
+  const code = typeof e?.code === 'string' ? e.code : ''
+  if (UNAVAILABLE.has(code) || code.startsWith('08')) return true
+  const message = typeof e?.message === 'string' ? e.message : ''
+  return /Connection terminated|connection timeout|Client has encountered a connection error/i.test(
+    message,
+  )
+}
+
 /**
  * The one normalizer at the HTTP boundary: a BatonError passes through, a framework error for a
  * bad request becomes its stable code, and anything else is `internal` with no detail leaked.
@@ -30,6 +51,16 @@ export function toBatonError(error: unknown): BatonError {
       return new BatonError('unsupported_media_type', 'Unsupported Content-Type')
     }
     return new BatonError('invalid_request', e.message ?? 'Bad request')
+  }
+  if (isDatabaseUnavailable(e)) {
+    return new BatonError(
+      'unavailable',
+      'The database is not reachable right now',
+      {},
+      {
+        'retry-after': '1',
+      },
+    )
   }
   return new BatonError('internal', 'Internal error')
 }
