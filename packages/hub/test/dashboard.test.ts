@@ -410,11 +410,7 @@ for (const store of testStores) {
       await shoot('overview')
     })
 
-    test("a transfer's budget bar fills as its runtime reports usage", async (t) => {
-      if (!('transfers' in hub.ctx)) {
-        t.skip('the transfers feature is not in this hub')
-        return
-      }
+    test("a transfer's budget bar fills as its runtime reports usage", async () => {
       const owner = await admitted()
       const runtime = await admitted()
       const admin = { authorization: `Bearer ${TOKEN}` }
