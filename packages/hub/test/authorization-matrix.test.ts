@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { createIdentity, SignedClient } from '@baton/client'
+import type { SignedClient } from '@baton/client'
 import { ManualClock } from '../src/clock.js'
-import { startTestHub, type TestHub, testStores } from './support.js'
+import { signedAgent, startTestHub, type TestHub, testStores } from './support.js'
 
 // Every /v1 route of seed 000 against every kind of caller. A status is what the route answers
 // that caller; `ok` stands for the route's own success status.
@@ -166,12 +166,7 @@ for (const store of testStores) {
       )
       for (const role of ROLES) {
         if (role === 'unsigned') continue
-        agents[role] = await SignedClient.connect(
-          `${hub.url}/.well-known/agent-net`,
-          createIdentity(hub.url),
-          { now: () => Math.floor(clock.now() / 1000) },
-        )
-        await agents[role].request('GET', '/v1/me')
+        agents[role] = await signedAgent(hub, { clock })
         if (role !== 'pending') await hub.ctx.identity.decide(agents[role].principal, 'approve')
       }
       const { owner } = agents

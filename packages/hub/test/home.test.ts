@@ -1,11 +1,18 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { createIdentity, HomeClient, type SignedBody, SignedClient } from '@baton/client'
+import { HomeClient, type SignedBody, SignedClient } from '@baton/client'
 import type { HomeFileListView, HomeFileView, HomeFileWriteView } from '@baton/protocol'
 import pino from 'pino'
 import { loadConfig } from '../src/config.js'
 import { startHub } from '../src/hub.js'
-import { call, startTestHub, type TestHub, type TestStore, testStores } from './support.js'
+import {
+  call,
+  signedAgent,
+  startTestHub,
+  type TestHub,
+  type TestStore,
+  testStores,
+} from './support.js'
 
 const OPEN = { BATON_ADMISSION: 'open' }
 
@@ -17,11 +24,7 @@ interface Agent {
 
 /** A new identity on a hub, enrolled by a signed GET /v1/me (approved at once: open admission). */
 async function agent(hub: { url: string }): Promise<Agent> {
-  const discoveryUrl = `${hub.url}/.well-known/agent-net`
-  const client = await SignedClient.connect(discoveryUrl, createIdentity(discoveryUrl), {
-    maxRetryWaitMs: 0,
-  })
-  await client.me()
+  const client = await signedAgent(hub)
   return { principal: client.principal, client, home: new HomeClient(client) }
 }
 

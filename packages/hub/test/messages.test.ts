@@ -29,7 +29,14 @@ import { homeOpsFor, homeOpsFromClient } from '../src/home/mcp.js'
 import { startHub } from '../src/hub.js'
 import { createMcpServer } from '../src/mcp/server.js'
 import { messageOpsFor, messageOpsFromClient } from '../src/messages/mcp.js'
-import { call, startTestHub, type TestHub, type TestStore, testStores } from './support.js'
+import {
+  call,
+  signedAgent,
+  startTestHub,
+  type TestHub,
+  type TestStore,
+  testStores,
+} from './support.js'
 
 const ADMIN_TOKEN = 'op-secret-0123456789abcdefghijklmnopqrstuv'
 const OPEN = { BATON_ADMISSION: 'open', BATON_MESSAGE_POLL_MIN_INTERVAL_MS: '0' }
@@ -42,11 +49,7 @@ interface Agent {
 
 /** A new identity on a hub, enrolled by a signed GET /v1/me (approved at once when admission is open). */
 async function agent(hub: { url: string }): Promise<Agent> {
-  const discoveryUrl = `${hub.url}/.well-known/agent-net`
-  const client = await SignedClient.connect(discoveryUrl, createIdentity(discoveryUrl), {
-    maxRetryWaitMs: 0,
-  })
-  await client.me()
+  const client = await signedAgent(hub)
   return { principal: client.principal, client, messages: new MessagesClient(client) }
 }
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { createIdentity, SignedClient } from '@baton/client'
+import type { SignedClient } from '@baton/client'
 import { ManualClock } from '../src/clock.js'
-import { startTestHub, type TestHub, testStores } from './support.js'
+import { signedAgent, startTestHub, type TestHub, testStores } from './support.js'
 
 type Body = Record<string, unknown> & { code?: string }
 
@@ -27,11 +27,7 @@ for (const store of testStores) {
     before(async () => {
       hub = await startTestHub(store, { BATON_ADMISSION: 'open' }, { clock })
       for (const who of ['owner', 'peer', 'third', 'fourth'] as const) {
-        agents[who] = await SignedClient.connect(
-          `${hub.url}/.well-known/agent-net`,
-          createIdentity(hub.url),
-          { now: () => Math.floor(clock.now() / 1000) },
-        )
+        agents[who] = await signedAgent(hub, { clock })
         assert.equal((await as(who).call('GET', '/v1/me')).status, 200)
       }
     })

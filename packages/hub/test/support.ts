@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
+import { createIdentity, SignedClient } from '@baton/client'
 import pg from 'pg'
 import pino from 'pino'
 import type { Clock } from '../src/clock.js'
@@ -164,3 +165,23 @@ export const exited = (child: ChildProcess) =>
     if (child.exitCode !== null) r(child.exitCode)
     else child.once('exit', (code) => r(code))
   })
+
+/**
+ * A new signed agent on a hub, enrolled by its first signed `GET /v1/me` (approved at once when
+ * admission is open). With a clock, its signatures are dated by that clock.
+ */
+export async function signedAgent(
+  hub: { url: string },
+  opts: { clock?: Clock; maxRetryWaitMs?: number } = {},
+): Promise<SignedClient> {
+  const client = await SignedClient.connect(
+    `${hub.url}/.well-known/agent-net`,
+    createIdentity(hub.url),
+    {
+      maxRetryWaitMs: opts.maxRetryWaitMs ?? 0,
+      ...(opts.clock ? { now: () => Math.floor(opts.clock!.now() / 1000) } : {}),
+    },
+  )
+  await client.request('GET', '/v1/me')
+  return client
+}
