@@ -302,6 +302,17 @@ const migrations: Record<string, Migration> = {
         .execute()
     },
   },
+  '006_dashboard_signouts': {
+    async up(db: Kysely<unknown>) {
+      // Dashboard sessions are signed cookies; a sign-out is remembered here so that every
+      // instance, and every restart, refuses the cookie until it would have expired anyway.
+      await db.schema
+        .createTable('dashboard_signouts')
+        .addColumn('session_id', 'text', (c) => c.primaryKey())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .execute()
+    },
+  },
 }
 
 const provider: MigrationProvider = { getMigrations: async () => migrations }

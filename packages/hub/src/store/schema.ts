@@ -196,7 +196,13 @@ export interface TransferTokenKeyRow {
   created_at: number
 }
 
+export interface DashboardSignoutRow {
+  session_id: string
+  expires_at: number
+}
+
 export interface Schema {
+  dashboard_signouts: DashboardSignoutRow
   resources: ResourceRow
   resource_versions: ResourceVersionRow
   grants: GrantRow

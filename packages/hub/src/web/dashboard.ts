@@ -14,6 +14,7 @@ import {
   SessionKeeper,
   SignInLimiter,
 } from './session.js'
+import * as signouts from './signouts.js'
 
 const ASSET_DIR = path.join(import.meta.dirname, 'assets')
 
@@ -54,6 +55,9 @@ function loadAssets(): Map<string, Asset> {
 
 const text = (v: unknown) => (typeof v === 'string' && v.length <= 500 ? v : undefined)
 
+const SIGNOUT_TOPIC = 'dashboard:signouts'
+const SIGNOUT_REFRESH_MS = 5000
+
 /**
  * The operator dashboard (issue 7), served by the hub itself: a sign-in page at `/`, the app at
  * `/dashboard/`, its read API under `/dashboard/api/`, live changes at `/dashboard/events`.
@@ -69,8 +73,33 @@ export function registerDashboard(api: Api, ctx: AppContext): void {
   const db = () => ctx.database.db
   const now = () => ctx.clock.now()
 
+  // Sign-outs hold on every instance and across restarts: each is written to the database and
+  // announced on the bus; each instance loads them at start and re-reads them now and then, so a
+  // missed announcement only delays the refusal by a few seconds.
+  const loadSignouts = async () => {
+    if (!keeper) return
+    for (const row of await signouts.liveSignouts(db(), now())) {
+      keeper.remember(row.session_id, row.expires_at, now())
+    }
+  }
+  const unsubscribe = ctx.bus.subscribe(SIGNOUT_TOPIC, (event) => {
+    const { sessionId, expiresAt } = event.data as { sessionId?: unknown; expiresAt?: unknown }
+    if (typeof sessionId === 'string' && typeof expiresAt === 'number') {
+      keeper?.remember(sessionId, expiresAt, now())
+    }
+  })
+  const refresh = keeper
+    ? setInterval(() => void loadSignouts().catch(() => {}), SIGNOUT_REFRESH_MS)
+    : undefined
+  refresh?.unref()
+  api.app.addHook('onReady', async () => {
+    await loadSignouts()
+  })
+
   // Open event streams would hold graceful shutdown until its grace ran out; end them first.
   api.app.addHook('preClose', (done) => {
+    clearInterval(refresh)
+    unsubscribe()
     streams.closeAll()
     done()
   })
@@ -224,6 +253,21 @@ export function registerDashboard(api: Api, ctx: AppContext): void {
     scope.post('/dashboard/signout', async (req, reply) => {
       const session = requireMutation(req)
       keeper!.end(session, now())
+      await ctx.batcher.run(async (tx) => {
+        await signouts.insertSignout(tx.db, {
+          session_id: session.id,
+          expires_at: session.expiresAt,
+        })
+        await signouts.pruneSignouts(tx.db, now())
+        tx.afterCommit(() =>
+          ctx.bus.publish({
+            topic: SIGNOUT_TOPIC,
+            type: 'dashboard.signout',
+            at: now(),
+            data: { sessionId: session.id, expiresAt: session.expiresAt },
+          }),
+        )
+      })
       reply.header('set-cookie', cookie(req, '', 0))
       return reply.code(204).send()
     })

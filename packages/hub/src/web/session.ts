@@ -18,7 +18,7 @@ const b64 = (buf: Buffer) => buf.toString('base64url')
  * Dashboard sessions as HMAC-signed cookies, `v1.<expiresAt>.<id>.<mac>`. The key is derived from
  * the operator token, so every hub instance with the same token accepts the same cookie, and
  * changing the token ends every session at once. Signed-out ids are remembered until they would
- * have expired, on this instance only.
+ * have expired; the dashboard keeps them in the database and tells every instance (`remember`).
  */
 export class SessionKeeper {
   private readonly key: Buffer
@@ -57,8 +57,13 @@ export class SessionKeeper {
 
   /** Ends a session on this instance (sign-out); the browser's cookie is cleared as well. */
   end(session: DashboardSession, now: number): void {
-    for (const [id, until] of this.ended) if (until <= now) this.ended.delete(id)
-    this.ended.set(session.id, session.expiresAt)
+    this.remember(session.id, session.expiresAt, now)
+  }
+
+  /** Refuses a session id from now on, until it would have expired (a sign-out anywhere). */
+  remember(id: string, expiresAt: number, now: number): void {
+    for (const [ended, until] of this.ended) if (until <= now) this.ended.delete(ended)
+    if (expiresAt > now) this.ended.set(id, expiresAt)
   }
 
   /** The CSRF token bound to a session; mutations must send it back in a header. */
