@@ -62,6 +62,26 @@ export async function createApp(
   const clock = opts.clock ?? systemClock
   const metrics = createMetrics()
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+  let bus: EventBus | undefined
+  try {
+    return await assemble(config, opts, { log, clock, metrics, database }, (b) => {
+      bus = b
+    })
+  } catch (error) {
+    // Nothing is left open by a hub that failed to start (a sealed key without its secret, say).
+    await bus?.close().catch(() => {})
+    await database.close().catch(() => {})
+    throw error
+  }
+}
+
+async function assemble(
+  config: Config,
+  opts: { clock?: Clock; log?: Logger; bus?: EventBus },
+  base: { log: Logger; clock: Clock; metrics: Metrics; database: Database },
+  opened: (bus: EventBus) => void,
+): Promise<AppContext> {
+  const { log, clock, metrics, database } = base
   const batcher = new WriteBatcher(
     database,
     config.maxBatch,
@@ -72,6 +92,7 @@ export async function createApp(
   const bus =
     opts.bus ??
     (config.databaseUrl ? await PgEventBus.connect(config.databaseUrl, log) : new MemoryEventBus())
+  opened(bus)
   const notifier = new Notifier({
     ...config.notify,
     log,

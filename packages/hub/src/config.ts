@@ -63,6 +63,8 @@ export interface Config {
     publicUrl: string | undefined
     /** The operator's bearer secret for /admin/v1; the admin API is off without it. */
     adminToken: string | undefined
+    /** When set, the hub's private key is stored sealed (AES-256-GCM) under a key derived from it. */
+    hubKeySecret: string | undefined
     quotas: { requestsPerDay: number; storedBytes: number; messagesPerDay: number }
   }
 }
@@ -132,6 +134,8 @@ export const ENV_DOC: Record<string, string> = {
     'how far a signature created time may be from the hub clock (default 60)',
   BATON_PUBLIC_URL:
     'external origin (https://host[:port]) clients sign @target-uri against; default: request scheme and Host',
+  BATON_HUB_KEY_SECRET:
+    'seal the hub private key in the database under this secret (32+ characters; every instance needs it)',
   BATON_ADMIN_TOKEN:
     'operator bearer secret (at least 32 characters) for /admin/v1; unset turns the admin API off',
   BATON_QUOTA_REQUESTS_PER_DAY: 'signed requests per principal per UTC day (default 10000)',
@@ -251,11 +255,16 @@ function identityConfig(env: Env): Config['identity'] {
   if (adminToken !== undefined && adminToken.length < 32) {
     throw new Error('BATON_ADMIN_TOKEN must be at least 32 characters')
   }
+  const hubKeySecret = env.BATON_HUB_KEY_SECRET || undefined
+  if (hubKeySecret !== undefined && hubKeySecret.length < 32) {
+    throw new Error('BATON_HUB_KEY_SECRET must be at least 32 characters')
+  }
   return {
     admission,
     skewMs: int(env, 'BATON_SIGNATURE_SKEW_SECONDS', DEFAULT_SKEW_SECONDS, 1) * 1000,
     publicUrl,
     adminToken,
+    hubKeySecret,
     quotas: {
       requestsPerDay: int(env, 'BATON_QUOTA_REQUESTS_PER_DAY', 10_000, 0),
       storedBytes: int(env, 'BATON_QUOTA_STORED_BYTES', 10 * 1024 * 1024, 0),

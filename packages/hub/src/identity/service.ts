@@ -1,8 +1,12 @@
 import {
+  createCipheriv,
+  createDecipheriv,
   createHash,
   createPrivateKey,
   generateKeyPairSync,
+  hkdfSync,
   type KeyObject,
+  randomBytes,
   timingSafeEqual,
 } from 'node:crypto'
 import type { HttpMessage } from '@baton/client'
@@ -73,6 +77,7 @@ export interface AuthenticateInput {
 /** The quota scope counting a principal's signed requests. */
 export const REQUEST_QUOTA_SCOPE = 'principal.requests'
 
+const SEALED = 'sealed:v1:'
 const HUB_KEY_SLOT = 'primary'
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
 
@@ -164,12 +169,18 @@ export class IdentityService {
         slot: HUB_KEY_SLOT,
         kid,
         public_jwk: JSON.stringify(publicJwk),
-        private_jwk: JSON.stringify({ ...publicJwk, d: jwk.d }),
+        private_jwk: this.seal(JSON.stringify({ ...publicJwk, d: jwk.d })),
         created_at: this.deps.clock.now(),
       })
       row = await store.findHubKey(db, HUB_KEY_SLOT)
     }
     if (!row) throw new Error('The hub key could not be stored')
+    // A key stored in the clear before a secret was configured is sealed now (once, by whichever
+    // instance gets there first); a sealed key needs the secret to start at all.
+    this.unseal(row.private_jwk)
+    if (this.deps.config.hubKeySecret && !row.private_jwk.startsWith(SEALED)) {
+      await store.resealHubKey(db, HUB_KEY_SLOT, row.private_jwk, this.seal(row.private_jwk))
+    }
     this.hubJwk = {
       ...(JSON.parse(row.public_jwk) as PublicJwk),
       kid: row.kid,
@@ -182,7 +193,42 @@ export class IdentityService {
   async hubPrivateKey(): Promise<KeyObject> {
     const row = await store.findHubKey(this.deps.database.db, HUB_KEY_SLOT)
     if (!row) throw new Error('The hub key is not initialised')
-    return createPrivateKey({ key: JSON.parse(row.private_jwk), format: 'jwk' })
+    return createPrivateKey({ key: JSON.parse(this.unseal(row.private_jwk)), format: 'jwk' })
+  }
+
+  private sealingKey(): Buffer | undefined {
+    const secret = this.deps.config.hubKeySecret
+    return secret
+      ? Buffer.from(hkdfSync('sha256', secret, 'baton hub key', 'seal v1', 32))
+      : undefined
+  }
+
+  /** The stored form of the private JWK: sealed when a secret is configured, else as is. */
+  private seal(privateJwk: string): string {
+    const key = this.sealingKey()
+    if (!key) return privateJwk
+    const iv = randomBytes(12)
+    const cipher = createCipheriv('aes-256-gcm', key, iv)
+    const body = Buffer.concat([cipher.update(privateJwk, 'utf8'), cipher.final()])
+    return SEALED + Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url')
+  }
+
+  private unseal(stored: string): string {
+    if (!stored.startsWith(SEALED)) return stored
+    const key = this.sealingKey()
+    if (!key) {
+      throw new Error('The hub key is sealed: start the hub with the same BATON_HUB_KEY_SECRET')
+    }
+    const blob = Buffer.from(stored.slice(SEALED.length), 'base64url')
+    try {
+      const decipher = createDecipheriv('aes-256-gcm', key, blob.subarray(0, 12))
+      decipher.setAuthTag(blob.subarray(12, 28))
+      return Buffer.concat([decipher.update(blob.subarray(28)), decipher.final()]).toString('utf8')
+    } catch {
+      throw new Error(
+        'The hub key cannot be unsealed: BATON_HUB_KEY_SECRET is not the one it was sealed with',
+      )
+    }
   }
 
   /** Verifies a signed request without side effects; throws the failure's code. */

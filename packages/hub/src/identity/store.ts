@@ -130,3 +130,18 @@ export async function enrolPrincipals(db: Kysely<Schema>, rows: PrincipalRow[]):
     .onConflict((oc) => oc.column('principal').doNothing())
     .execute()
 }
+
+/** Replaces a hub key's stored private part, only if it is still `expect` (sealing it once). */
+export async function resealHubKey(
+  db: Kysely<Schema>,
+  slot: string,
+  expect: string,
+  sealed: string,
+): Promise<void> {
+  await db
+    .updateTable('hub_keys')
+    .set({ private_jwk: sealed })
+    .where('slot', '=', slot)
+    .where('private_jwk', '=', expect)
+    .execute()
+}
