@@ -28,7 +28,12 @@ export {
   verifyMessageReceipt,
 } from './messages.js'
 export { GrantClient, ResourceClient } from './resources.js'
-export { type SignedBody, SignedClient, type SignedClientOptions } from './signed-client.js'
+export {
+  type RequestOptions,
+  type SignedBody,
+  SignedClient,
+  type SignedClientOptions,
+} from './signed-client.js'
 export {
   componentValue,
   defaultComponents,

@@ -12,6 +12,33 @@ export interface SignedClientOptions {
   maxRetryWaitMs?: number
 }
 
+/** Per-request options: `onUploadProgress` streams the body in chunks and reports bytes sent. */
+export interface RequestOptions {
+  onUploadProgress?: (sent: number, total: number) => void
+}
+
+const UPLOAD_CHUNK = 256 * 1024
+
+/** The body as a stream of chunks that reports how much of it has been handed to the socket. */
+function progressStream(
+  body: Uint8Array,
+  report: (sent: number, total: number) => void,
+): ReadableStream<Uint8Array> {
+  let offset = 0
+  return new ReadableStream({
+    pull(controller) {
+      if (offset >= body.length) {
+        controller.close()
+        return
+      }
+      const end = Math.min(body.length, offset + UPLOAD_CHUNK)
+      controller.enqueue(body.subarray(offset, end))
+      offset = end
+      report(offset, body.length)
+    },
+  })
+}
+
 /** The body of a signed call: bytes sent as they are, a string as UTF-8, anything else as JSON. */
 export type SignedBody = Uint8Array | string | object | undefined
 
@@ -68,20 +95,26 @@ export class SignedClient {
     path: string,
     body?: SignedBody,
     headers: Record<string, string> = {},
+    options: RequestOptions = {},
   ): Promise<RawAnswer<T>> {
-    const first = await this.send<T>(method, path, body, headers)
+    const first = await this.send<T>(method, path, body, headers, options)
     if (first.status !== 429) return first
     const seconds = Number(first.headers.get('retry-after'))
     const waitMs =
       Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : Number.POSITIVE_INFINITY
     if (waitMs > (this.opts.maxRetryWaitMs ?? 5000)) return first
     await new Promise((r) => setTimeout(r, waitMs))
-    return this.send<T>(method, path, body, headers)
+    return this.send<T>(method, path, body, headers, options)
   }
 
   /** Sends a signed request and answers its body, or throws the hub's error as a BatonError. */
-  async call<T>(method: string, path: string, body?: SignedBody): Promise<T> {
-    const answer = await this.request<T>(method, path, body)
+  async call<T>(
+    method: string,
+    path: string,
+    body?: SignedBody,
+    options: RequestOptions = {},
+  ): Promise<T> {
+    const answer = await this.request<T>(method, path, body, {}, options)
     if (answer.status >= 400) throw BatonError.fromBody(answer.body, answer.status)
     return answer.body
   }
@@ -96,6 +129,7 @@ export class SignedClient {
     path: string,
     body: SignedBody,
     headers: Record<string, string>,
+    options: RequestOptions,
   ): Promise<RawAnswer<T>> {
     const signed = signRequest({
       method: method.toUpperCase(),
@@ -106,11 +140,15 @@ export class SignedClient {
       keyid: this.identity.principal,
       ...(this.opts.now ? { created: this.opts.now() } : {}),
     })
+    const report = options.onUploadProgress
+    // The signature covers the digest of the whole body, so streaming it changes nothing signed.
+    const payload = signed.body && report ? progressStream(signed.body, report) : signed.body
     const res = await fetch(signed.url, {
       method: signed.method,
       headers: signed.headers,
-      ...(signed.body ? { body: signed.body } : {}),
-    })
+      ...(payload ? { body: payload } : {}),
+      ...(payload instanceof ReadableStream ? { duplex: 'half' } : {}),
+    } as RequestInit)
     const text = await res.text()
     let parsed: unknown
     try {

@@ -43,12 +43,14 @@ export class TransferClient {
   /** Stages a snapshot; the same idempotency key and snapshot answer the first transfer. */
   snapshot(
     snapshot: Snapshot | unknown,
-    opts: { idempotencyKey?: string } = {},
+    opts: { idempotencyKey?: string; onProgress?: (sent: number, total: number) => void } = {},
   ): Promise<CreatedTransferView> {
-    return this.client.call('POST', base, {
-      snapshot,
-      ...(opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {}),
-    })
+    return this.client.call(
+      'POST',
+      base,
+      { snapshot, ...(opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {}) },
+      opts.onProgress ? { onUploadProgress: opts.onProgress } : {},
+    )
   }
 
   /** The transfer, its budget and its ordered event log. */

@@ -165,6 +165,38 @@ for (const store of testStores) {
       assert.equal(again.current.kid, rows[0]!.kid)
     })
 
+    test('a large snapshot upload shows its progress and arrives whole', async () => {
+      const identity = path.join(dir, 'progress.identity.json')
+      await saveIdentity(identity, createIdentity(`${hub.url}/.well-known/agent-net`))
+      const file = path.join(dir, 'big-snapshot.json')
+      const messages = Array.from({ length: 600 }, (_, i) => ({
+        role: i % 2 ? 'assistant' : 'user',
+        content: `${i} ${'words of a long session '.repeat(200)}`,
+      }))
+      writeFileSync(file, JSON.stringify({ systemPrompt: 'p', messages }))
+      const snap = await baton([
+        'transfer',
+        'snapshot',
+        '--hub',
+        hub.url,
+        '--identity',
+        identity,
+        '--file',
+        file,
+      ])
+      assert.equal(snap.code, 0, snap.stderr)
+      const lines = snap.stderr.split('\n').filter((l) => /\(\d+%\)/.test(l))
+      assert.ok(lines.length >= 5, snap.stderr)
+      assert.match(lines.at(-1)!, /\(100%\)/)
+      const created = JSON.parse(snap.stdout) as { transferId: string; checksum: string }
+      const stored = await hub.ctx.database.db
+        .selectFrom('transfers')
+        .select(['id'])
+        .where('id', '=', created.transferId)
+        .executeTakeFirst()
+      assert.equal(stored?.id, created.transferId)
+    })
+
     test('snapshot, token, provision, status and terminate from the shell; exit codes follow the house rule', async () => {
       const identity = path.join(dir, 'agent.identity.json')
       await saveIdentity(identity, createIdentity(`${hub.url}/.well-known/agent-net`))

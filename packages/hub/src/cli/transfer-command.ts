@@ -95,8 +95,20 @@ export async function transferCommand(argv: string[], io: Io): Promise<number> {
       const size = Buffer.byteLength(text, 'utf8')
       const started = Date.now()
       if (!values.json) io.stderr(`uploading snapshot: ${formatBytes(size)}…`)
+      let shown = -1
       result = await (await agent()).snapshot(snapshot, {
         ...(values['idempotency-key'] ? { idempotencyKey: values['idempotency-key'] } : {}),
+        ...(values.json
+          ? {}
+          : {
+              onProgress: (sent: number, total: number) => {
+                // A line every tenth of the way, so a long upload shows it is moving.
+                const tenth = Math.floor((sent / total) * 10)
+                if (tenth === shown || total < 1024 * 1024) return
+                shown = tenth
+                io.stderr(`  ${formatBytes(sent)} of ${formatBytes(total)} (${tenth * 10}%)`)
+              },
+            }),
       })
       if (!values.json) {
         io.stderr(
