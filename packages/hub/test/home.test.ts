@@ -2,15 +2,12 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { HomeClient, type SignedBody, SignedClient } from '@baton/client'
 import type { HomeFileListView, HomeFileView, HomeFileWriteView } from '@baton/protocol'
-import pino from 'pino'
-import { loadConfig } from '../src/config.js'
-import { startHub } from '../src/hub.js'
 import {
   call,
+  restartableHub,
   signedAgent,
   startTestHub,
   type TestHub,
-  type TestStore,
   testStores,
 } from './support.js'
 
@@ -65,22 +62,6 @@ function ownerCheckpoint(run: string, peer: string) {
       preparedMessage: prepared,
     }),
   }
-}
-
-async function restartableHub(store: TestStore, env: Record<string, string>) {
-  const db = await store.fresh()
-  const start = () =>
-    startHub(
-      loadConfig({
-        BATON_HOST: '127.0.0.1',
-        BATON_PORT: '0',
-        BATON_LOG_LEVEL: 'silent',
-        ...db.env,
-        ...env,
-      }),
-      { log: pino({ level: 'silent' }) },
-    )
-  return { start, drop: db.drop }
 }
 
 for (const store of testStores) {

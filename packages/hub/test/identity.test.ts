@@ -13,11 +13,8 @@ import {
 } from '@baton/client'
 import type { DiscoveryDocument, MeView } from '@baton/protocol'
 import fc from 'fast-check'
-import pino from 'pino'
 import { ManualClock } from '../src/clock.js'
-import { loadConfig } from '../src/config.js'
-import { startHub } from '../src/hub.js'
-import { call, startTestHub, type TestHub, type TestStore, testStores } from './support.js'
+import { call, restartableHub, startTestHub, type TestHub, testStores } from './support.js'
 
 const ADMIN_TOKEN = 'op-secret-0123456789abcdefghijklmnopqrstuv'
 const SIGNATURE_CODES = new Set([
@@ -159,23 +156,6 @@ function applyMutations(req: WireRequest, mutations: Record<string, unknown>[] =
     }
   }
   return out
-}
-
-/** A hub on a store's database that can be stopped and started again on the same data. */
-async function restartableHub(store: TestStore, env: Record<string, string>, clock: ManualClock) {
-  const db = await store.fresh()
-  const start = () =>
-    startHub(
-      loadConfig({
-        BATON_HOST: '127.0.0.1',
-        BATON_PORT: '0',
-        BATON_LOG_LEVEL: 'silent',
-        ...db.env,
-        ...env,
-      }),
-      { clock, log: pino({ level: 'silent' }) },
-    )
-  return { start, drop: db.drop }
 }
 
 const admin = (token = ADMIN_TOKEN) => ({ authorization: `Bearer ${token}` })

@@ -22,19 +22,16 @@ import type {
 } from '@baton/protocol'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js'
-import pino from 'pino'
 import { main } from '../src/cli/main.js'
-import { loadConfig } from '../src/config.js'
 import { homeOpsFor, homeOpsFromClient } from '../src/home/mcp.js'
-import { startHub } from '../src/hub.js'
 import { createMcpServer } from '../src/mcp/server.js'
 import { messageOpsFor, messageOpsFromClient } from '../src/messages/mcp.js'
 import {
   call,
+  restartableHub,
   signedAgent,
   startTestHub,
   type TestHub,
-  type TestStore,
   testStores,
 } from './support.js'
 
@@ -60,23 +57,6 @@ function notice(peer: string, runId: string, taskId: string) {
     body: { schema: 'net-task-notice/v1', runId, taskId, taskVersion: 1 },
     idempotencyKey: `handoff:${runId}:task:${taskId}:v1`,
   }
-}
-
-/** A hub on a store's database that can be stopped and started again on the same data. */
-async function restartableHub(store: TestStore, env: Record<string, string>) {
-  const db = await store.fresh()
-  const start = () =>
-    startHub(
-      loadConfig({
-        BATON_HOST: '127.0.0.1',
-        BATON_PORT: '0',
-        BATON_LOG_LEVEL: 'silent',
-        ...db.env,
-        ...env,
-      }),
-      { log: pino({ level: 'silent' }) },
-    )
-  return { start, drop: db.drop }
 }
 
 /** Every message of an inbox, paging with `after` exclusive. */

@@ -185,3 +185,24 @@ export async function signedAgent(
   await client.request('GET', '/v1/me')
   return client
 }
+
+/** A hub on a store's database that can be stopped and started again on the same data. */
+export async function restartableHub(
+  store: TestStore,
+  env: Record<string, string> = {},
+  clock?: Clock,
+) {
+  const db = await store.fresh()
+  const start = () =>
+    startHub(
+      loadConfig({
+        BATON_HOST: '127.0.0.1',
+        BATON_PORT: '0',
+        BATON_LOG_LEVEL: 'silent',
+        ...db.env,
+        ...env,
+      }),
+      { ...(clock ? { clock } : {}), log: pino({ level: 'silent' }) },
+    )
+  return { start, drop: db.drop }
+}
