@@ -93,6 +93,22 @@ describe('delegate hop state', () => {
     assert.equal(await coder.receivedHop(offer.claims), undefined)
   })
 
+  test('an offer over the maximum lifetime gets a nonterminal stale rejection', async () => {
+    const { planner, coder } = await setup()
+    const { handoff, offer } = await planner.offer({ aud: CODER, dialog: 'd1', ttlS: 301 })
+    const r = await coder.receive(handoff)
+    assert.equal(r.kind, 'rejected')
+    if (r.kind !== 'rejected') return
+    // seed 003: the maximum lifetime belongs to the freshness check, whose reason is stale
+    assert.equal(r.reason, 'stale')
+    assert.equal(r.status?.claims.reason, 'stale')
+    assert.equal(await coder.receivedHop(offer.claims), undefined)
+    // a stale rejection never sets the hop's state at the delegator
+    const n = await planner.receiveStatus(r.status!.element)
+    assert.equal(n.nonterminal, true)
+    assert.equal(await planner.issuedState(offer.claims.hop), 'offered')
+  })
+
   test('a retransmitted offer is not processed again: undecided gets nothing', async () => {
     const { planner, coder } = await setup()
     const { handoff } = await planner.offer({ aud: CODER, dialog: 'd1' })
