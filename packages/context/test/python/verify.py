@@ -21,8 +21,12 @@ import socket
 import sys
 
 
+class NetworkClosed(OSError):
+    pass
+
+
 def _no_network(*_args, **_kwargs):
-    raise OSError("network access is closed for this script")
+    raise NetworkClosed("network access is closed for this script")
 
 
 # The script never needs the network; close it before anything else is imported or run.
@@ -250,7 +254,10 @@ def open_element(element, trust, typ):
     if not keys:
         raise Reject("untrusted-key", "signature")
     token = jws.JWS()
-    token.deserialize(element)
+    try:
+        token.deserialize(element)
+    except jws.InvalidJWSObject:
+        raise Reject("bad-signature", "signature") from None
     for k in keys:
         try:
             token.verify(jwk.JWK(**k), alg="EdDSA")
@@ -561,8 +568,10 @@ def probe_mode(_request):
         with socket.socket() as s:
             s.connect(("127.0.0.1", 9))
         network = "open"
-    except OSError:
+    except NetworkClosed:
         network = "closed"
+    except OSError:
+        network = "open"
     import cryptography
     import jwcrypto
 
