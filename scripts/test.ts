@@ -32,14 +32,23 @@ const files = args.length
       ...(await findTests(path.join(root, 'examples'))),
     ].sort()
 
-// The dashboard's browser tests drive Debian's chromium (never a downloaded browser). On a fresh
-// machine where we may install packages, install it; otherwise those tests fail and say why.
+// Debian packages some tests need, never downloaded by other means: chromium for the dashboard's
+// browser tests, and python3-jwcrypto (with python3-cryptography) for the context library's
+// cross-language test. On a fresh machine where we may install packages, install the missing ones
+// in one step; otherwise those tests fail and say why.
 const chromiumPath = process.env.BATON_CHROMIUM ?? '/usr/bin/chromium'
-if (!existsSync(chromiumPath) && process.getuid?.() === 0 && existsSync('/usr/bin/apt-get')) {
-  console.log('# installing Debian chromium for the browser tests')
+const pythonPath = process.env.BATON_PYTHON ?? '/usr/bin/python3'
+const missing: string[] = []
+if (!existsSync(chromiumPath)) missing.push('chromium')
+const pythonReady = spawnSync(pythonPath, ['-I', '-c', 'import cryptography, jwcrypto'], {
+  stdio: 'ignore',
+})
+if (pythonReady.status !== 0) missing.push('python3', 'python3-jwcrypto')
+if (missing.length > 0 && process.getuid?.() === 0 && existsSync('/usr/bin/apt-get')) {
+  console.log(`# installing Debian ${missing.join(' ')} for the browser and cross-language tests`)
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }
   spawnSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env })
-  spawnSync('apt-get', ['install', '-y', '-qq', 'chromium'], { stdio: 'inherit', env })
+  spawnSync('apt-get', ['install', '-y', '-qq', ...missing], { stdio: 'inherit', env })
 }
 
 let pg: { url: string; stop: () => Promise<void> } | undefined

@@ -162,8 +162,10 @@ export const RETRANSMIT_CAP_MS = 60_000
 //   is `bad-signature` for the same reason.
 // - No trusted key for (iss, kid, alg) is `untrusted-key`; a trusted key whose signature fails is
 //   `bad-signature`. Keys come only from the trust configuration, never from jwk/jku/x5u/x5c.
-// - exp <= iat, iat beyond now + skew, and now >= exp + skew are `stale`; exp - iat above the
-//   receiver's maximum lifetime is `policy` (the limit is the receiver's policy, not staleness).
+// - exp <= iat, iat beyond now + skew, now >= exp + skew, and exp - iat above the receiver's
+//   maximum lifetime are `stale`: the seed puts the maximum lifetime inside the freshness check.
+//   `policy` is kept for the deployment's own rules (dialog, full chain, trusted origins, size
+//   bound, the caller's hook).
 // - A dialog mismatch (against the receiver's expected dialog(s) or predicate) is `policy`.
 // - A chain element with a bad signature or untrusted key answers `bad-signature` or
 //   `untrusted-key` with its index; a timing violation between links is `broken-chain`.

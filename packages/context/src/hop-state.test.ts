@@ -93,6 +93,22 @@ describe('delegate hop state', () => {
     assert.equal(await coder.receivedHop(offer.claims), undefined)
   })
 
+  test('an offer over the maximum lifetime gets a nonterminal stale rejection', async () => {
+    const { planner, coder } = await setup()
+    const { handoff, offer } = await planner.offer({ aud: CODER, dialog: 'd1', ttlS: 301 })
+    const r = await coder.receive(handoff)
+    assert.equal(r.kind, 'rejected')
+    if (r.kind !== 'rejected') return
+    // seed 003: the maximum lifetime belongs to the freshness check, whose reason is stale
+    assert.equal(r.reason, 'stale')
+    assert.equal(r.status?.claims.reason, 'stale')
+    assert.equal(await coder.receivedHop(offer.claims), undefined)
+    // a stale rejection never sets the hop's state at the delegator
+    const n = await planner.receiveStatus(r.status!.element)
+    assert.equal(n.nonterminal, true)
+    assert.equal(await planner.issuedState(offer.claims.hop), 'offered')
+  })
+
   test('a retransmitted offer is not processed again: undecided gets nothing', async () => {
     const { planner, coder } = await setup()
     const { handoff } = await planner.offer({ aud: CODER, dialog: 'd1' })
@@ -152,6 +168,41 @@ describe('delegate hop state', () => {
     const hop = await coder.receivedHop(offer.claims)
     assert.equal(hop?.state, 'rejected')
     assert.ok(hop?.flags.includes('equivocation'))
+  })
+
+  test('a retransmission that arrives after exp still gets the last status, not stale', async () => {
+    const { planner, coder, clock } = await setup()
+    const { handoff, offer } = await planner.offer({ aud: CODER, dialog: 'd1', ttlS: 60 })
+    await coder.receive(handoff)
+    const accepted = await coder.accept(offer.claims)
+    clock.set(T0 + 60 + 61)
+    // seed 003: a retransmission is not processed again; the last status goes back as sent
+    const r = await coder.receive(handoff)
+    assert.equal(r.kind, 'retransmission')
+    if (r.kind === 'retransmission') assert.equal(r.resend, accepted.element)
+    assert.equal((await coder.receivedHop(offer.claims))?.state, 'accepted')
+  })
+
+  test('an equivocating offer that fails freshness is still never answered', async () => {
+    const { planner, coder, signers } = await setup()
+    const { handoff, offer } = await planner.offer({ aud: CODER, dialog: 'd1' })
+    await coder.receive(handoff)
+    // same sender and hop, other octets, and a lifetime over the maximum
+    const second = signOffer({
+      signer: signers.p.signer,
+      aud: CODER,
+      dialog: 'd1',
+      hop: offer.claims.hop,
+      iat: T0,
+      ttlS: 301,
+    })
+    const r = await coder.receive(toHandoff(second))
+    assert.equal(r.kind, 'equivocation')
+    if (r.kind !== 'equivocation') return
+    assert.equal(r.firstDigest, offer.digest)
+    assert.equal(r.rejectFirst?.claims.offer, offer.digest)
+    assert.equal(r.rejectFirst?.claims.reason, 'equivocation')
+    assert.equal((await coder.receivedHop(offer.claims))?.equivocation, second.digest)
   })
 
   test('equivocation after work was taken: stop the work and flag, no status for the second', async () => {

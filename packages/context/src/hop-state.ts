@@ -244,6 +244,16 @@ export class HandoffAgent {
       return { kind: 'new', verified: r }
     }
     const claims = r.claims
+    // seed 003: a hop this agent remembers is answered by its lifecycle rules even once the offer
+    // is no longer fresh: identical octets are a retransmission, never processed again (the last
+    // status goes back); other octets are equivocation, for which no status is ever sent
+    if (r.check === 'freshness' && claims !== undefined && r.digest !== undefined) {
+      const known = await this.received.get(claims.iss, claims.hop, nowMs)
+      if (known !== undefined && known.digest === r.digest) {
+        return { kind: 'retransmission', ...(await this.resendFor(claims)) }
+      }
+      if (known !== undefined) return this.onEquivocation(claims, r.digest, known.digest)
+    }
     if (r.reason === 'replay' && r.retransmission === true && claims !== undefined) {
       return { kind: 'retransmission', ...(await this.resendFor(claims)) }
     }

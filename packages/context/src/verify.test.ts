@@ -66,11 +66,21 @@ describe('verifyHandoff: the seven checks in order', () => {
     assert.equal((await verifyHandoff(h, { ...base, now: clockAt(T0 + 100 + 59) })).ok, true)
     const late = await verifyHandoff(h, { ...base, now: clockAt(T0 + 100 + 59), skewMs: 10_000 })
     assert.equal(!late.ok && late.reason, 'stale')
+    // seed 003: the maximum lifetime is part of the freshness check, whose reason is stale
     const short = await verifyHandoff(h, { ...base, maxLifetimeMs: 60_000 })
-    assert.equal(!short.ok && short.reason, 'policy')
+    assert.equal(!short.ok && short.reason, 'stale')
     assert.equal(!short.ok && short.check, 'freshness')
     const future = await verifyHandoff(h, { ...base, now: clockAt(T0 - 59) })
     assert.equal(future.ok, true)
+  })
+
+  test('the 300-second maximum lifetime is inclusive and over it is stale', async () => {
+    const at = (ttlS: number) =>
+      toHandoff(signOffer({ signer: planner.signer, aud: C, dialog: 'd', iat: T0, ttlS }))
+    assert.equal((await verifyHandoff(at(300), base)).ok, true)
+    const over = await verifyHandoff(at(301), { ...base, replay: new MemoryReplayStore() })
+    assert.equal(!over.ok && over.reason, 'stale')
+    assert.equal(!over.ok && over.check, 'freshness')
   })
 
   test('dialog: a string, a list or a predicate', async () => {

@@ -34,7 +34,7 @@ export interface VerifyOptions {
   readonly now?: () => number
   /** Allowed clock skew in milliseconds (default 60 000). */
   readonly skewMs?: number
-  /** Largest exp - iat in milliseconds (default 300 000); longer is `policy`. */
+  /** Largest exp - iat in milliseconds (default 300 000); longer fails freshness as `stale`. */
   readonly maxLifetimeMs?: number
   /** Replay store for check 4; when omitted, check 4 is skipped and `replayChecked` is false. */
   readonly replay?: ReplayStore
@@ -168,8 +168,9 @@ export async function verifyHandoff(
   const nowS = (options.now ?? Date.now)() / 1000
   const skewS = (options.skewMs ?? DEFAULT_SKEW_MS) / 1000
   const maxLifeS = (options.maxLifetimeMs ?? DEFAULT_MAX_LIFETIME_MS) / 1000
-  const fresh = freshness(claims, nowS, skewS, maxLifeS)
-  if (fresh !== undefined) return reject(fresh, 'freshness', 'offer is not live', base)
+  if (!isFresh(claims, nowS, skewS, maxLifeS)) {
+    return reject('stale', 'freshness', 'offer is not live', base)
+  }
 
   // 4. replay
   if (options.replay !== undefined) {
@@ -235,18 +236,13 @@ export async function assertHandoff(
   return r
 }
 
-function freshness(
-  c: OfferClaims,
-  nowS: number,
-  skewS: number,
-  maxLifeS: number,
-): ReasonCode | undefined {
-  if (c.exp <= c.iat) return 'stale'
-  // choice: a lifetime over the receiver's maximum is a policy refusal, not staleness
-  if (c.exp - c.iat > maxLifeS) return 'policy'
-  if (c.iat > nowS + skewS) return 'stale'
-  if (nowS >= c.exp + skewS) return 'stale'
-  return undefined
+// seed 003: freshness covers the window (exp after iat), the clock skew on both ends and the
+// maximum lifetime (exp - iat); any failure is `stale`, whatever maximum the receiver configures
+function isFresh(c: OfferClaims, nowS: number, skewS: number, maxLifeS: number): boolean {
+  if (c.exp <= c.iat) return false
+  if (c.exp - c.iat > maxLifeS) return false
+  if (c.iat > nowS + skewS) return false
+  return nowS < c.exp + skewS
 }
 
 function dialogMatches(expected: NonNullable<VerifyOptions['dialog']>, c: OfferClaims): boolean {

@@ -2,6 +2,7 @@
 // the deterministic CBOR encoding are deterministic, so running it again writes the same octets.
 //
 //   node --import tsx packages/context/test/vectors/generate.ts
+//   npx biome format --write packages/context/test/vectors
 import { writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import {
@@ -306,9 +307,30 @@ const cases: Case[] = [
   },
   {
     name: 'lifetime over 300 s',
-    reason: 'policy',
+    reason: 'stale',
     check: 'freshness',
     handoff: { offer: single({ ttlS: 301 }) },
+  },
+  {
+    name: 'lifetime over the receiver configured maximum',
+    reason: 'stale',
+    check: 'freshness',
+    handoff: base,
+    options: { maxLifetimeMs: 60_000 },
+  },
+  {
+    name: 'lifetime over 300 s and sent to another agent: audience comes first',
+    reason: 'wrong-audience',
+    check: 'audience',
+    handoff: { offer: single({ ttlS: 301 }) },
+    audience: TESTER,
+  },
+  {
+    name: 'lifetime over 300 s and an unexpected dialog: freshness comes first',
+    reason: 'stale',
+    check: 'freshness',
+    handoff: { offer: single({ ttlS: 400 }) },
+    options: { dialog: 'ctx-other' },
   },
   {
     name: 'same offer seen before',

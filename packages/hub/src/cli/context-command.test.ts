@@ -217,6 +217,25 @@ describe('baton context', () => {
       String(T0),
     )
     assert.equal(JSON.parse(wrong.out).reason, 'wrong-audience')
+    // seed 003: a lifetime over the maximum fails the freshness check, reason stale
+    const long = await cli(
+      'verify',
+      '--handoff-file',
+      file('h2.json'),
+      '--trust',
+      file('trust.json'),
+      '--aud',
+      CODER,
+      '--now',
+      String(T0),
+      '--max-lifetime',
+      '30',
+    )
+    assert.equal(long.code, 1)
+    assert.deepEqual(
+      [JSON.parse(long.out).reason, JSON.parse(long.out).check],
+      ['stale', 'freshness'],
+    )
     const badStatus = await cli(
       'status',
       '--key',
