@@ -26,6 +26,8 @@ import { main } from '../src/cli/main.js'
 import { homeOpsFor, homeOpsFromClient } from '../src/home/mcp.js'
 import { createMcpServer } from '../src/mcp/server.js'
 import { messageOpsFor, messageOpsFromClient } from '../src/messages/mcp.js'
+import { localInvoke } from '../src/ops/local.js'
+import type { Auth } from '../src/ops/operation.js'
 import {
   call,
   restartableHub,
@@ -33,6 +35,7 @@ import {
   startTestHub,
   type TestHub,
   testStores,
+  toolAnswer,
 } from './support.js'
 
 const ADMIN_TOKEN = 'op-secret-0123456789abcdefghijklmnopqrstuv'
@@ -458,7 +461,8 @@ for (const store of testStores) {
     test('MCP tools act as the bound principal with the same rules', async () => {
       const server = createMcpServer(
         {
-          handoffs: {} as never,
+          invoke: localInvoke(hub.ctx, { ip: '127.0.0.1' }),
+          auths: new Set<Auth>(['none']),
           messages: messageOpsFor(hub.ctx.messages, owner.principal),
           home: homeOpsFor(hub.ctx.home, owner.principal),
         },
@@ -482,10 +486,7 @@ for (const store of testStores) {
         }
         const tool = async (name: string, args: Record<string, unknown>) => {
           const res = await client.callTool({ name, arguments: args })
-          return {
-            isError: res.isError === true,
-            body: res.structuredContent as Record<string, unknown>,
-          }
+          return toolAnswer(res)
         }
         const sent = await tool('send_message', {
           recipient: peer.principal,
@@ -512,7 +513,8 @@ for (const store of testStores) {
         // The same tools backed by the SDK, as `baton mcp --identity` would run them for the peer.
         const sdkServer = createMcpServer(
           {
-            handoffs: {} as never,
+            invoke: localInvoke(hub.ctx, { ip: '127.0.0.1' }),
+            auths: new Set<Auth>(['none']),
             messages: messageOpsFromClient(peer.messages),
             home: homeOpsFromClient(new HomeClient(peer.client)),
           },

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import {
   createIdentity,
-  HandoffClient,
+  requestJson,
   SignedClient,
   TransferAdminClient,
   TransferClient,
@@ -11,8 +11,10 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js'
 import { VERSION } from '../src/app.js'
 import { createMcpServer } from '../src/mcp/server.js'
+import type { Auth } from '../src/ops/operation.js'
+import { remoteInvoke } from '../src/ops/remote.js'
 import { transferOpsFromClient } from '../src/transfers/mcp.js'
-import { startTestHub, type TestHub, testStores } from './support.js'
+import { startTestHub, type TestHub, testStores, toolAnswer } from './support.js'
 
 const ADMIN = 'transfer-mcp-operator-token-0123456789abcdef'
 
@@ -43,16 +45,13 @@ for (const store of testStores) {
         createIdentity(hub.url),
       )
       const transfers = new TransferClient(signed)
-      const handoffs = new HandoffClient(hub.url)
       const server = createMcpServer(
         {
-          handoffs: {
-            create: (input) => handoffs.create(input as Parameters<HandoffClient['create']>[0]),
-            read: (id, token) => handoffs.read(id, token),
-            advance: (id, state, input, token) =>
-              handoffs.advance(id, state, input as Parameters<HandoffClient['advance']>[2], token),
-            wait: (id, token, seconds, version) => handoffs.wait(id, token, seconds, version),
-          },
+          invoke: remoteInvoke({
+            plain: (method, path, body, headers, signal) =>
+              requestJson(hub.url, method, path, body, { headers, signal }),
+          }),
+          auths: new Set<Auth>(['none', 'handoff-token']),
           transfers: transferOpsFromClient(transfers),
         },
         VERSION,
@@ -67,10 +66,7 @@ for (const store of testStores) {
         transfers,
         tool: async (name, args) => {
           const res = await client.callTool({ name, arguments: args })
-          return {
-            isError: res.isError === true,
-            body: res.structuredContent as Record<string, unknown>,
-          }
+          return toolAnswer(res)
         },
       }
     }

@@ -1,10 +1,11 @@
 import { parseArgs } from 'node:util'
 import {
   GrantClient,
-  HandoffClient,
   HomeClient,
   MessagesClient,
   ResourceClient,
+  requestJson,
+  type SignedBody,
   SignedClient,
   TransferClient,
 } from '@baton/client'
@@ -13,6 +14,8 @@ import { VERSION } from '../app.js'
 import { homeOpsFromClient } from '../home/mcp.js'
 import { createMcpServer } from '../mcp/server.js'
 import { messageOpsFromClient } from '../messages/mcp.js'
+import type { Auth } from '../ops/operation.js'
+import { remoteInvoke } from '../ops/remote.js'
 import { transferOpsFromClient } from '../transfers/mcp.js'
 import { type Io, UsageError } from './io.js'
 
@@ -35,7 +38,6 @@ export async function mcpCommand(argv: string[], io: Io): Promise<number> {
   }
   const hub = values.hub ?? process.env.BATON_HUB
   if (!hub) throw new UsageError('--hub URL is required (or set BATON_HUB)')
-  const handoffs = new HandoffClient(hub)
   const identityPath = values.identity ?? process.env.BATON_IDENTITY
   const signed = identityPath
     ? await SignedClient.fromFile(new URL('/.well-known/agent-net', hub).href, identityPath)
@@ -72,13 +74,19 @@ export async function mcpCommand(argv: string[], io: Io): Promise<number> {
             },
           }
         : {}),
-      handoffs: {
-        create: (input) => handoffs.create(input as Parameters<HandoffClient['create']>[0]),
-        read: (id, token) => handoffs.read(id, token),
-        advance: (id, state, input, token) =>
-          handoffs.advance(id, state, input as Parameters<HandoffClient['advance']>[2], token),
-        wait: (id, token, seconds, version) => handoffs.wait(id, token, seconds, version),
-      },
+      invoke: remoteInvoke({
+        plain: async (method, path, body, headers, signal) =>
+          requestJson(hub, method, path, body, { headers, signal }),
+        ...(signed
+          ? {
+              signed: (method, path, body, headers, signal) =>
+                signed.request(method, path, body as SignedBody, headers, { signal }),
+            }
+          : {}),
+      }),
+      auths: new Set<Auth>(
+        signed ? ['none', 'handoff-token', 'signature'] : ['none', 'handoff-token'],
+      ),
     },
     VERSION,
   )

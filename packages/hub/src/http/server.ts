@@ -8,11 +8,13 @@ import Fastify, {
 } from 'fastify'
 import type { AppContext } from '../app.js'
 import { registerGrantRoutes } from '../grants/http.js'
-import { registerHandoffRoutes } from '../handoffs/http.js'
 import { registerHomeRoutes } from '../home/http.js'
 import { registerIdentityRoutes } from '../identity/http.js'
 import { registerMcpRoute } from '../mcp/http.js'
 import { registerMessageRoutes } from '../messages/http.js'
+import { registerHttpOperations } from '../ops/http.js'
+import { openApiDocument } from '../ops/openapi.js'
+import { OPERATIONS } from '../ops/registry.js'
 import { registerResourceRoutes } from '../resources/http.js'
 import { ping } from '../store/database.js'
 import { registerTransferRoutes } from '../transfers/http.js'
@@ -34,13 +36,7 @@ export interface Api {
   app: FastifyInstance
 }
 
-/** The bearer token of a request, or undefined when there is none. */
-export function bearerToken(req: FastifyRequest): string | undefined {
-  const header = req.headers.authorization
-  if (typeof header !== 'string') return undefined
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header)
-  return match?.[1]
-}
+export { bearerToken } from './bearer.js'
 
 /** Builds the hub's HTTP server from an assembled context. */
 export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
@@ -175,7 +171,7 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
     responses: { 200: { description: 'Metrics in the Prometheus text format' } },
   })
 
-  registerHandoffRoutes(api, ctx)
+  registerHttpOperations(app, ctx, OPERATIONS)
   registerIdentityRoutes(api, ctx)
   registerMessageRoutes(api, ctx)
   registerHomeRoutes(api, ctx)
@@ -185,7 +181,16 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
   registerMcpRoute(api, ctx)
   registerDashboard(api, ctx)
 
-  const doc = openapi.document({ title: 'Baton hub', version: ctx.version })
+  const legacy = openapi.document({ title: 'Baton hub', version: ctx.version }) as {
+    paths: Record<string, Record<string, object>>
+  }
+  const doc = openApiDocument(OPERATIONS, [], {
+    version: ctx.version,
+    serverUrl: ctx.config.identity.publicUrl ?? '/',
+  }) as { paths: Record<string, Record<string, object>> }
+  for (const [path, methods] of Object.entries(legacy.paths)) {
+    doc.paths[path] = { ...doc.paths[path], ...methods }
+  }
   app.get('/openapi.json', async () => doc)
 
   return app

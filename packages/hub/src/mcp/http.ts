@@ -1,6 +1,8 @@
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
 import type { AppContext } from '../app.js'
 import type { Api } from '../http/server.js'
+import { localInvoke } from '../ops/local.js'
+import type { Auth } from '../ops/operation.js'
 import { createMcpServer } from './server.js'
 
 /**
@@ -15,12 +17,9 @@ export function registerMcpRoute(api: Api, ctx: AppContext): void {
     const ip = req.ip
     const server = createMcpServer(
       {
-        handoffs: {
-          create: (input) => ctx.handoffs.create(input, { ip }),
-          read: (id, token) => ctx.handoffs.read(id, token),
-          advance: (id, state, input, token) => ctx.handoffs.advance(id, state, input, token),
-          wait: (id, token, seconds, version) => ctx.handoffs.wait(id, token, seconds, version),
-        },
+        invoke: localInvoke(ctx, { ip }),
+        auths: new Set<Auth>(['none', 'handoff-token']),
+        log: req.log,
       },
       ctx.version,
     )

@@ -1,0 +1,9 @@
+import { handoffComposites, handoffOperations } from '../handoffs/operations.js'
+import type { CompositeTool } from './mcp.js'
+import type { Operation } from './operation.js'
+
+/** Every operation of the hub, declared once each in its feature's `operations.ts`. */
+export const OPERATIONS: readonly Operation[] = [...handoffOperations]
+
+/** MCP tools that combine operations (seed 002's read-or-wait tool). */
+export const COMPOSITE_TOOLS: readonly CompositeTool[] = [...handoffComposites]
