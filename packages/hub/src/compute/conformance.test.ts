@@ -47,7 +47,8 @@ function poolFor(worker: Partial<WorkerLimits> = {}): ComputePool {
   const key = JSON.stringify(worker)
   let pool = pools.get(key)
   if (!pool) {
-    pool = createComputePool({ size: 1, worker })
+    // wall time decides only the cases that set it, never a slow moment of a shared machine
+    pool = createComputePool({ size: 1, worker: { timeoutMs: 60_000, ...worker } })
     pools.set(key, pool)
   }
   return pool

@@ -126,7 +126,8 @@ test('evaluation is deterministic: the same program and input answer the same tw
   )
 })
 
-const pool = createComputePool({ size: 1 })
+// wall time must not decide a generated case on a loaded machine: steps bound them all
+const pool = createComputePool({ size: 1, worker: { timeoutMs: 60_000 } })
 after(() => pool.close())
 
 test('a worker answers exactly as this thread does', async () => {
