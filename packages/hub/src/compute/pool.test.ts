@@ -58,6 +58,7 @@ test('a full queue answers compute_busy with Retry-After, and close fails what i
     assert.equal(e.code, 'compute_busy')
     assert.equal(e.status, 503)
     assert.equal(e.headers['retry-after'], '1')
+    assert.equal(e.context.retry_after, 1)
     return true
   })
   const ended = [

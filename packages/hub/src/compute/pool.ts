@@ -210,7 +210,7 @@ export function createComputePool(options: ComputePoolOptions = {}): ComputePool
           throw new BatonError(
             'compute_busy',
             'Every compute worker is busy',
-            {},
+            { retry_after: 1 },
             { 'retry-after': '1' },
           )
         }
