@@ -280,7 +280,7 @@ class Run {
   }
 
   chargeText(length: number): void {
-    if (length >= 64) this.charge(Math.floor(length / 64))
+    if (length >= 16) this.charge(Math.floor(length / 16))
   }
 
   depthOf(v: unknown): number {
