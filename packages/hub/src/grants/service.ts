@@ -93,13 +93,21 @@ export class GrantService {
     return resource
   }
 
-  /** Ids of resources `principal` holds a live grant for (any action), for listings. */
-  async sharedResourceIds(db: Kysely<Schema>, principal: string): Promise<string[]> {
+  /**
+   * Ids of resources `principal` may perform `action` on through a live grant, for listings: the
+   * rule `allows` applies to one resource, so a listing never shows what the item route refuses.
+   */
+  async sharedResourceIds(
+    db: Kysely<Schema>,
+    principal: string,
+    action: ResourceAction,
+  ): Promise<string[]> {
     const now = this.deps.clock.now()
     const rows = await store.liveResourceIdsFor(db, principal, now)
     const ids = new Set<string>()
     for (const g of rows) {
       if (ids.has(g.resource_id)) continue
+      if (!(JSON.parse(g.actions) as string[]).includes(action)) continue
       const resource = await resourceStore.findResource(db, g.resource_id)
       if (resource && (await this.chainLive(db, g, resource, now, 0))) ids.add(g.resource_id)
     }
