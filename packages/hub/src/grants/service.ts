@@ -185,11 +185,9 @@ export class GrantService {
         }
         const resource = await resourceStore.findResource(tx.db, body.resourceId)
         if (!resource) throw resourceForbidden(body.resourceId)
-        if (body.subject === principal || body.subject === resource.owner) {
-          throw new BatonError('invalid_grant', 'The subject already holds this access', {
-            field: 'subject',
-          })
-        }
+        // Access is decided before anything about the resource is checked, so a caller who may
+        // not see it is answered exactly as for a missing id (the subject check below would
+        // otherwise tell that the resource exists, and who owns it).
         let parentId: string | null = null
         if (resource.owner !== principal) {
           // seed 000: a non-owner passes on access only through a delegable grant, and only a
@@ -205,6 +203,11 @@ export class GrantService {
             )
           }
           parentId = parent.id
+        }
+        if (body.subject === principal || body.subject === resource.owner) {
+          throw new BatonError('invalid_grant', 'The subject already holds this access', {
+            field: 'subject',
+          })
         }
         const row: GrantRow = {
           id: `gr_${randomBytes(16).toString('base64url')}`,
