@@ -308,9 +308,13 @@ export function registerDashboard(api: Api, ctx: AppContext): void {
     }
 
     read('/dashboard/api/overview', () => q.overview(db(), now()))
-    read('/dashboard/api/principals', async (req) => ({
-      principals: await ctx.identity.list(text(query(req).state)),
-    }))
+    read('/dashboard/api/principals', (req) =>
+      ctx.identity.list({
+        state: text(query(req).state),
+        limit: text(query(req).limit),
+        cursor: text(query(req).cursor),
+      }),
+    )
     read('/dashboard/api/handoffs', async (req) => ({
       handoffs: await q.listHandoffs(db(), now(), { state: text(query(req).state) ?? '' }),
     }))
