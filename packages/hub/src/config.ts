@@ -50,6 +50,12 @@ export interface Config {
   }
   /** Session transfer (seed 004). */
   transfer: TransferConfig
+  dashboard: {
+    /** Most event streams one dashboard session may hold open at once. */
+    streamsPerSession: number
+    /** Most dashboard event streams open on this instance at once. */
+    streamsMax: number
+  }
   /** Largest number of writes committed together in one transaction. */
   maxBatch: number
   /** How long graceful shutdown waits for in-flight requests. */
@@ -157,6 +163,10 @@ export const ENV_DOC: Record<string, string> = {
   BATON_TRANSFER_LEASE_SECONDS:
     'how long a runtime process holds the lease to run a transfer without renewing it (default 15)',
   BATON_SNAPSHOT_MAX_BYTES: 'largest snapshot request body (default 33554432)',
+  BATON_DASHBOARD_STREAMS_PER_SESSION:
+    'most dashboard event streams one signed-in session may hold open; more answer 429 (default 4)',
+  BATON_DASHBOARD_STREAMS_MAX:
+    'most dashboard event streams open on one instance; more answer 429 (default 100)',
 }
 
 /** Reads the configuration from the environment, then applies flag overrides on top. */
@@ -232,6 +242,10 @@ export function loadConfig(
       maxFileBytes: int(merged, 'BATON_HOME_MAX_FILE_BYTES', HOME_LIMITS.maxFileBytes, 1),
     },
     transfer: transferConfig(merged),
+    dashboard: {
+      streamsPerSession: int(merged, 'BATON_DASHBOARD_STREAMS_PER_SESSION', 4, 1),
+      streamsMax: int(merged, 'BATON_DASHBOARD_STREAMS_MAX', 100, 1),
+    },
     maxBatch: int(merged, 'BATON_MAX_BATCH', 256, 1),
     shutdownGraceMs: int(merged, 'BATON_SHUTDOWN_GRACE_MS', 10_000, 0),
     identity: identityConfig(merged),

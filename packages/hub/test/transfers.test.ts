@@ -375,7 +375,8 @@ for (const store of testStores) {
       assert.equal((await as('runtime').call('GET', `/v1/transfers/${id}/snapshot`)).status, 404)
       assert.equal(
         (await as('runtime').call('POST', `/v1/transfers/${id}/claim`)).body.code,
-        'transfer_state_conflict',
+        'transfer_not_found',
+        'a staged transfer is not offered to runtimes: it answers like a missing id',
       )
       await provision(id)
       const first = await as('runtime').call('POST', `/v1/transfers/${id}/claim`)
@@ -387,8 +388,8 @@ for (const store of testStores) {
         'a repeat is answered',
       )
       const second = await as('runtime2').call('POST', `/v1/transfers/${id}/claim`)
-      assert.equal(second.status, 409)
-      assert.equal(second.body.code, 'transfer_claimed')
+      assert.equal(second.status, 404, 'a transfer another runtime holds is not visible')
+      assert.equal(second.body.code, 'transfer_not_found')
       assert.equal((await as('runtime2').call('GET', `/v1/transfers/${id}/snapshot`)).status, 404)
       assert.equal((await as('stranger').call('GET', `/v1/transfers/${id}/snapshot`)).status, 404)
       const sum = await checksumOf(id)
@@ -396,7 +397,7 @@ for (const store of testStores) {
       const wrongRuntime = await as('runtime2').call('POST', `/v1/transfers/${id}/push`, {
         checksum: sum,
       })
-      assert.equal(wrongRuntime.body.code, 'transfer_forbidden')
+      assert.equal(wrongRuntime.body.code, 'transfer_not_found')
       const bad = await as('runtime').call('POST', `/v1/transfers/${id}/push`, {
         checksum: 'sha-256:AAAA',
       })
@@ -433,11 +434,12 @@ for (const store of testStores) {
 
     test('usage: only the holding runtime; exact integer spend; retries never double-charge', async () => {
       const id = await toActive()
-      for (const who of ['runtime2', 'owner'] as const) {
-        const res = await usage(id, `k-${who}`, 1, who)
-        assert.equal(res.status, 403, who)
-        assert.equal(res.body.code, 'transfer_forbidden')
-      }
+      const mine = await usage(id, 'k-owner', 1, 'owner')
+      assert.equal(mine.status, 403)
+      assert.equal(mine.body.code, 'transfer_forbidden')
+      const other = await usage(id, 'k-runtime2', 1, 'runtime2')
+      assert.equal(other.status, 404, 'another runtime does not see the transfer')
+      assert.equal(other.body.code, 'transfer_not_found')
       const r1 = await usage(id, 'u-1', 100_000)
       assert.equal(r1.status, 200)
       assert.deepEqual(
@@ -620,7 +622,8 @@ for (const store of testStores) {
       assert.equal(
         (await as('runtime2').call('POST', `/v1/transfers/${id}/lease`, { instance: 'instance-c' }))
           .status,
-        403,
+        404,
+        'another runtime does not see the transfer',
       )
       clock.advance(16_000)
       const c = await as('runtime').call('POST', `/v1/transfers/${id}/lease`, {

@@ -272,6 +272,56 @@ export const ERRORS = {
     fix: 'A transfer token is single-use and this one was already consumed; read the transfer to see the move it made, or mint a new token.',
   },
 
+  // bounded compute: the json-expr-v1 language (seed 000; docs/compute.md)
+  compute_invalid_program: {
+    status: 400,
+    fix: 'Write the program in json-expr-v1 (docs/compute.md): every one-key object names a v1 operator with the arity it takes; `path` points at the part refused.',
+  },
+  compute_invalid_input: {
+    status: 400,
+    fix: 'Send an input that is JSON: null, booleans, finite numbers, strings, arrays and plain objects.',
+  },
+  compute_program_too_large: {
+    status: 413,
+    fix: 'Keep the program within `limit` bytes of JSON; move data out of the program into the input.',
+  },
+  compute_input_too_large: {
+    status: 413,
+    fix: 'Keep the input within `limit` bytes of JSON; pass a smaller document or split the work.',
+  },
+  compute_depth_exceeded: {
+    status: 422,
+    fix: 'Keep the nesting of the program, the input and every value it builds within `limit` levels (`where` says which went deeper).',
+  },
+  compute_steps_exceeded: {
+    status: 422,
+    fix: 'The program took more than `limit` evaluation steps; give it a smaller input or fewer nested map, filter and reduce.',
+  },
+  compute_output_too_large: {
+    status: 422,
+    fix: 'Make the program answer at most `limit` bytes of JSON; select the fields you need instead of the whole input.',
+  },
+  compute_string_too_long: {
+    status: 422,
+    fix: 'An operator built a string longer than `limit` UTF-16 code units; concatenate less.',
+  },
+  compute_array_too_long: {
+    status: 422,
+    fix: 'An operator built an array longer than `limit` elements; merge or map over less.',
+  },
+  compute_timeout: {
+    status: 422,
+    fix: 'The evaluation ran past its wall-time limit (`limitMs`) and was stopped; make the program do less work.',
+  },
+  compute_memory_exceeded: {
+    status: 422,
+    fix: 'The evaluation used more memory than its worker may (`limitMb` MiB) and was stopped; build smaller values.',
+  },
+  compute_busy: {
+    status: 503,
+    fix: 'Every compute worker is busy and the queue is full; retry after the seconds in Retry-After.',
+  },
+
   // dashboard
   dashboard_signin_required: {
     status: 401,

@@ -3,14 +3,17 @@ import { requestJson } from '@baton/client'
 import { BatonError } from '@baton/protocol'
 import { systemClock } from '../clock.js'
 import { loadConfig } from '../config.js'
-import { IdentityService } from '../identity/service.js'
+import { IdentityService, type PrincipalPage } from '../identity/service.js'
 import { openDatabase } from '../store/database.js'
 import { WriteBatcher } from '../store/transaction.js'
 import { type Io, UsageError } from './io.js'
 
 const USAGE = `baton admin <command> (--hub URL [--token T] | --data-dir D | --database-url U)
 
-  list [--state pending|approved|rejected|suspended]   list enrolled principals
+  list [--state pending|approved|rejected|suspended]   list enrolled principals, oldest first:
+       [--limit N] [--cursor C] [--all]                every page by default (or with --all);
+                                                        with --limit or --cursor one page and
+                                                        its next_cursor
   show <principal>                                      one principal
   approve <principal>                                   admit a pending (or suspended, rejected) key
   reject <principal>                                    refuse a key
@@ -32,6 +35,9 @@ export async function adminCommand(argv: string[], io: Io): Promise<number> {
       'data-dir': { type: 'string' },
       'database-url': { type: 'string' },
       state: { type: 'string' },
+      limit: { type: 'string' },
+      cursor: { type: 'string' },
+      all: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -46,6 +52,29 @@ export async function adminCommand(argv: string[], io: Io): Promise<number> {
     throw new UsageError(`unknown admin command ${JSON.stringify(sub)}\n\n${USAGE}`)
   }
   if (sub !== 'list' && !principal) throw new UsageError(`admin ${sub} needs a principal`)
+  if (values.all && values.cursor)
+    throw new UsageError('--all starts at the first page: drop --cursor')
+  // One page when the caller names where or how much; otherwise (or with --all) every page.
+  const everyPage =
+    values.all === true || (values.limit === undefined && values.cursor === undefined)
+  const pageQuery = (cursor: string | undefined) => ({
+    ...(values.state ? { state: values.state } : {}),
+    ...(values.limit ? { limit: values.limit } : {}),
+    ...(cursor ? { cursor } : {}),
+  })
+  /** Reads one page, or every page from the first, through `read`. */
+  const listPages = async (
+    read: (q: Record<string, string>) => Promise<PrincipalPage>,
+  ): Promise<PrincipalPage> => {
+    let page = await read(pageQuery(values.cursor))
+    if (!everyPage) return page
+    const principals = [...page.principals]
+    while (page.next_cursor) {
+      page = await read(pageQuery(page.next_cursor))
+      principals.push(...page.principals)
+    }
+    return { principals, next_cursor: null }
+  }
 
   let result: unknown
   if (values.hub) {
@@ -54,20 +83,20 @@ export async function adminCommand(argv: string[], io: Io): Promise<number> {
     const headers = { authorization: `Bearer ${token}` }
     const base = '/admin/v1/principals'
     const enc = principal ? encodeURIComponent(principal) : ''
-    const answer =
+    const hub = values.hub
+    const call = async (method: string, path: string) => {
+      const answer = await requestJson(hub, method, path, undefined, { headers })
+      if (answer.status >= 400) throw BatonError.fromBody(answer.body, answer.status)
+      return answer.body
+    }
+    result =
       sub === 'list'
-        ? await requestJson(
-            values.hub,
-            'GET',
-            values.state ? `${base}?state=${encodeURIComponent(values.state)}` : base,
-            undefined,
-            { headers },
+        ? await listPages(
+            async (q) => (await call('GET', `${base}?${new URLSearchParams(q)}`)) as PrincipalPage,
           )
         : sub === 'show'
-          ? await requestJson(values.hub, 'GET', `${base}/${enc}`, undefined, { headers })
-          : await requestJson(values.hub, 'POST', `${base}/${enc}/${sub}`, undefined, { headers })
-    if (answer.status >= 400) throw BatonError.fromBody(answer.body, answer.status)
-    result = answer.body
+          ? await call('GET', `${base}/${enc}`)
+          : await call('POST', `${base}/${enc}/${sub}`)
   } else {
     const config = loadConfig(process.env, {
       ...(values['data-dir'] ? { 'data-dir': values['data-dir'] } : {}),
@@ -87,7 +116,7 @@ export async function adminCommand(argv: string[], io: Io): Promise<number> {
       version: '',
     })
     try {
-      if (sub === 'list') result = { principals: await service.list(values.state) }
+      if (sub === 'list') result = await listPages((q) => service.list(q))
       else if (sub === 'show') result = await service.get(principal!)
       else result = await service.decide(principal!, sub)
     } finally {

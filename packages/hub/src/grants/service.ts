@@ -93,13 +93,21 @@ export class GrantService {
     return resource
   }
 
-  /** Ids of resources `principal` holds a live grant for (any action), for listings. */
-  async sharedResourceIds(db: Kysely<Schema>, principal: string): Promise<string[]> {
+  /**
+   * Ids of resources `principal` may perform `action` on through a live grant, for listings: the
+   * rule `allows` applies to one resource, so a listing never shows what the item route refuses.
+   */
+  async sharedResourceIds(
+    db: Kysely<Schema>,
+    principal: string,
+    action: ResourceAction,
+  ): Promise<string[]> {
     const now = this.deps.clock.now()
     const rows = await store.liveResourceIdsFor(db, principal, now)
     const ids = new Set<string>()
     for (const g of rows) {
       if (ids.has(g.resource_id)) continue
+      if (!(JSON.parse(g.actions) as string[]).includes(action)) continue
       const resource = await resourceStore.findResource(db, g.resource_id)
       if (resource && (await this.chainLive(db, g, resource, now, 0))) ids.add(g.resource_id)
     }
@@ -177,11 +185,9 @@ export class GrantService {
         }
         const resource = await resourceStore.findResource(tx.db, body.resourceId)
         if (!resource) throw resourceForbidden(body.resourceId)
-        if (body.subject === principal || body.subject === resource.owner) {
-          throw new BatonError('invalid_grant', 'The subject already holds this access', {
-            field: 'subject',
-          })
-        }
+        // Access is decided before anything about the resource is checked, so a caller who may
+        // not see it is answered exactly as for a missing id (the subject check below would
+        // otherwise tell that the resource exists, and who owns it).
         let parentId: string | null = null
         if (resource.owner !== principal) {
           // seed 000: a non-owner passes on access only through a delegable grant, and only a
@@ -197,6 +203,11 @@ export class GrantService {
             )
           }
           parentId = parent.id
+        }
+        if (body.subject === principal || body.subject === resource.owner) {
+          throw new BatonError('invalid_grant', 'The subject already holds this access', {
+            field: 'subject',
+          })
         }
         const row: GrantRow = {
           id: `gr_${randomBytes(16).toString('base64url')}`,

@@ -117,14 +117,24 @@ export function registerIdentityRoutes(api: Api, ctx: AppContext): void {
     method: 'GET',
     url: '/admin/v1/principals',
     operationId: 'listPrincipals',
-    summary: 'List enrolled principals, optionally in one admission state (operator only)',
+    summary:
+      'One page of enrolled principals, oldest enrolment first, optionally in one admission state (operator only)',
     tags: adminTags,
     security: 'bearer',
-    query: { state: { description: 'pending, approved, rejected or suspended' } },
-    responses: { 200: { description: 'The principals' }, ...adminErrors },
+    query: {
+      state: { description: 'pending, approved, rejected or suspended' },
+      limit: { description: 'Principals per page, 1 to 500 (default 100)' },
+      cursor: { description: 'The next_cursor of the page before; absent for the first page' },
+    },
+    responses: {
+      200: { description: '{ principals, next_cursor }: next_cursor is null on the last page' },
+      400: { description: 'invalid_request (state, limit or cursor)' },
+      ...adminErrors,
+    },
     handler: async (req) => {
       service.assertAdmin(bearerToken(req))
-      return { principals: await service.list((req.query as { state?: string }).state) }
+      const { state, limit, cursor } = req.query as Record<string, string | undefined>
+      return service.list({ state, limit, cursor })
     },
   })
   api.route({

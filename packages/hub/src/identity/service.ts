@@ -456,11 +456,18 @@ export class IdentityService {
     }
   }
 
-  /** Lists principals, optionally in one admission state, oldest enrolment first. */
-  async list(state?: unknown, limit = 500): Promise<PrincipalView[]> {
+  /**
+   * One page of enrolled principals, optionally in one admission state, oldest enrolment first.
+   * The cursor is a position (enrolment time and principal), not an offset, so a page holds the
+   * same keys however many enrol meanwhile: new keys only ever join after the last page, and a
+   * decision that moves a key out of the filtered state skips or repeats nothing.
+   */
+  async list(
+    q: { state?: unknown; limit?: unknown; cursor?: unknown } = {},
+  ): Promise<PrincipalPage> {
     let filter: AdmissionState | undefined
-    if (state !== undefined && state !== '') {
-      const parsed = AdmissionState.safeParse(state)
+    if (q.state !== undefined && q.state !== '') {
+      const parsed = AdmissionState.safeParse(q.state)
       if (!parsed.success) {
         throw new BatonError(
           'invalid_request',
@@ -472,8 +479,19 @@ export class IdentityService {
       }
       filter = parsed.data
     }
-    const rows = await store.listPrincipals(this.deps.database.db, { state: filter, limit })
-    return rows.map((r) => toView(toPrincipal(r)))
+    const limit = parsePageLimit(q.limit)
+    const after = q.cursor === undefined || q.cursor === '' ? undefined : parseCursor(q.cursor)
+    const rows = await store.listPrincipals(this.deps.database.db, {
+      state: filter,
+      after,
+      limit: limit + 1,
+    })
+    const page = rows.slice(0, limit)
+    const last = page.at(-1)
+    return {
+      principals: page.map((r) => toView(toPrincipal(r))),
+      next_cursor: rows.length > limit && last ? toCursor(last) : null,
+    }
   }
 
   /** One principal by its did:key. */
@@ -515,4 +533,55 @@ export class IdentityService {
   async cleanup(): Promise<number> {
     return this.deps.batcher.run((tx) => store.pruneNonces(tx.db, this.deps.clock.now()))
   }
+}
+
+/** One page of the admin principal list, and where the next begins (null after the last). */
+export interface PrincipalPage {
+  principals: PrincipalView[]
+  next_cursor: string | null
+}
+
+/** The default and the largest page of the admin principal list. */
+export const PRINCIPAL_PAGE = { defaultLimit: 100, maxLimit: 500 } as const
+
+function parsePageLimit(raw: unknown): number {
+  if (raw === undefined || raw === '') return PRINCIPAL_PAGE.defaultLimit
+  const n = typeof raw === 'string' && /^\d{1,4}$/.test(raw) ? Number(raw) : raw
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1 || n > PRINCIPAL_PAGE.maxLimit) {
+    throw new BatonError(
+      'invalid_request',
+      `limit must be a whole number from 1 to ${PRINCIPAL_PAGE.maxLimit}`,
+      { field: 'limit', max: PRINCIPAL_PAGE.maxLimit },
+    )
+  }
+  return n
+}
+
+// A cursor is opaque to callers: `v1.` and the base64url JSON of [enrolled_at, principal].
+function toCursor(row: { enrolled_at: number; principal: string }): string {
+  return `v1.${Buffer.from(JSON.stringify([row.enrolled_at, row.principal])).toString('base64url')}`
+}
+
+function parseCursor(raw: unknown): { enrolledAt: number; principal: string } {
+  const refuse = () =>
+    new BatonError('invalid_request', 'cursor is not one this list answered', { field: 'cursor' })
+  if (typeof raw !== 'string' || raw.length > 400 || !/^v1\.[A-Za-z0-9_-]+$/.test(raw)) {
+    throw refuse()
+  }
+  let value: unknown
+  try {
+    value = JSON.parse(Buffer.from(raw.slice(3), 'base64url').toString('utf8'))
+  } catch {
+    throw refuse()
+  }
+  if (
+    !Array.isArray(value) ||
+    value.length !== 2 ||
+    !Number.isSafeInteger(value[0]) ||
+    typeof value[1] !== 'string' ||
+    value[1].length > 200
+  ) {
+    throw refuse()
+  }
+  return { enrolledAt: value[0] as number, principal: value[1] }
 }

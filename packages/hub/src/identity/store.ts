@@ -60,12 +60,26 @@ export async function setPrincipalState(
     .executeTakeFirst()
 }
 
+/** Principals in enrolment order, after a position (keyset paging), optionally in one state. */
 export async function listPrincipals(
   db: Kysely<Schema>,
-  q: { state?: string | undefined; limit: number },
+  q: {
+    state?: string | undefined
+    after?: { enrolledAt: number; principal: string } | undefined
+    limit: number
+  },
 ): Promise<PrincipalRow[]> {
   let query = db.selectFrom('principals').selectAll()
   if (q.state) query = query.where('state', '=', q.state)
+  const after = q.after
+  if (after) {
+    query = query.where((eb) =>
+      eb.or([
+        eb('enrolled_at', '>', after.enrolledAt),
+        eb.and([eb('enrolled_at', '=', after.enrolledAt), eb('principal', '>', after.principal)]),
+      ]),
+    )
+  }
   return query.orderBy('enrolled_at', 'asc').orderBy('principal', 'asc').limit(q.limit).execute()
 }
 

@@ -225,7 +225,12 @@ export class ResourceService {
     })
   }
 
-  /** Resources the caller owns or holds a live grant for, optionally by namespace and kind. */
+  /**
+   * Resources the caller may read (owns, or holds a live `resource:read` grant for), optionally
+   * by namespace and kind. A listing is a read: seed 000 has a principal that may not read a
+   * resource find it missing from a listing, and read permission is what shows `data`, so a
+   * resource shared only for `resource:update` is left out rather than listed without its data.
+   */
   async list(
     principal: string,
     q: { namespace?: unknown; kind?: unknown; after?: unknown; limit?: unknown },
@@ -245,7 +250,7 @@ export class ResourceService {
     }
     const limit = Math.min(100, Number(limitRaw))
     const db = this.deps.database.db
-    const sharedIds = await this.deps.grants.sharedResourceIds(db, principal)
+    const sharedIds = await this.deps.grants.sharedResourceIds(db, principal, 'resource:read')
     const rows = await store.listVisible(db, {
       owner: principal,
       sharedIds,

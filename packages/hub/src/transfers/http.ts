@@ -172,7 +172,10 @@ export function registerTransferRoutes(api: Api, ctx: AppContext): void {
       200: { description: 'The transfer, claimed by the caller' },
       ...signed,
       403: { description: 'transfer_forbidden (not an allowed runtime)' },
-      409: { description: 'transfer_claimed or transfer_state_conflict' },
+      409: {
+        description:
+          'transfer_claimed or transfer_state_conflict, to the owner; any other caller gets 404 unless the transfer is provisioned, unclaimed and live',
+      },
       410: { description: 'transfer_expired' },
     },
     handler: (req) => service.claim(who(req), idOf(req)),
@@ -189,7 +192,7 @@ export function registerTransferRoutes(api: Api, ctx: AppContext): void {
     responses: {
       200: { description: 'The transfer, pushed' },
       ...signed,
-      403: { description: 'transfer_forbidden' },
+      403: { description: 'transfer_forbidden (the owner, not the claiming runtime)' },
       409: { description: 'transfer_state_conflict' },
       410: { description: 'transfer_expired' },
       422: { description: 'checksum_mismatch (recorded in the event log)' },
@@ -220,7 +223,7 @@ export function registerTransferRoutes(api: Api, ctx: AppContext): void {
     responses: {
       200: { description: '`{ transferId, instance, leaseEndsAt, renewed }`' },
       ...signed,
-      403: { description: 'transfer_forbidden' },
+      403: { description: 'transfer_forbidden (the owner, not the claiming runtime)' },
       409: { description: 'transfer_lease_held or transfer_state_conflict' },
     },
     handler: (req) => service.lease(who(req), idOf(req), req.body),
@@ -237,7 +240,7 @@ export function registerTransferRoutes(api: Api, ctx: AppContext): void {
     responses: {
       200: { description: 'Where the budget stands, and whether to stop' },
       ...signed,
-      403: { description: 'transfer_forbidden (not the runtime that holds the transfer)' },
+      403: { description: 'transfer_forbidden (the owner, not the runtime that holds it)' },
       409: { description: 'transfer_state_conflict or idempotency_conflict' },
     },
     handler: (req) => service.usage(who(req), idOf(req), req.body),

@@ -75,6 +75,27 @@ function notFound(id: string): BatonError {
   return new BatonError('transfer_not_found', `No transfer ${JSON.stringify(id)} visible to you`)
 }
 
+/** The access rule of a token-gated move: the token is the authority, so any caller may try. */
+const anyHolder = () => undefined
+
+/**
+ * The access rule of the runtime's own writes (push, lease, usage): the claiming runtime acts;
+ * the owner, who sees the transfer, is refused; anyone else is answered like a missing id.
+ */
+function runtimeOnly(runtime: string) {
+  return (row: TransferRow): BatonError | undefined => {
+    if (row.runtime === runtime) return undefined
+    if (row.owner !== runtime) return notFound(row.id)
+    // seed 004 fault: anyone could report usage; only the claiming runtime may act for it.
+    return new BatonError(
+      'transfer_forbidden',
+      row.runtime === null
+        ? 'Claim the transfer before running it'
+        : 'Only the runtime that claimed this transfer may do this',
+    )
+  }
+}
+
 function conflict(row: TransferRow, wanted: string): BatonError {
   return new BatonError(
     'transfer_state_conflict',
@@ -276,7 +297,14 @@ export class TransferService {
   async claim(runtime: string, id: string): Promise<TransferView> {
     this.assertRuntimeAllowed(runtime)
     if (!isTransferId(id)) throw notFound(id)
-    return this.write(id, undefined, async (tx, row, now) => {
+    // Only a claimable transfer is visible to a runtime that neither owns nor holds it: one
+    // that is not, or that another runtime won meanwhile, is answered like a missing id.
+    const hidden = (row: TransferRow) => row.owner !== runtime && row.runtime !== runtime
+    const claimAccess = (row: TransferRow, now: number) =>
+      hidden(row) && (row.runtime !== null || row.state !== 'provisioned' || isDue(row, now))
+        ? notFound(id)
+        : undefined
+    return this.write(id, claimAccess, async (tx, row, now) => {
       if (row.runtime === runtime && row.state !== 'terminated') {
         return { ok: true, value: await this.viewOf(tx.db, row) }
       }
@@ -289,9 +317,11 @@ export class TransferService {
         const fresh = (await store.findTransfer(tx.db, id))!
         return {
           ok: false,
-          error: fresh.runtime
-            ? new BatonError('transfer_claimed', 'Another runtime holds it')
-            : conflict(fresh, 'claim'),
+          error: hidden(fresh)
+            ? notFound(id)
+            : fresh.runtime
+              ? new BatonError('transfer_claimed', 'Another runtime holds it')
+              : conflict(fresh, 'claim'),
         }
       }
       const after = { ...row, runtime, version, updated_at: now }
@@ -335,7 +365,7 @@ export class TransferService {
    */
   async push(runtime: string, id: string, input: unknown): Promise<TransferView> {
     const body = parseInput(PushInput, input)
-    return this.write(id, runtime, async (tx, row, now) => {
+    return this.write(id, runtimeOnly(runtime), async (tx, row, now) => {
       if (row.state !== 'provisioned') return { ok: false, error: conflict(row, 'push') }
       const content = await store.readSnapshot(tx.db, id)
       const hubChecksum = content === undefined ? '' : checksumOfCanonical(content)
@@ -375,7 +405,7 @@ export class TransferService {
    */
   async lease(runtime: string, id: string, input: unknown): Promise<LeaseView> {
     const { instance } = parseInput(LeaseInput, input)
-    return this.write(id, runtime, async (tx, row, now) => {
+    return this.write(id, runtimeOnly(runtime), async (tx, row, now) => {
       if (row.state !== 'active') return { ok: false, error: conflict(row, 'lease') }
       const until = now + this.deps.config.leaseMs
       const held = await store.casLease(tx.db, { id, runtime, instance, now, until })
@@ -411,7 +441,7 @@ export class TransferService {
   async usage(runtime: string, id: string, input: unknown): Promise<UsageView> {
     const body = parseInput(UsageInput, input)
     const run = () =>
-      this.write(id, runtime, async (tx, row, now) => {
+      this.write(id, runtimeOnly(runtime), async (tx, row, now) => {
         const prior = await store.findUsage(tx.db, id, body.idempotencyKey)
         if (prior) {
           if (prior.amount_micros !== body.amountMicros) {
@@ -673,12 +703,14 @@ export class TransferService {
   }
 
   /**
-   * Runs a write on one transfer: checks that `runtime` (when given) holds it, expires it first
-   * when its TTL passed (committing that, then answering `transfer_expired`), else runs `fn`.
+   * Runs a write on one transfer: applies `access` (who may act on it) before anything else,
+   * expires it first when its TTL passed (committing that, then answering `transfer_expired`),
+   * else runs `fn`. A caller who may not see the transfer is answered `transfer_not_found`,
+   * exactly as for an id that does not exist, so no state or expiry tells that it does.
    */
   private async write<T>(
     id: string,
-    runtime: string | undefined,
+    access: (row: TransferRow, now: number) => BatonError | undefined,
     fn: (tx: Tx, row: TransferRow, now: number) => Promise<Outcome<T>>,
   ): Promise<T> {
     if (!isTransferId(id)) throw notFound(id)
@@ -686,15 +718,8 @@ export class TransferService {
       const now = this.deps.clock.now()
       const row = await store.findTransfer(tx.db, id)
       if (!row) throw notFound(id)
-      if (runtime !== undefined && row.runtime !== runtime) {
-        // seed 004 fault: anyone could report usage; only the claiming runtime may act for it.
-        throw new BatonError(
-          'transfer_forbidden',
-          row.runtime === null
-            ? 'Claim the transfer before running it'
-            : 'Only the runtime that claimed this transfer may do this',
-        )
-      }
+      const refused = access(row, now)
+      if (refused) throw refused
       if (isDue(row, now)) {
         await this.expireIn(tx, id, now)
         return { ok: false, error: expiredError(row) }
@@ -721,7 +746,7 @@ export class TransferService {
         ...(row ? { state: row.state, version: row.version } : {}),
       })
     try {
-      return await this.write(id, undefined, async (tx, row, now) => {
+      return await this.write(id, anyHolder, async (tx, row, now) => {
         if (await store.tokenUsed(tx.db, jti)) return { ok: false, error: replayed(row) }
         const outcome = await fn(tx, row, now)
         if (outcome.ok) await store.useToken(tx.db, { jti, transfer_id: id, scope, used_at: now })

@@ -69,7 +69,10 @@ export function registerDashboard(api: Api, ctx: AppContext): void {
   const adminToken = ctx.config.identity.adminToken
   const keeper = adminToken ? new SessionKeeper(adminToken) : undefined
   const limiter = new SignInLimiter()
-  const streams = new DashboardStreams(ctx.bus)
+  const streams = new DashboardStreams(ctx.bus, {
+    perSession: ctx.config.dashboard.streamsPerSession,
+    total: ctx.config.dashboard.streamsMax,
+  })
   const db = () => ctx.database.db
   const now = () => ctx.clock.now()
 
@@ -80,12 +83,14 @@ export function registerDashboard(api: Api, ctx: AppContext): void {
     if (!keeper) return
     for (const row of await signouts.liveSignouts(db(), now())) {
       keeper.remember(row.session_id, row.expires_at, now())
+      streams.closeSession(row.session_id)
     }
   }
   const unsubscribe = ctx.bus.subscribe(SIGNOUT_TOPIC, (event) => {
     const { sessionId, expiresAt } = event.data as { sessionId?: unknown; expiresAt?: unknown }
     if (typeof sessionId === 'string' && typeof expiresAt === 'number') {
       keeper?.remember(sessionId, expiresAt, now())
+      streams.closeSession(sessionId)
     }
   })
   const refresh = keeper
@@ -253,6 +258,9 @@ export function registerDashboard(api: Api, ctx: AppContext): void {
     scope.post('/dashboard/signout', async (req, reply) => {
       const session = requireMutation(req)
       keeper!.end(session, now())
+      // Streams opened before the sign-out end with it; other instances end theirs when they
+      // hear of it on the bus, or at their next re-read of the sign-outs.
+      streams.closeSession(session.id)
       await ctx.batcher.run(async (tx) => {
         await signouts.insertSignout(tx.db, {
           session_id: session.id,
@@ -300,9 +308,13 @@ export function registerDashboard(api: Api, ctx: AppContext): void {
     }
 
     read('/dashboard/api/overview', () => q.overview(db(), now()))
-    read('/dashboard/api/principals', async (req) => ({
-      principals: await ctx.identity.list(text(query(req).state)),
-    }))
+    read('/dashboard/api/principals', (req) =>
+      ctx.identity.list({
+        state: text(query(req).state),
+        limit: text(query(req).limit),
+        cursor: text(query(req).cursor),
+      }),
+    )
     read('/dashboard/api/handoffs', async (req) => ({
       handoffs: await q.listHandoffs(db(), now(), { state: text(query(req).state) ?? '' }),
     }))
@@ -365,9 +377,10 @@ export function registerDashboard(api: Api, ctx: AppContext): void {
     scope.get('/dashboard/events', async (req, reply) => {
       const session = requireSession(req)
       if (ctx.isClosing()) throw new BatonError('shutting_down', 'The hub is shutting down')
+      streams.assertRoom(session.id)
       reply.hijack()
       for (const [k, v] of Object.entries(SECURITY_HEADERS)) reply.raw.setHeader(k, v)
-      streams.serve(reply.raw, session.expiresAt - now())
+      streams.serve(reply.raw, session.id, session.expiresAt - now())
     })
   }
   void api.app.register(register)

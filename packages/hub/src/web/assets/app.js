@@ -134,7 +134,13 @@ const views = {
         ],
         params.get('state') ?? 'pending',
       )}</div><div id="content"></div>`,
-    load: ({ params }) => api(`/dashboard/api/principals?state=${enc(stateOf(params))}`),
+    // One page at a time: the hub answers a cursor for the next, kept in the address.
+    load: ({ params }) => {
+      const cursor = params.get('cursor')
+      return api(
+        `/dashboard/api/principals?state=${enc(stateOf(params))}${cursor ? `&cursor=${enc(cursor)}` : ''}`,
+      )
+    },
     draw: drawPrincipals,
     onEvent: (ev) => isType(ev, 'principal'),
     // Enrolment publishes no event, so the queue is also re-read now and then.
@@ -283,13 +289,33 @@ function drawOverview(o) {
   <section class="charts" aria-label="Activity">${chart('Handoff moves', a.handoffMoves)}${chart('Messages sent', a.messages)}${chart('Resource versions', a.resourceVersions)}${chart('Transfer events', a.transferEvents)}</section>`
 }
 
-function drawPrincipals({ principals }) {
+/** Links to the first and the next page of a cursor-paged list. */
+function pager(section, params, nextCursor) {
+  const at = (cursor) => {
+    const p = new URLSearchParams(params)
+    if (cursor) p.set('cursor', cursor)
+    else p.delete('cursor')
+    const qs = p.toString()
+    return `#/${section}${qs ? `?${qs}` : ''}`
+  }
+  const links = [
+    params.get('cursor')
+      ? `<a href="${esc(at(''))}" data-focus-key="page:first">First page</a>`
+      : '',
+    nextCursor
+      ? `<a href="${esc(at(nextCursor))}" id="next-page" data-focus-key="page:next">Next page</a>`
+      : '',
+  ].filter(Boolean)
+  return links.length ? `<nav class="pager" aria-label="Pages">${links.join('')}</nav>` : ''
+}
+
+function drawPrincipals({ principals, next_cursor }, r) {
   const rows = principals.map((p) => {
     const act = (decision, label, disabled) =>
       `<button type="button" class="${decision}" data-decide="${decision}" data-principal="${esc(p.principal)}" data-focus-key="${decision}:${esc(p.principal)}"${disabled ? ' disabled' : ''}>${label}</button>`
     return `<tr data-principal="${esc(p.principal)}"><td>${short(p.principal, 'long')}</td><td>${badge(p.state)}</td><td class="hide-narrow">${time(p.enrolledAt)}</td><td class="hide-narrow">${time(p.decidedAt)}</td><td class="actions">${act('approve', 'Approve', p.state === 'approved')}${act('reject', 'Reject', p.state === 'rejected')}${act('suspend', 'Suspend', p.state === 'suspended')}</td></tr>`
   })
-  return table(
+  return `${table(
     [
       '<th>Principal</th>',
       '<th>State</th>',
@@ -300,7 +326,7 @@ function drawPrincipals({ principals }) {
     rows,
     'No principals in this state.',
     'stack',
-  )
+  )}${pager('admission', r.params, next_cursor)}`
 }
 
 function drawHandoffs({ handoffs }) {
@@ -526,6 +552,8 @@ view.addEventListener('change', (e) => {
   const value = e.target.value.trim()
   if (value) params.set(key, value)
   else params.delete(key)
+  // Another filter starts again at the first page.
+  params.delete('cursor')
   setParams(section, params)
   void refresh()
 })

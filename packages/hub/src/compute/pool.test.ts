@@ -1,0 +1,134 @@
+// The worker pool: overruns end and replace a worker, the pool keeps serving, a full queue and a
+// closed pool answer their codes, and nothing that is not bounded JSON reaches a worker.
+import assert from 'node:assert/strict'
+import { after, test } from 'node:test'
+import { BatonError } from '@baton/protocol'
+import { evaluateJsonExpr } from './json-expr.js'
+import { createComputePool } from './pool.js'
+
+const code = (expected: string) => (e: unknown) => e instanceof BatonError && e.code === expected
+
+// A tree that doubles with each element of `xs`: comparing two takes 2^n steps.
+const tree = { reduce: [{ var: 'xs' }, [{ var: 'accumulator' }, { var: 'accumulator' }], 0] }
+const endless = { '==': [tree, tree] }
+const endlessInput = { xs: Array.from({ length: 60 }, (_, i) => i) }
+const unbounded = { maxSteps: 9e15 }
+
+const pool = createComputePool({ size: 1, worker: { timeoutMs: 10_000, memoryMb: 32 } })
+after(() => pool.close())
+
+test('a program past its wall time is ended, its worker replaced, and the pool serves on', async () => {
+  await pool.ready()
+  const before = pool.stats().replaced
+  await assert.rejects(
+    pool.evaluate(endless, endlessInput, { limits: unbounded, timeoutMs: 200 }),
+    code('compute_timeout'),
+  )
+  assert.equal(pool.stats().replaced, before + 1)
+  const r = await pool.evaluate({ '+': [{ var: 'a' }, 1] }, { a: 41 })
+  assert.equal(r.output, 42)
+  assert.equal(pool.stats().workers, 1)
+})
+
+test('a program past its heap is ended with compute_memory_exceeded, and the pool serves on', async () => {
+  const grow = {
+    reduce: [{ var: 'xs' }, { merge: [{ var: 'accumulator' }, { var: 'accumulator' }] }, [1]],
+  }
+  const before = pool.stats().replaced
+  await assert.rejects(
+    pool.evaluate(
+      grow,
+      { xs: Array.from({ length: 40 }, (_, i) => i) },
+      { limits: { maxSteps: 9e15, maxArrayLength: 9e15 }, timeoutMs: 30_000 },
+    ),
+    code('compute_memory_exceeded'),
+  )
+  assert.equal(pool.stats().replaced, before + 1)
+  assert.deepEqual((await pool.evaluate({ merge: [[1], 2] }, null)).output, [1, 2])
+})
+
+test('a full queue answers compute_busy with Retry-After, and close fails what is left', async () => {
+  const busy = createComputePool({ size: 1, maxQueue: 1, worker: { timeoutMs: 60_000 } })
+  await busy.ready()
+  const running = busy.evaluate(endless, endlessInput, { limits: unbounded })
+  const waiting = busy.evaluate({ var: '' }, 1)
+  assert.deepEqual(busy.stats(), { workers: 1, ready: 1, busy: 1, queued: 1, replaced: 0 })
+  await assert.rejects(busy.evaluate({ var: '' }, 2), (e: unknown) => {
+    assert.ok(e instanceof BatonError)
+    assert.equal(e.code, 'compute_busy')
+    assert.equal(e.status, 503)
+    assert.equal(e.headers['retry-after'], '1')
+    assert.equal(e.context.retry_after, 1)
+    return true
+  })
+  const ended = [
+    assert.rejects(running, code('shutting_down')),
+    assert.rejects(waiting, code('shutting_down')),
+  ]
+  await busy.close()
+  await Promise.all(ended)
+  await assert.rejects(busy.evaluate({ var: '' }, 3), code('shutting_down'))
+})
+
+test('an invalid or oversized program is refused before it reaches a worker', async () => {
+  await assert.rejects(pool.evaluate({ log: 'x' }, null), code('compute_invalid_program'))
+  await assert.rejects(
+    pool.evaluate({ cat: ['x'.repeat(100)] }, null, { limits: { maxProgramBytes: 64 } }),
+    code('compute_program_too_large'),
+  )
+  await assert.rejects(
+    pool.evaluate({ var: '' }, 'x'.repeat(100), { limits: { maxInputBytes: 64 } }),
+    code('compute_input_too_large'),
+  )
+})
+
+test('nesting far past the bound is refused, never a stack overflow', async () => {
+  let program: unknown = true
+  let input: unknown = 1
+  for (let i = 0; i < 200_000; i++) {
+    program = { '!': program }
+    input = [input]
+  }
+  assert.throws(() => evaluateJsonExpr(program, null), code('compute_depth_exceeded'))
+  assert.throws(() => evaluateJsonExpr({ var: '' }, input), code('compute_depth_exceeded'))
+  await assert.rejects(pool.evaluate(program, null), code('compute_depth_exceeded'))
+  await assert.rejects(pool.evaluate({ var: '' }, input), code('compute_depth_exceeded'))
+  const cycle: unknown[] = []
+  cycle.push(cycle)
+  assert.throws(() => evaluateJsonExpr({ var: '' }, cycle), code('compute_depth_exceeded'))
+})
+
+test('values JSON cannot carry are refused as input or program', () => {
+  const sparse: unknown[] = []
+  sparse[2] = 1
+  for (const input of [
+    undefined,
+    () => 1,
+    Number.NaN,
+    Number.POSITIVE_INFINITY,
+    new Date(0),
+    sparse,
+    1n,
+    new Map(),
+  ]) {
+    assert.throws(() => evaluateJsonExpr({ var: '' }, input), code('compute_invalid_input'))
+  }
+  for (const program of [undefined, Number.NaN, { var: [undefined] }, new Date(0)]) {
+    assert.throws(() => evaluateJsonExpr(program, null), code('compute_invalid_program'))
+  }
+})
+
+test('bounds must be positive integers', () => {
+  assert.throws(() => evaluateJsonExpr(1, null, { maxSteps: 0 }), code('invalid_request'))
+  assert.throws(() => evaluateJsonExpr(1, null, { maxDepth: 1.5 }), code('invalid_request'))
+  assert.throws(() => createComputePool({ worker: { timeoutMs: -1 } }), code('invalid_request'))
+})
+
+test('the output is a fresh JSON value, and the step count is deterministic', () => {
+  const input = { a: { b: [1, 2] } }
+  const r = evaluateJsonExpr({ var: 'a' }, input)
+  assert.deepEqual(r.output, { b: [1, 2] })
+  assert.notEqual(r.output, input.a)
+  assert.equal(r.outputText, '{"b":[1,2]}')
+  assert.equal(evaluateJsonExpr({ var: 'a' }, input).steps, r.steps)
+})

@@ -1,0 +1,263 @@
+// A small pool of worker threads for json-expr-v1. Each worker runs under a V8 heap limit
+// (`resourceLimits`), and an evaluation that runs past its wall time is ended by terminating its
+// worker; a worker that is ended or dies is replaced, so one hostile program costs one restart.
+import os from 'node:os'
+import { Worker } from 'node:worker_threads'
+import { BatonError, type ErrorCode, isErrorCode } from '@baton/protocol'
+import { checkJsonInput, compileJsonExpr, type Evaluation, type JsonValue } from './json-expr.js'
+import {
+  type ComputeLimits,
+  resolveComputeLimits,
+  resolveWorkerLimits,
+  type WorkerLimits,
+} from './limits.js'
+import type { WorkerAnswer, WorkerRequest } from './worker.js'
+
+/** How a pool is built; every bound has a default (see limits.ts). */
+export interface ComputePoolOptions {
+  /** Worker threads (default: 2, or 1 on a single core). */
+  size?: number
+  /** Evaluations that may wait for a worker before `compute_busy` (default 256). */
+  maxQueue?: number
+  /** Default evaluator bounds of every evaluation. */
+  limits?: Partial<ComputeLimits>
+  /** Wall time per evaluation and heap per worker. */
+  worker?: Partial<WorkerLimits>
+}
+
+/** Per-evaluation overrides of the pool's bounds (the heap is per worker, so it stays fixed). */
+export interface EvaluateOptions {
+  limits?: Partial<ComputeLimits>
+  timeoutMs?: number
+}
+
+/** What a pool is doing now. */
+export interface ComputePoolStats {
+  workers: number
+  ready: number
+  busy: number
+  queued: number
+  /** Workers started to replace one that was ended or died. */
+  replaced: number
+}
+
+/** Evaluates json-expr-v1 programs on worker threads under every bound. */
+export interface ComputePool {
+  evaluate(program: unknown, input: unknown, options?: EvaluateOptions): Promise<Evaluation>
+  /** Resolves once every worker has started (evaluations wait for this on their own). */
+  ready(): Promise<void>
+  stats(): ComputePoolStats
+  /** Ends every worker; waiting and running evaluations fail with `shutting_down`. */
+  close(): Promise<void>
+}
+
+interface Task {
+  request: WorkerRequest
+  timeoutMs: number
+  resolve: (e: Evaluation) => void
+  reject: (e: BatonError) => void
+}
+
+interface Slot {
+  worker: Worker
+  ready: boolean
+  started: Promise<void>
+  task?: Task
+  timer?: NodeJS.Timeout
+}
+
+const ENTRY = new URL('./worker-entry.mjs', import.meta.url)
+
+/** Starts a pool of compute workers. */
+export function createComputePool(options: ComputePoolOptions = {}): ComputePool {
+  const size = options.size ?? Math.min(2, os.availableParallelism())
+  const maxQueue = options.maxQueue ?? 256
+  const baseLimits = resolveComputeLimits(options.limits)
+  const workerLimits = resolveWorkerLimits(options.worker)
+  if (!Number.isSafeInteger(size) || size < 1) {
+    throw new BatonError('invalid_request', 'size must be a positive integer', { field: 'size' })
+  }
+  const slots = new Set<Slot>()
+  const queue: Task[] = []
+  let nextId = 1
+  let replaced = 0
+  let closed = false
+
+  const spawn = (): Slot => {
+    const worker = new Worker(ENTRY, {
+      execArgv: [],
+      resourceLimits: {
+        maxOldGenerationSizeMb: workerLimits.memoryMb,
+        maxYoungGenerationSizeMb: Math.max(2, Math.floor(workerLimits.memoryMb / 8)),
+      },
+    })
+    worker.unref()
+    let markStarted: () => void = () => {}
+    const slot: Slot = {
+      worker,
+      ready: false,
+      started: new Promise<void>((resolve) => {
+        markStarted = resolve
+      }),
+    }
+    worker.on('message', (m: WorkerAnswer) => {
+      if ('ready' in m) {
+        slot.ready = true
+        markStarted()
+        return dispatch()
+      }
+      const task = slot.task
+      if (!task || task.request.id !== m.id) return
+      finish(slot)
+      if (m.ok) {
+        task.resolve({
+          output: JSON.parse(m.outputText) as JsonValue,
+          outputText: m.outputText,
+          steps: m.steps,
+        })
+      } else {
+        const code: ErrorCode = isErrorCode(m.code) ? m.code : 'internal'
+        task.reject(new BatonError(code, m.message, m.context))
+      }
+      dispatch()
+    })
+    worker.on('error', (error: Error & { code?: string }) => {
+      const memory = error.code === 'ERR_WORKER_OUT_OF_MEMORY'
+      lose(
+        slot,
+        memory
+          ? new BatonError(
+              'compute_memory_exceeded',
+              `The evaluation used more than ${workerLimits.memoryMb} MiB`,
+              { limitMb: workerLimits.memoryMb },
+            )
+          : new BatonError('internal', 'A compute worker failed'),
+      )
+    })
+    worker.on('exit', () => lose(slot, new BatonError('internal', 'A compute worker stopped')))
+    slots.add(slot)
+    return slot
+  }
+
+  const finish = (slot: Slot) => {
+    clearTimeout(slot.timer)
+    slot.timer = undefined
+    slot.task = undefined
+    slot.worker.unref()
+  }
+
+  // A worker ended (by us on overrun, or by itself): fail its task, and replace it while open.
+  const lose = (slot: Slot, error: BatonError) => {
+    if (!slots.delete(slot)) return
+    const task = slot.task
+    const wasReady = slot.ready
+    finish(slot)
+    slot.worker.removeAllListeners('message')
+    void slot.worker.terminate()
+    task?.reject(error)
+    if (closed) return
+    if (!wasReady) {
+      // it died while starting: do not spin; fail what waits, and start afresh on the next call
+      for (const t of queue.splice(0)) t.reject(new BatonError('internal', 'No compute worker'))
+      return
+    }
+    replaced++
+    spawn()
+    dispatch()
+  }
+
+  const dispatch = () => {
+    for (const slot of slots) {
+      if (queue.length === 0) return
+      if (!slot.ready || slot.task) continue
+      const task = queue.shift()!
+      slot.task = task
+      slot.worker.ref()
+      slot.timer = setTimeout(() => {
+        lose(
+          slot,
+          new BatonError('compute_timeout', `The evaluation ran longer than ${task.timeoutMs} ms`, {
+            limitMs: task.timeoutMs,
+          }),
+        )
+      }, task.timeoutMs)
+      slot.worker.postMessage(task.request)
+    }
+  }
+
+  const fill = () => {
+    while (slots.size < size) spawn()
+  }
+  fill()
+
+  return {
+    evaluate(program, input, evaluateOptions = {}) {
+      if (closed) {
+        return Promise.reject(new BatonError('shutting_down', 'The compute pool is closed'))
+      }
+      try {
+        const limits = evaluateOptions.limits
+          ? resolveComputeLimits({ ...baseLimits, ...evaluateOptions.limits })
+          : baseLimits
+        const timeoutMs =
+          evaluateOptions.timeoutMs === undefined
+            ? workerLimits.timeoutMs
+            : resolveWorkerLimits({ timeoutMs: evaluateOptions.timeoutMs }).timeoutMs
+        // checked here first, so that JSON.stringify below meets only bounded JSON values
+        compileJsonExpr(program, limits)
+        checkJsonInput(input, limits)
+        if (queue.length >= maxQueue) {
+          throw new BatonError(
+            'compute_busy',
+            'Every compute worker is busy',
+            { retry_after: 1 },
+            { 'retry-after': '1' },
+          )
+        }
+        fill()
+        const request: WorkerRequest = {
+          id: nextId++,
+          program: JSON.stringify(program),
+          input: JSON.stringify(input),
+          limits,
+        }
+        return new Promise<Evaluation>((resolve, reject) => {
+          queue.push({ request, timeoutMs, resolve, reject })
+          dispatch()
+        })
+      } catch (error) {
+        return Promise.reject(error)
+      }
+    },
+    async ready() {
+      fill()
+      await Promise.all([...slots].map((s) => s.started))
+    },
+    stats() {
+      let busy = 0
+      let ready = 0
+      for (const s of slots) {
+        if (s.task) busy++
+        if (s.ready) ready++
+      }
+      return { workers: slots.size, ready, busy, queued: queue.length, replaced }
+    },
+    async close() {
+      closed = true
+      const stopping = new BatonError('shutting_down', 'The compute pool is closed')
+      for (const t of queue.splice(0)) t.reject(stopping)
+      const all = [...slots]
+      slots.clear()
+      await Promise.all(
+        all.map(async (s) => {
+          const task = s.task
+          finish(s)
+          s.worker.removeAllListeners()
+          s.worker.on('error', () => {})
+          task?.reject(stopping)
+          await s.worker.terminate()
+        }),
+      )
+    },
+  }
+}
