@@ -13,7 +13,7 @@ import { registerIdentityRoutes } from '../identity/http.js'
 import { registerMcpRoute } from '../mcp/http.js'
 import { registerMessageRoutes } from '../messages/http.js'
 import { registerHttpOperations } from '../ops/http.js'
-import { openApiDocument } from '../ops/openapi.js'
+import { type ExtraPath, openApiDocument } from '../ops/openapi.js'
 import { OPERATIONS } from '../ops/registry.js'
 import { registerResourceRoutes } from '../resources/http.js'
 import { ping } from '../store/database.js'
@@ -37,6 +37,36 @@ export interface Api {
 }
 
 export { bearerToken } from './bearer.js'
+
+/** Routes that are not operations (a text answer, this document) but are documented. */
+const DOCUMENTED_ROUTES: ExtraPath[] = [
+  {
+    method: 'GET',
+    path: '/metrics',
+    operationId: 'metrics',
+    summary: 'Prometheus metrics',
+    tags: ['operations'],
+    responses: {
+      200: {
+        description: 'Metrics in the Prometheus text format',
+        content: { 'text/plain': { schema: { type: 'string' } } },
+      },
+    },
+  },
+  {
+    method: 'GET',
+    path: '/openapi.json',
+    operationId: 'openapi',
+    summary: 'This OpenAPI 3.1 document',
+    tags: ['operations'],
+    responses: {
+      200: {
+        description: 'The OpenAPI document',
+        content: { 'application/json': { schema: { type: 'object' } } },
+      },
+    },
+  },
+]
 
 /** Builds the hub's HTTP server from an assembled context. */
 export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
@@ -161,15 +191,6 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
     reply.header('content-type', metrics.registry.contentType)
     return metrics.registry.metrics()
   })
-  openapi.add({
-    method: 'GET',
-    url: '/metrics',
-    operationId: 'metrics',
-    summary: 'Prometheus metrics',
-    tags: ['operations'],
-    security: 'none',
-    responses: { 200: { description: 'Metrics in the Prometheus text format' } },
-  })
 
   registerHttpOperations(app, ctx, OPERATIONS)
   registerIdentityRoutes(api, ctx)
@@ -184,7 +205,7 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
   const legacy = openapi.document({ title: 'Baton hub', version: ctx.version }) as {
     paths: Record<string, Record<string, object>>
   }
-  const doc = openApiDocument(OPERATIONS, [], {
+  const doc = openApiDocument(OPERATIONS, DOCUMENTED_ROUTES, {
     version: ctx.version,
     serverUrl: ctx.config.identity.publicUrl ?? '/',
   }) as { paths: Record<string, Record<string, object>> }

@@ -2,14 +2,11 @@ import type { ErrorCode } from '@baton/protocol'
 import type { Auth, Operation } from './operation.js'
 
 /** What any operation may answer, whatever it does: bad input, limits, load and outages. */
-export const COMMON_ERRORS: ErrorCode[] = [
-  'invalid_request',
-  'unknown_field',
-  'rate_limited',
-  'unavailable',
-  'shutting_down',
-  'internal',
-]
+export const COMMON_ERRORS: ErrorCode[] = ['rate_limited', 'unavailable', 'shutting_down', 'internal']
+
+/** What declared input adds: a parameter or body that does not match its schema. */
+export const INPUT_ERRORS: ErrorCode[] = ['invalid_request', 'unknown_field']
+
 
 /** What a request body adds: it may not parse, be too large or be of another type. */
 export const BODY_ERRORS: ErrorCode[] = ['invalid_json', 'body_too_large', 'unsupported_media_type']
@@ -38,6 +35,7 @@ export function operationErrors(op: Operation): ErrorCode[] {
   const all = new Set<ErrorCode>([
     ...op.errors,
     ...AUTH_ERRORS[op.auth],
+    ...(op.params || op.query || op.body ? INPUT_ERRORS : []),
     ...(op.body ? BODY_ERRORS : []),
     ...(op.idempotencyKey ? (['idempotency_conflict'] as ErrorCode[]) : []),
     ...COMMON_ERRORS,

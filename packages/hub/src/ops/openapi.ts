@@ -77,6 +77,21 @@ function errorResponses(codes: ErrorCode[]): Record<string, object> {
   return out
 }
 
+/** What each tag groups, for the document's readers. */
+const TAG_DESCRIPTIONS: Record<string, string> = {
+  'token handoffs':
+    'Seed 002: a handoff with two bearer tokens, moved forward by compare-and-set on `from`.',
+  identity: 'Seed 000: discovery, and the signing principal as the hub sees it.',
+  admin: "The operator's API, behind `BATON_ADMIN_TOKEN`; never offered as MCP tools.",
+  resources: 'Seed 000: versioned shared resources with history and compare-and-set updates.',
+  grants: 'Seed 000: scoped, expiring, revocable grants on resources.',
+  messages: 'Seed 000: durable messages with idempotency keys, sequences, acks and receipts.',
+  home: "Seed 000: a principal's private home files, for checkpoints.",
+  transfers: 'Seed 004: moving an agent session to another runtime under a budget.',
+  operations: 'Liveness, readiness, metrics and this document.',
+  mcp: 'The Model Context Protocol over Streamable HTTP.',
+}
+
 const SECURITY: Record<Operation['auth'], object[]> = {
   none: [],
   'handoff-token': [{ handoffToken: [] }],
@@ -177,7 +192,10 @@ export function openApiDocument(
       contact: { name: 'Baton maintainers' },
     },
     servers: [{ url: info.serverUrl, description: 'This hub' }],
-    tags: tags.map((name) => ({ name })),
+    tags: tags.map((name) => ({
+      name,
+      ...(TAG_DESCRIPTIONS[name] ? { description: TAG_DESCRIPTIONS[name] } : {}),
+    })),
     paths,
     components: {
       schemas: { Error: errorSchema },
