@@ -2,11 +2,15 @@ import type { ErrorCode } from '@baton/protocol'
 import type { Auth, Operation } from './operation.js'
 
 /** What any operation may answer, whatever it does: bad input, limits, load and outages. */
-export const COMMON_ERRORS: ErrorCode[] = ['rate_limited', 'unavailable', 'shutting_down', 'internal']
+export const COMMON_ERRORS: ErrorCode[] = [
+  'rate_limited',
+  'unavailable',
+  'shutting_down',
+  'internal',
+]
 
 /** What declared input adds: a parameter or body that does not match its schema. */
 export const INPUT_ERRORS: ErrorCode[] = ['invalid_request', 'unknown_field']
-
 
 /** What a request body adds: it may not parse, be too large or be of another type. */
 export const BODY_ERRORS: ErrorCode[] = ['invalid_json', 'body_too_large', 'unsupported_media_type']
