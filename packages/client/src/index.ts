@@ -55,4 +55,5 @@ export {
   signMessage,
   signRequest,
 } from './signing.js'
+export { type FetchLike, type SignedFetchOptions, signedFetch } from './signed-fetch.js'
 export { snapshotChecksum, TransferAdminClient, TransferClient } from './transfers.js'
