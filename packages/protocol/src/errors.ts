@@ -21,10 +21,6 @@ export const ERRORS = {
   uri_too_long: { status: 414, fix: 'Use a shorter path; ids and state names are short.' },
   not_found: { status: 404, fix: 'Check the method and path against /openapi.json.' },
   method_not_allowed: { status: 405, fix: 'Use a method this path supports (see /openapi.json).' },
-  json_too_deep: {
-    status: 400,
-    fix: 'Nest arrays and objects at most `max_depth` levels deep; flatten the value named in `field`.',
-  },
   json_key_forbidden: {
     status: 400,
     fix: 'Rename the "__proto__" member named in `field`; no JSON body may use that key.',

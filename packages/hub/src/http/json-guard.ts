@@ -48,10 +48,10 @@ function fieldOf(frame: Frame | undefined, what: string): string {
 
 /**
  * Walks a parsed JSON value without recursion and refuses what no route may receive: nesting
- * deeper than MAX_JSON_DEPTH (`json_too_deep`), a `__proto__` member (`json_key_forbidden`: a
- * JavaScript object cannot hold it faithfully through validation and copies, so a stored or
- * digested body would differ from the one sent), and strings with U+0000 or an unpaired surrogate
- * (`invalid_text`), as keys or values. `field` in the error names the place, e.g. `payload.a.0`.
+ * deeper than MAX_JSON_DEPTH (`invalid_request` with `max_depth`), a `__proto__` member
+ * (`json_key_forbidden`: a JavaScript object cannot hold it faithfully through validation and
+ * copies, so a stored or digested body would differ from the one sent), and strings with U+0000
+ * or an unpaired surrogate (`invalid_text`), as keys or values. `field` names the place.
  */
 export function assertSafeJson(value: unknown, what = 'body'): void {
   const stack: Frame[] = [{ value, depth: 1, key: undefined, parent: undefined }]
@@ -65,7 +65,7 @@ export function assertSafeJson(value: unknown, what = 'body'): void {
     if (v === null || typeof v !== 'object') continue
     if (frame.depth > MAX_JSON_DEPTH) {
       throw new BatonError(
-        'json_too_deep',
+        'invalid_request',
         `The ${what} nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`,
         { field: fieldOf(frame, what), max_depth: MAX_JSON_DEPTH },
       )

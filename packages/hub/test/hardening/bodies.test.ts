@@ -199,26 +199,26 @@ for (const store of testStores) {
       assert.equal(message.body.code, 'invalid_json')
     })
 
-    test('toolState nested 5,000 deep is json_too_deep, on snapshots as on every route', async () => {
+    test('toolState nested 5,000 deep is refused (400, max_depth), on snapshots as on every route', async () => {
       const snapshot = await a.request<{ code: string; max_depth: number }>(
         'POST',
         '/v1/transfers',
         snapshotBody(nested(5000)),
       )
       assert.equal(snapshot.status, 400)
-      assert.equal(snapshot.body.code, 'json_too_deep')
+      assert.equal(snapshot.body.code, 'invalid_request')
       assert.equal(snapshot.body.max_depth, 128)
       assert.deepEqual(await transfers(), [])
 
       const payload = await call(hub, 'POST', H, { raw: `{"payload":${nested(5000)}}` })
       assert.equal(payload.status, 400)
-      assert.equal(payload.body.code, 'json_too_deep')
+      assert.equal(payload.body.code, 'invalid_request')
       const mcp = await call(hub, 'POST', '/mcp', {
         raw: nested(200),
         headers: { accept: 'application/json, text/event-stream' },
       })
       assert.equal(mcp.status, 400)
-      assert.equal(mcp.body.code, 'json_too_deep')
+      assert.equal(mcp.body.code, 'invalid_request')
 
       // Within the limit, deep state is accepted and read back exactly.
       const ok = await a.request<{ transferId: string }>(
