@@ -131,8 +131,10 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
   })
 
   // While shutting down, every answer closes its connection so the server can stop promptly.
-  app.addHook('onSend', async (_req, reply, payload) => {
-    if (ctx.isClosing()) reply.header('connection', 'close')
+  // So does an answer sent before the request body was read to its end (a 413, a refused
+  // signature): the rest of the body must not stall or be read as the next request.
+  app.addHook('onSend', async (req, reply, payload) => {
+    if (ctx.isClosing() || !req.raw.complete) reply.header('connection', 'close')
     return payload
   })
 

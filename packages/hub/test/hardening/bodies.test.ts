@@ -234,6 +234,17 @@ for (const store of testStores) {
       assert.equal(JSON.stringify(back.body.snapshot.toolState.t), nested(100))
     })
 
+    test('an answer sent before the body was read closes the connection, so nothing stalls', async () => {
+      const big = Buffer.from(`{"data":"${'x'.repeat(2 * 1024 * 1024)}"}`)
+      const res = await a.request<{ code: string }>('POST', '/v1/resources', big)
+      assert.equal(res.status, 413)
+      assert.equal(res.body.code, 'body_too_large')
+      assert.equal(res.headers.get('connection'), 'close')
+      for (let i = 0; i < 3; i++) {
+        assert.equal((await a.request('GET', '/v1/me')).status, 200)
+      }
+    })
+
     test('a message body at its own limit of 64 levels still passes the body guard', async () => {
       const res = await a.request<{ id: string }>(
         'POST',
