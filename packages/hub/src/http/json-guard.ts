@@ -121,6 +121,7 @@ export function parseJsonBody(bytes: Uint8Array): unknown {
 export function assertSafeParams(params: unknown, where: 'path' | 'query'): void {
   if (params === null || typeof params !== 'object') return
   for (const [key, value] of Object.entries(params)) {
+    assertStorableText(key, where)
     const values = Array.isArray(value) ? value : [value]
     for (const v of values) {
       if (typeof v === 'string') assertStorableText(v, `${where}.${key}`)

@@ -100,9 +100,10 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
   const routes: { pattern: RegExp; methods: Set<string> }[] = []
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method]
-    let entry = routes.find((r) => r.pattern.source === patternOf(route.url).source)
+    const pattern = patternOf(route.url)
+    let entry = routes.find((r) => r.pattern.source === pattern.source)
     if (!entry) {
-      entry = { pattern: patternOf(route.url), methods: new Set() }
+      entry = { pattern, methods: new Set() }
       routes.push(entry)
     }
     for (const m of methods) entry.methods.add(m.toUpperCase())
