@@ -17,6 +17,10 @@ export interface Config {
   logLevel: string
   /** Trust X-Forwarded-For from these proxies: false, true (any), a hop count, or addresses/CIDRs. */
   trustProxy: boolean | number | string[]
+  /** Host names `/mcp` also accepts beyond the derived ones (`name` or `name:port`; `*`: any). */
+  allowedHosts: string[]
+  /** Browser origins `/mcp` also accepts beyond the hub's own (`*`: any). */
+  allowedOrigins: string[]
   bodyLimitBytes: number
   handoff: {
     ttlMs: number
@@ -105,6 +109,13 @@ function trustProxy(raw: string | undefined): Config['trustProxy'] {
     .filter(Boolean)
 }
 
+function list(raw: string | undefined): string[] {
+  return (raw ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+}
+
 /** The environment variables the hub reads, with what each sets; `baton serve --help` prints it. */
 export const ENV_DOC: Record<string, string> = {
   BATON_HOST: 'address to listen on (default 127.0.0.1)',
@@ -114,6 +125,10 @@ export const ENV_DOC: Record<string, string> = {
   BATON_LOG_LEVEL: 'pino log level (default info)',
   BATON_TRUST_PROXY:
     'trust X-Forwarded-For: false, true, a hop count, or comma-separated addresses/CIDRs',
+  BATON_ALLOWED_HOSTS:
+    'extra comma-separated Host names (name or name:port, * for any) /mcp accepts; default: the public URL host, the listen address, and loopback names when listening on loopback or every interface',
+  BATON_ALLOWED_ORIGINS:
+    'extra comma-separated browser origins (https://app.example, * for any) /mcp accepts; default: the hub own origin only',
   BATON_BODY_LIMIT_BYTES: 'largest request body (default 1048576)',
   BATON_HANDOFF_TTL_SECONDS: 'handoff lifetime from creation (default 86400)',
   BATON_HANDOFF_MAX_PAYLOAD_BYTES: 'largest handoff payload as JSON (default 16384)',
@@ -194,6 +209,15 @@ export function loadConfig(
     databaseUrl: merged.DATABASE_URL || undefined,
     logLevel: merged.BATON_LOG_LEVEL || 'info',
     trustProxy: trustProxy(merged.BATON_TRUST_PROXY),
+    allowedHosts: list(merged.BATON_ALLOWED_HOSTS).map((h) => h.toLowerCase()),
+    allowedOrigins: list(merged.BATON_ALLOWED_ORIGINS).map((o) => {
+      if (o === '*') return o
+      const url = URL.canParse(o) ? new URL(o) : undefined
+      if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+        throw new Error(`BATON_ALLOWED_ORIGINS must list http(s) origins, got ${JSON.stringify(o)}`)
+      }
+      return url.origin
+    }),
     bodyLimitBytes: int(merged, 'BATON_BODY_LIMIT_BYTES', 1024 * 1024, 1024),
     handoff: {
       ttlMs: int(merged, 'BATON_HANDOFF_TTL_SECONDS', HANDOFF_LIMITS.ttlMs / 1000, 1) * 1000,
