@@ -5,6 +5,7 @@ import { type EventBus, MemoryEventBus } from './events/bus.js'
 import { PgEventBus } from './events/pg-bus.js'
 import { GrantService } from './grants/service.js'
 import { Notifier } from './handoffs/notify.js'
+import { prune as pruneOutbox } from './handoffs/outbox-store.js'
 import { HandoffService } from './handoffs/service.js'
 import { HomeService } from './home/service.js'
 import { loadHubSigner } from './identity/hub-key.js'
@@ -93,11 +94,12 @@ async function assemble(
     opts.bus ??
     (config.databaseUrl ? await PgEventBus.connect(config.databaseUrl, log) : new MemoryEventBus())
   opened(bus)
-  const notifier = new Notifier({
+  const notifier = new Notifier(database, clock, {
     ...config.notify,
     log,
     onOutcome: (outcome) => metrics.notifyDeliveries.inc({ outcome }),
   })
+  notifier.registerMetrics(metrics.registry)
   let closing = false
   let release: () => void = () => {}
   const closingSignal = new Promise<void>((r) => {
@@ -141,6 +143,7 @@ async function assemble(
     maxBytes: config.resources.maxBytes,
     storedBytesQuota: config.identity.quotas.storedBytes,
   })
+  const hubSigner = await loadHubSigner(identity)
   const messages = new MessageService({
     database,
     batcher,
@@ -148,7 +151,7 @@ async function assemble(
     bus,
     config: config.messages,
     messagesPerDay: config.identity.quotas.messagesPerDay,
-    signer: await loadHubSigner(identity),
+    signer: hubSigner,
     closing: closingSignal,
   })
   const home = new HomeService({
@@ -171,6 +174,8 @@ async function assemble(
     log,
     closing: closingSignal,
   })
+  // Signals are signed with the key discovery publishes, so receivers can verify them.
+  notifier.start(hubSigner)
   // seed 004: insolvent transfers end within seconds of their grace, not at the next cron.
   const reaperJob = startPeriodic(
     'transfer-reaper',
@@ -178,6 +183,9 @@ async function assemble(
     () => transfers.reap(),
     log,
   )
+  // Delivered signals are kept one horizon, dead ones a week longer, for inspection.
+  const pruneSignals = (db: Database['db'], now: number, horizonMs: number) =>
+    pruneOutbox(db, now - horizonMs, now - horizonMs - 7 * 86_400_000)
   const cleanupAll = async () => {
     let removed = await handoffs.cleanup()
     removed += await identity.cleanup()
@@ -185,6 +193,7 @@ async function assemble(
       const now = clock.now()
       return (await pruneIdempotencyKeys(tx.db, now)) + (await pruneQuotaCounters(tx.db, now))
     })
+    removed += await pruneSignals(database.db, clock.now(), config.notify.horizonMs)
     return removed
   }
   const cleanupJob = startPeriodic('cleanup', config.handoff.cleanupIntervalMs, cleanupAll, log)
@@ -218,7 +227,7 @@ async function assemble(
       await cleanupJob.stop()
       await reaperJob.stop()
       await batcher.flush()
-      await notifier.drain()
+      await notifier.stop()
       await bus.close()
       await database.close()
     },
