@@ -300,6 +300,7 @@ export function registerDashboard(api: Api, ctx: AppContext): void {
     }
 
     read('/dashboard/api/overview', () => q.overview(db(), now()))
+    read('/dashboard/api/notify', () => ctx.notifier.queue())
     read('/dashboard/api/principals', async (req) => ({
       principals: await ctx.identity.list(text(query(req).state)),
     }))

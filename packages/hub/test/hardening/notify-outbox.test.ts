@@ -9,6 +9,7 @@ import type { RunningHub } from '../../src/hub.js'
 import { call, restartableHub, startTestHub, type TestHub, testStores } from '../support.js'
 
 const H = '/services/v1/handoff'
+const ADMIN = 'operator-token-for-the-notify-outbox-tests-0123456789'
 const HOUR = 3_600_000
 
 interface Received {
@@ -122,7 +123,11 @@ for (const store of testStores) {
     let hook: Awaited<ReturnType<typeof receiver>>
     before(async () => {
       hook = await receiver()
-      hub = await startTestHub(store, { BATON_NOTIFY_ALLOW_LOOPBACK: 'true' }, { clock })
+      hub = await startTestHub(
+        store,
+        { BATON_NOTIFY_ALLOW_LOOPBACK: 'true', BATON_ADMIN_TOKEN: ADMIN },
+        { clock },
+      )
     })
     after(async () => {
       await hub.close()
@@ -240,9 +245,22 @@ for (const store of testStores) {
         await retry(hub, clock)
         assert.equal(hook.got.length, attempts)
         assert.equal(await metric(hub, 'baton_notify_outbox_signals', 'status="dead"'), 1)
-        const queue = await hub.ctx.notifier.queue()
+        const anonymous = await call(hub, 'GET', '/dashboard/api/notify')
+        assert.equal(anonymous.status, 401)
+        assert.equal(anonymous.body.code, 'dashboard_signin_required')
+        const signIn = await fetch(`${hub.url}/dashboard/session`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ token: ADMIN }),
+        })
+        const cookie = (signIn.headers.get('set-cookie') ?? '').split(';')[0]!
+        const view = await call(hub, 'GET', '/dashboard/api/notify', { headers: { cookie } })
+        assert.equal(view.status, 200)
+        const queue = view.body as unknown as Awaited<ReturnType<typeof hub.ctx.notifier.queue>>
+        assert.equal(queue.counts.dead, 1)
         assert.equal(queue.oldestDead[0]!.handoff_id, h.handoff_id)
         assert.equal(queue.oldestDead[0]!.origin, hook.origin)
+        assert.ok(!JSON.stringify(queue).includes('/dead'), 'no receiver paths')
       } finally {
         hook.state.failing = (_r) => hook.state.failures-- > 0
       }
