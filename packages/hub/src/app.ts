@@ -174,8 +174,6 @@ async function assemble(
     log,
     closing: closingSignal,
   })
-  // Signals are signed with the key discovery publishes, so receivers can verify them.
-  notifier.start(hubSigner)
   // seed 004: insolvent transfers end within seconds of their grace, not at the next cron.
   const reaperJob = startPeriodic(
     'transfer-reaper',
@@ -197,6 +195,8 @@ async function assemble(
     return removed
   }
   const cleanupJob = startPeriodic('cleanup', config.handoff.cleanupIntervalMs, cleanupAll, log)
+  // Signals are signed with the key discovery publishes, so receivers can verify them.
+  notifier.start(hubSigner)
   log.info({ store: database.describe }, 'database ready')
 
   return {

@@ -4,9 +4,20 @@ import { createServer, type IncomingHttpHeaders } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import { matchContentDigest, parseDictionary, type SfInnerList, signatureBase } from '@baton/client'
+import pino from 'pino'
 import { ManualClock } from '../../src/clock.js'
+import { loadConfig } from '../../src/config.js'
 import type { RunningHub } from '../../src/hub.js'
-import { call, restartableHub, startTestHub, type TestHub, testStores } from '../support.js'
+import { startHub } from '../../src/hub.js'
+import {
+  call,
+  exited,
+  restartableHub,
+  serveProcess,
+  startTestHub,
+  type TestHub,
+  testStores,
+} from '../support.js'
 
 const H = '/services/v1/handoff'
 const ADMIN = 'operator-token-for-the-notify-outbox-tests-0123456789'
@@ -296,6 +307,37 @@ for (const store of testStores) {
         }
       } finally {
         await drop()
+        await hook.close()
+      }
+    })
+
+    test('a hub killed with a signal pending delivers it after restart', async () => {
+      const hook = await receiver()
+      const db = await store.fresh()
+      const env = { ...db.env, BATON_NOTIFY_ALLOW_LOOPBACK: 'true', BATON_LOG_LEVEL: 'silent' }
+      try {
+        hook.state.failing = () => true
+        const { url, child } = await serveProcess({ ...env, BATON_LOG_LEVEL: 'info' })
+        const h = await createWith({ url }, hook.url)
+        await move({ url }, h, 'offered', 'accepted')
+        while (hook.got.length === 0) await new Promise((r) => setTimeout(r, 20))
+        child.kill('SIGKILL')
+        await exited(child)
+        hook.state.failing = () => false
+        // Past any lease the killed process may still hold, and past the backoff.
+        const clock = new ManualClock(Date.now() + 2 * HOUR)
+        const config = loadConfig({ BATON_HOST: '127.0.0.1', BATON_PORT: '0', ...env })
+        const hub = await startHub(config, { clock, log: pino({ level: 'silent' }) })
+        try {
+          await hub.ctx.notifier.drain()
+          await hub.ctx.notifier.deliverDue()
+          assert.equal(hook.delivered().length, 1)
+          assert.equal(hook.delivered()[0]!.body.event_id, hook.got[0]!.body.event_id)
+        } finally {
+          await hub.stop()
+        }
+      } finally {
+        await db.drop()
         await hook.close()
       }
     })

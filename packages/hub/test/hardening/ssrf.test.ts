@@ -79,6 +79,22 @@ describe('addresses that carry an IPv4 address are judged by it', () => {
     )
   })
 
+  test('any string is answered, never thrown on', () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.webUrl(),
+          fc.string(),
+          fc.ipV6().map((a) => `http://[${a}]/`),
+        ),
+        (raw) => {
+          accepts(raw)
+          return true
+        },
+      ),
+    )
+  })
+
   test('each refusal names its registry block', () => {
     assert.equal(specialBlockOf('192.88.99.1')?.source, 'RFC 7526')
     assert.equal(specialBlockOf('64:ff9b:1::7f00:1')?.source, 'RFC 8215')
