@@ -34,7 +34,12 @@ export interface Config {
   notify: {
     allowLoopback: boolean
     timeoutMs: number
-    retryDelayMs: number
+    /** First retry delay of a signal; each later one doubles, with jitter, up to backoffMaxMs. */
+    backoffBaseMs: number
+    backoffMaxMs: number
+    /** A signal not delivered this long after its move is dead (kept for inspection). */
+    horizonMs: number
+    pollIntervalMs: number
   }
   resources: {
     maxBytes: number
@@ -140,6 +145,11 @@ export const ENV_DOC: Record<string, string> = {
   BATON_NOTIFY_ALLOW_LOOPBACK:
     'let notify_url reach loopback addresses, for tests and local use (default false)',
   BATON_NOTIFY_TIMEOUT_MS: 'timeout of one notify delivery (default 5000)',
+  BATON_NOTIFY_HORIZON_SECONDS:
+    'how long a notify signal is retried before it is dead and kept for inspection (default 86400)',
+  BATON_NOTIFY_BACKOFF_BASE_MS:
+    'first notify retry delay; each later one doubles, with jitter (default 1000)',
+  BATON_NOTIFY_BACKOFF_MAX_SECONDS: 'longest delay between notify retries (default 3600)',
   BATON_RESOURCE_MAX_BYTES: 'largest resource data as JSON (default 262144)',
   BATON_GRANT_MAX_TTL_SECONDS: 'longest lifetime of a grant (default 2592000, 30 days)',
   BATON_MESSAGE_MAX_BYTES: 'largest message body as canonical JSON (default 65536)',
@@ -246,7 +256,10 @@ export function loadConfig(
     notify: {
       allowLoopback: bool(merged, 'BATON_NOTIFY_ALLOW_LOOPBACK', false),
       timeoutMs: int(merged, 'BATON_NOTIFY_TIMEOUT_MS', 5000, 1),
-      retryDelayMs: 1000,
+      backoffBaseMs: int(merged, 'BATON_NOTIFY_BACKOFF_BASE_MS', 1000, 1),
+      backoffMaxMs: int(merged, 'BATON_NOTIFY_BACKOFF_MAX_SECONDS', 3600, 1) * 1000,
+      horizonMs: int(merged, 'BATON_NOTIFY_HORIZON_SECONDS', 86_400, 1) * 1000,
+      pollIntervalMs: 1000,
     },
     resources: {
       maxBytes: int(merged, 'BATON_RESOURCE_MAX_BYTES', 256 * 1024, 1),
