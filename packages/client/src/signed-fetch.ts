@@ -61,7 +61,7 @@ export function signedFetch(identity: Identity, options: SignedFetchOptions = {}
       ...rest,
       method,
       headers: signed.headers,
-      ...(signed.body ? { body: signed.body as BodyInit } : {}),
+      ...(signed.body ? { body: signed.body as NonNullable<RequestInit['body']> } : {}),
     })
   }
 }

@@ -5,6 +5,7 @@ import { type EventBus, MemoryEventBus } from './events/bus.js'
 import { PgEventBus } from './events/pg-bus.js'
 import { GrantService } from './grants/service.js'
 import { Notifier } from './handoffs/notify.js'
+import { prune as pruneOutbox } from './handoffs/outbox-store.js'
 import { HandoffService } from './handoffs/service.js'
 import { HomeService } from './home/service.js'
 import { loadHubSigner } from './identity/hub-key.js'
@@ -93,11 +94,12 @@ async function assemble(
     opts.bus ??
     (config.databaseUrl ? await PgEventBus.connect(config.databaseUrl, log) : new MemoryEventBus())
   opened(bus)
-  const notifier = new Notifier({
+  const notifier = new Notifier(database, clock, {
     ...config.notify,
     log,
     onOutcome: (outcome) => metrics.notifyDeliveries.inc({ outcome }),
   })
+  notifier.registerMetrics(metrics.registry)
   let closing = false
   let release: () => void = () => {}
   const closingSignal = new Promise<void>((r) => {
@@ -141,6 +143,7 @@ async function assemble(
     maxBytes: config.resources.maxBytes,
     storedBytesQuota: config.identity.quotas.storedBytes,
   })
+  const hubSigner = await loadHubSigner(identity)
   const messages = new MessageService({
     database,
     batcher,
@@ -148,7 +151,7 @@ async function assemble(
     bus,
     config: config.messages,
     messagesPerDay: config.identity.quotas.messagesPerDay,
-    signer: await loadHubSigner(identity),
+    signer: hubSigner,
     closing: closingSignal,
   })
   const home = new HomeService({
@@ -178,6 +181,9 @@ async function assemble(
     () => transfers.reap(),
     log,
   )
+  // Delivered signals are kept one horizon, dead ones a week longer, for inspection.
+  const pruneSignals = (db: Database['db'], now: number, horizonMs: number) =>
+    pruneOutbox(db, now - horizonMs, now - horizonMs - 7 * 86_400_000)
   const cleanupAll = async () => {
     let removed = await handoffs.cleanup()
     removed += await identity.cleanup()
@@ -185,9 +191,12 @@ async function assemble(
       const now = clock.now()
       return (await pruneIdempotencyKeys(tx.db, now)) + (await pruneQuotaCounters(tx.db, now))
     })
+    removed += await pruneSignals(database.db, clock.now(), config.notify.horizonMs)
     return removed
   }
   const cleanupJob = startPeriodic('cleanup', config.handoff.cleanupIntervalMs, cleanupAll, log)
+  // Signals are signed with the key discovery publishes, so receivers can verify them.
+  notifier.start(hubSigner)
   log.info({ store: database.describe }, 'database ready')
 
   return {
@@ -218,7 +227,7 @@ async function assemble(
       await cleanupJob.stop()
       await reaperJob.stop()
       await batcher.flush()
-      await notifier.drain()
+      await notifier.stop()
       await bus.close()
       await database.close()
     },

@@ -17,6 +17,10 @@ export interface Config {
   logLevel: string
   /** Trust X-Forwarded-For from these proxies: false, true (any), a hop count, or addresses/CIDRs. */
   trustProxy: boolean | number | string[]
+  /** Host names `/mcp` also accepts beyond the derived ones (`name` or `name:port`; `*`: any). */
+  allowedHosts: string[]
+  /** Browser origins `/mcp` also accepts beyond the hub's own (`*`: any). */
+  allowedOrigins: string[]
   bodyLimitBytes: number
   handoff: {
     ttlMs: number
@@ -30,7 +34,12 @@ export interface Config {
   notify: {
     allowLoopback: boolean
     timeoutMs: number
-    retryDelayMs: number
+    /** First retry delay of a signal; each later one doubles, with jitter, up to backoffMaxMs. */
+    backoffBaseMs: number
+    backoffMaxMs: number
+    /** A signal not delivered this long after its move is dead (kept for inspection). */
+    horizonMs: number
+    pollIntervalMs: number
   }
   resources: {
     maxBytes: number
@@ -105,6 +114,13 @@ function trustProxy(raw: string | undefined): Config['trustProxy'] {
     .filter(Boolean)
 }
 
+function list(raw: string | undefined): string[] {
+  return (raw ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+}
+
 /** The environment variables the hub reads, with what each sets; `baton serve --help` prints it. */
 export const ENV_DOC: Record<string, string> = {
   BATON_HOST: 'address to listen on (default 127.0.0.1)',
@@ -114,6 +130,10 @@ export const ENV_DOC: Record<string, string> = {
   BATON_LOG_LEVEL: 'pino log level (default info)',
   BATON_TRUST_PROXY:
     'trust X-Forwarded-For: false, true, a hop count, or comma-separated addresses/CIDRs',
+  BATON_ALLOWED_HOSTS:
+    'extra comma-separated Host names (name or name:port, * for any) /mcp accepts; default: the public URL host, the listen address, and loopback names when listening on loopback or every interface',
+  BATON_ALLOWED_ORIGINS:
+    'extra comma-separated browser origins (https://app.example, * for any) /mcp accepts; default: the hub own origin only',
   BATON_BODY_LIMIT_BYTES: 'largest request body (default 1048576)',
   BATON_HANDOFF_TTL_SECONDS: 'handoff lifetime from creation (default 86400)',
   BATON_HANDOFF_MAX_PAYLOAD_BYTES: 'largest handoff payload as JSON (default 16384)',
@@ -125,6 +145,11 @@ export const ENV_DOC: Record<string, string> = {
   BATON_NOTIFY_ALLOW_LOOPBACK:
     'let notify_url reach loopback addresses, for tests and local use (default false)',
   BATON_NOTIFY_TIMEOUT_MS: 'timeout of one notify delivery (default 5000)',
+  BATON_NOTIFY_HORIZON_SECONDS:
+    'how long a notify signal is retried before it is dead and kept for inspection (default 86400)',
+  BATON_NOTIFY_BACKOFF_BASE_MS:
+    'first notify retry delay; each later one doubles, with jitter (default 1000)',
+  BATON_NOTIFY_BACKOFF_MAX_SECONDS: 'longest delay between notify retries (default 3600)',
   BATON_RESOURCE_MAX_BYTES: 'largest resource data as JSON (default 262144)',
   BATON_GRANT_MAX_TTL_SECONDS: 'longest lifetime of a grant (default 2592000, 30 days)',
   BATON_MESSAGE_MAX_BYTES: 'largest message body as canonical JSON (default 65536)',
@@ -194,6 +219,15 @@ export function loadConfig(
     databaseUrl: merged.DATABASE_URL || undefined,
     logLevel: merged.BATON_LOG_LEVEL || 'info',
     trustProxy: trustProxy(merged.BATON_TRUST_PROXY),
+    allowedHosts: list(merged.BATON_ALLOWED_HOSTS).map((h) => h.toLowerCase()),
+    allowedOrigins: list(merged.BATON_ALLOWED_ORIGINS).map((o) => {
+      if (o === '*') return o
+      const url = URL.canParse(o) ? new URL(o) : undefined
+      if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+        throw new Error(`BATON_ALLOWED_ORIGINS must list http(s) origins, got ${JSON.stringify(o)}`)
+      }
+      return url.origin
+    }),
     bodyLimitBytes: int(merged, 'BATON_BODY_LIMIT_BYTES', 1024 * 1024, 1024),
     handoff: {
       ttlMs: int(merged, 'BATON_HANDOFF_TTL_SECONDS', HANDOFF_LIMITS.ttlMs / 1000, 1) * 1000,
@@ -222,7 +256,10 @@ export function loadConfig(
     notify: {
       allowLoopback: bool(merged, 'BATON_NOTIFY_ALLOW_LOOPBACK', false),
       timeoutMs: int(merged, 'BATON_NOTIFY_TIMEOUT_MS', 5000, 1),
-      retryDelayMs: 1000,
+      backoffBaseMs: int(merged, 'BATON_NOTIFY_BACKOFF_BASE_MS', 1000, 1),
+      backoffMaxMs: int(merged, 'BATON_NOTIFY_BACKOFF_MAX_SECONDS', 3600, 1) * 1000,
+      horizonMs: int(merged, 'BATON_NOTIFY_HORIZON_SECONDS', 86_400, 1) * 1000,
+      pollIntervalMs: 1000,
     },
     resources: {
       maxBytes: int(merged, 'BATON_RESOURCE_MAX_BYTES', 256 * 1024, 1),

@@ -3,16 +3,19 @@ import { after, before, describe, test } from 'node:test'
 import type { SignedClient } from '@baton/client'
 import { ERRORS } from '@baton/protocol'
 import fc from 'fast-check'
+import { assertAnswered, FUZZ_LIMITS, hostileBody, hostileParam, storedState } from './hostile.js'
 import { signedAgent, startTestHub, type TestHub, testStores } from './support.js'
 
 // Every signed route, with correctly signed requests carrying random bodies, ids and queries:
 // whatever the input, the answer is never a 5xx, and every refusal carries a registered code.
 const ROUTES: [string, string][] = [
+  ['GET', '/v1/me'],
   ['POST', '/v1/resources'],
   ['GET', '/v1/resources?namespace=%s&kind=%s&limit=%s&after=%s'],
   ['GET', '/v1/resources/%s'],
   ['PATCH', '/v1/resources/%s'],
   ['GET', '/v1/resources/%s/history'],
+  ['GET', '/v1/capabilities'],
   ['POST', '/v1/capabilities'],
   ['DELETE', '/v1/capabilities/%s'],
   ['POST', '/v1/messages'],
@@ -78,6 +81,7 @@ for (const store of testStores) {
         BATON_ADMISSION: 'open',
         BATON_MESSAGE_POLL_MIN_INTERVAL_MS: '0',
         BATON_QUOTA_REQUESTS_PER_DAY: '1000000',
+        ...FUZZ_LIMITS,
       })
       agent = await signedAgent(hub)
     })
@@ -113,6 +117,55 @@ for (const store of testStores) {
           },
         ),
         { numRuns: 300 },
+      )
+    })
+
+    const fill = (template: string, param: string) => template.replace(/%s/g, () => param)
+    const withBody = ROUTES.filter(([method]) => method !== 'GET' && method !== 'DELETE')
+
+    test('hostile bodies on every signed route are refused and change nothing', async () => {
+      // Something of each kind to change, so a wrongly accepted body would show in the state.
+      const resource = await agent.request<{ id: string }>('POST', '/v1/resources', {
+        namespace: 'fuzz',
+        kind: 'k',
+        data: { v: 1 },
+      })
+      assert.equal(resource.status, 201)
+      const before = await storedState(hub)
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom(...withBody),
+          hostileBody,
+          fc.constantFrom(resource.body.id, 'tr_x', 'm_1', 'x'),
+          async ([method, template], body, param) => {
+            const path = fill(template, encodeURIComponent(param))
+            const res = await agent.request(method, path, body.bytes)
+            const what = `${method} ${path} (${body.kind})`
+            assertAnswered(what, res.status, res.body)
+            assert.ok(res.status >= 400, `${what} was accepted: ${JSON.stringify(res.body)}`)
+          },
+        ),
+        { numRuns: 200 },
+      )
+      assert.deepEqual(await storedState(hub), before)
+    })
+
+    test('hostile path and query parameters on every signed route never make a 5xx', async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom(...ROUTES),
+          hostileParam,
+          async ([method, template], param) => {
+            const path = fill(template, param)
+            const body = method === 'GET' || method === 'DELETE' ? undefined : {}
+            const res = await agent.request(method, path, body)
+            assertAnswered(`${method} ${path}`, res.status, res.body)
+            if (template.includes('%s') && param.includes('%00')) {
+              assert.ok(res.status >= 400, `${method} ${path} accepted a NUL`)
+            }
+          },
+        ),
+        { numRuns: 200 },
       )
     })
   })

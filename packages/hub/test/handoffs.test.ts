@@ -453,7 +453,7 @@ for (const store of testStores) {
           `${H}/${h.handoff_id}/acc%00epted`,
           { token: h.owner_token, body: { from: 'offered' } },
           400,
-          'unknown_state',
+          'invalid_text',
         ],
         [
           'POST',
@@ -478,7 +478,13 @@ for (const store of testStores) {
           400,
           'invalid_request',
         ],
-        ['PUT', `${H}/${h.handoff_id}`, { token: h.owner_token, body: {} }, 404, 'not_found'],
+        [
+          'PUT',
+          `${H}/${h.handoff_id}`,
+          { token: h.owner_token, body: {} },
+          405,
+          'method_not_allowed',
+        ],
         ['GET', '/nope', {}, 404, 'not_found'],
       ]
       for (const [method, path, opts, status, code] of cases) {

@@ -21,6 +21,22 @@ export const ERRORS = {
   uri_too_long: { status: 414, fix: 'Use a shorter path; ids and state names are short.' },
   not_found: { status: 404, fix: 'Check the method and path against /openapi.json.' },
   method_not_allowed: { status: 405, fix: 'Use a method this path supports (see /openapi.json).' },
+  json_key_forbidden: {
+    status: 400,
+    fix: 'Rename the "__proto__" member named in `field`; no JSON body may use that key.',
+  },
+  invalid_text: {
+    status: 400,
+    fix: 'Remove U+0000 (NUL) and unpaired surrogates from the value named in `field`; send text as UTF-8.',
+  },
+  host_not_allowed: {
+    status: 403,
+    fix: 'Reach the hub by its public URL (BATON_PUBLIC_URL) or the address it listens on, or add this host to BATON_ALLOWED_HOSTS.',
+  },
+  origin_not_allowed: {
+    status: 403,
+    fix: 'Call /mcp from a page of the hub itself or of an origin in BATON_ALLOWED_ORIGINS; clients outside a browser send no Origin.',
+  },
   idempotency_conflict: {
     status: 409,
     fix: 'An Idempotency-Key or nonce was reused with a different request. Use a new key for a new request, or repeat the original request exactly.',

@@ -137,6 +137,8 @@ export type WaitView = z.infer<typeof WaitView>
 
 /** The small signal posted to a handoff's notify_url after each committed move (no payload, no token). */
 export interface NotifySignal {
+  /** Stable across retries of one signal, so a receiver can drop a repeat. */
+  event_id: string
   handoff_id: string
   state: string
   version: number

@@ -1,190 +1,333 @@
-import { lookup } from 'node:dns/promises'
+import { randomBytes } from 'node:crypto'
 import http from 'node:http'
 import https from 'node:https'
-import { BlockList, isIP } from 'node:net'
+import { contentDigest, signMessage } from '@baton/client'
 import { BatonError, type NotifySignal } from '@baton/protocol'
 import type { Logger } from 'pino'
+import { Gauge, type Registry } from 'prom-client'
+import type { Clock } from '../clock.js'
+import type { HubSigner } from '../identity/hub-key.js'
+import { type CheckedAddress, checkFetchUrl, isPublicAddress, resolvePublic } from '../net/ssrf.js'
+import type { Database } from '../store/database.js'
+import type { HandoffMoveRow, NotifyOutboxRow } from '../store/schema.js'
+import * as outbox from './outbox-store.js'
 
-// Addresses a notify signal must never reach: private, loopback, link-local and other
-// special-purpose ranges (RFC 6890), so a handoff cannot be used to probe the hub's network.
-const forbidden = new BlockList()
-for (const [net, prefix] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.0.2.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['198.51.100.0', 24],
-  ['203.0.113.0', 24],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-] as const) {
-  forbidden.addSubnet(net, prefix, 'ipv4')
-}
-for (const [net, prefix] of [
-  ['::', 128],
-  ['::1', 128],
-  ['100::', 64],
-  ['2001:db8::', 32],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['ff00::', 8],
-] as const) {
-  forbidden.addSubnet(net, prefix, 'ipv6')
-}
-// IPv4-mapped and NAT64 IPv6 addresses are judged by the IPv4 address they carry (below); a
-// BlockList rule for those ranges would also match every plain IPv4 address.
-const loopback = new BlockList()
-loopback.addSubnet('127.0.0.0', 8, 'ipv4')
-loopback.addAddress('::1', 'ipv6')
-
-/** Whether a signal may be delivered to `address`. */
-export function isDeliverableAddress(address: string, allowLoopback: boolean): boolean {
-  const family = isIP(address)
-  if (family === 0) return false
-  const type = family === 4 ? 'ipv4' : 'ipv6'
-  if (allowLoopback && loopback.check(address, type)) return true
-  const lower = address.toLowerCase()
-  for (const prefix of ['::ffff:', '64:ff9b::']) {
-    if (type === 'ipv6' && lower.startsWith(prefix)) {
-      const v4 = lower.slice(prefix.length)
-      if (isIP(v4) === 4) return isDeliverableAddress(v4, allowLoopback)
-      return false
-    }
-  }
-  return !forbidden.check(address, type)
-}
-
-function badUrl(message: string): never {
-  throw new BatonError('invalid_notify_url', message, { field: 'notify_url' })
-}
+/** Whether a signal may be delivered to `address` (see `net/ssrf.ts`). */
+export const isDeliverableAddress = isPublicAddress
 
 /**
  * Checks a notify_url when a handoff is created: an absolute http(s) URL with a host, no
- * credentials, and no literal address that could never be delivered to.
+ * credentials, and no special-purpose address or special-use name (`net/ssrf.ts`).
  */
 export function checkNotifyUrl(raw: string, allowLoopback: boolean): URL {
-  let url: URL
-  try {
-    url = new URL(raw)
-  } catch {
-    badUrl('notify_url is not an absolute URL')
+  const checked = checkFetchUrl(raw, allowLoopback)
+  if (!checked.ok) {
+    throw new BatonError('invalid_notify_url', `notify_url is refused (${checked.reason})`, {
+      field: 'notify_url',
+      reason: checked.reason,
+    })
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    badUrl('notify_url must be http or https')
-  if (!url.hostname) badUrl('notify_url needs a host')
-  if (url.username || url.password) badUrl('notify_url must not carry credentials')
-  const host = url.hostname.replace(/^\[|\]$/g, '')
-  if (isIP(host) && !isDeliverableAddress(host, allowLoopback)) {
-    badUrl('notify_url points at a private, loopback or reserved address')
-  }
-  if (!isIP(host) && (host === 'localhost' || host.endsWith('.localhost')) && !allowLoopback) {
-    badUrl('notify_url points at localhost')
-  }
-  return url
+  return checked.url
 }
 
-/** The outcome of one delivery attempt, for logs and tests. */
+/** The URL a signal is posted to and signed for: the notify_url as parsed, without a fragment. */
+export function notifyTarget(raw: string): string {
+  const url = new URL(raw)
+  url.hash = ''
+  return url.href
+}
+
+/** A fresh event id: stable for every attempt of one signal, so receivers can drop repeats. */
+export function newEventId(): string {
+  return `evt_${randomBytes(16).toString('base64url')}`
+}
+
+/** The outbox row of the signal a committed move sends to `url` (seed 002: no payload, no token). */
+export function toSignalRow(
+  move: HandoffMoveRow,
+  ended: boolean,
+  url: string,
+): Omit<NotifyOutboxRow, 'seq'> {
+  const signal: NotifySignal = {
+    event_id: newEventId(),
+    handoff_id: move.handoff_id,
+    state: move.to_state,
+    version: move.version,
+    ended,
+    at: new Date(move.at).toISOString(),
+  }
+  return {
+    event_id: signal.event_id,
+    url: notifyTarget(url),
+    handoff_id: move.handoff_id,
+    version: move.version,
+    body: JSON.stringify(signal),
+    status: 'pending',
+    attempts: 0,
+    created_at: move.at,
+    next_at: move.at,
+    leased_until: 0,
+    lease_owner: null,
+    last_outcome: null,
+    done_at: null,
+  }
+}
+
+/** The outcome of one delivery attempt, for metrics, logs and tests. */
 export type DeliveryOutcome = 'delivered' | 'refused-address' | 'failed'
 
+/** The components a signal's signature covers (RFC 9421 §2.2, RFC 9530). */
+export const SIGNAL_COMPONENTS = ['@method', '@target-uri', 'content-digest'] as const
+
 /**
- * Delivers notify signals after commit, best effort: resolves the host at delivery time and
- * refuses private addresses, connects to the address it checked (no second lookup to rebind),
- * follows no redirects, times out, and retries once.
+ * Posts one signal: resolves the host now and refuses it if any answer is special-purpose,
+ * connects to the address it checked (no second lookup to rebind), signs the request with the
+ * hub's key (RFC 9421), follows no redirects and gives up after `timeoutMs`.
+ */
+export async function postSignal(
+  target: string,
+  body: string,
+  opts: {
+    allowLoopback: boolean
+    timeoutMs: number
+    signer?: HubSigner | undefined
+    now?: number
+    resolve?: (host: string) => Promise<CheckedAddress[]>
+  },
+): Promise<DeliveryOutcome> {
+  const url = new URL(target)
+  const address = await resolvePublic(url, opts.allowLoopback, opts.resolve).catch(() => null)
+  if (address === null) return 'failed'
+  if (address === undefined) return 'refused-address'
+  const bytes = Buffer.from(body, 'utf8')
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'content-digest': contentDigest(bytes),
+  }
+  if (opts.signer) {
+    const signed = signMessage(
+      { method: 'POST', targetUri: target, headers },
+      {
+        privateKey: opts.signer.privateKey,
+        keyid: opts.signer.kid,
+        components: SIGNAL_COMPONENTS,
+        created: Math.floor((opts.now ?? Date.now()) / 1000),
+        nonce: null,
+      },
+    )
+    headers['signature-input'] = signed.signatureInput
+    headers.signature = signed.signature
+  }
+  const mod = url.protocol === 'https:' ? https : http
+  return new Promise<DeliveryOutcome>((resolve) => {
+    const req = mod.request(
+      url,
+      {
+        method: 'POST',
+        headers: { ...headers, 'content-length': bytes.length, 'user-agent': 'baton-notify/2' },
+        timeout: opts.timeoutMs,
+        // Connect to the address just checked, never to a second answer from DNS.
+        lookup: (_h, options, cb) => {
+          if ((options as { all?: boolean }).all) {
+            ;(cb as unknown as (e: null, a: CheckedAddress[]) => void)(null, [address])
+          } else cb(null, address.address, address.family)
+        },
+      },
+      (res) => {
+        res.resume()
+        res.on('end', () => {
+          const code = res.statusCode ?? 0
+          // A redirect is not followed: it counts as not delivered.
+          resolve(code >= 200 && code < 300 ? 'delivered' : 'failed')
+        })
+        res.on('error', () => resolve('failed'))
+      },
+    )
+    const timer = setTimeout(() => req.destroy(new Error('timeout')), opts.timeoutMs)
+    req.on('close', () => clearTimeout(timer))
+    req.on('timeout', () => req.destroy(new Error('timeout')))
+    req.on('error', () => resolve('failed'))
+    req.end(bytes)
+  })
+}
+
+/** How the outbox delivers: the SSRF rule, timeouts, backoff and horizon. */
+export interface NotifierOptions {
+  allowLoopback: boolean
+  timeoutMs: number
+  /** First retry delay; each later one doubles, up to `backoffMaxMs`, with jitter. */
+  backoffBaseMs: number
+  backoffMaxMs: number
+  /** A signal not delivered this long after its move is dead (kept for inspection). */
+  horizonMs: number
+  /** How often each instance looks for due signals (other instances' and retries). */
+  pollIntervalMs: number
+  log?: Logger | undefined
+  onOutcome?: ((outcome: DeliveryOutcome) => void) | undefined
+  /** A number in [0, 1) for jitter; tests pin it. */
+  random?: () => number
+  resolve?: (host: string) => Promise<CheckedAddress[]>
+}
+
+const BATCH = 16
+
+/**
+ * Delivers the notify outbox. Rows are committed with their moves; every instance polls for due
+ * rows, claims each with a lease by compare-and-set (so one instance delivers a signal), posts
+ * it signed, and on failure schedules the next try with exponential backoff and full jitter until
+ * the horizon. Only the oldest pending signal to a URL is ever due, so order per URL holds.
  */
 export class Notifier {
-  private inflight = new Set<Promise<unknown>>()
+  private readonly owner = `n_${randomBytes(9).toString('base64url')}`
+  private signer: HubSigner | undefined
+  private timer: NodeJS.Timeout | undefined
+  private running: Promise<void> | undefined
+  private again = false
+  private stopped = true
 
   constructor(
-    private readonly opts: {
-      allowLoopback: boolean
-      timeoutMs: number
-      retryDelayMs: number
-      log?: Logger
-      onOutcome?: (outcome: DeliveryOutcome) => void
-    },
+    private readonly database: Database,
+    private readonly clock: Clock,
+    private readonly opts: NotifierOptions,
   ) {}
 
-  enqueue(url: string, signal: NotifySignal): void {
-    const p = this.deliver(url, signal)
-      .then((outcome) => this.opts.onOutcome?.(outcome))
-      .finally(() => this.inflight.delete(p))
-    this.inflight.add(p)
+  /** Starts delivering, signing with the hub's key; pending signals from before a restart go first. */
+  start(signer: HubSigner): void {
+    this.signer = signer
+    this.stopped = false
+    this.timer = setInterval(() => this.kick(), this.opts.pollIntervalMs)
+    this.timer.unref()
+    this.kick()
   }
 
-  /** Resolves when every delivery under way has finished; used at shutdown and in tests. */
-  async drain(): Promise<void> {
-    while (this.inflight.size > 0) await Promise.allSettled([...this.inflight])
-  }
-
-  private async deliver(raw: string, signal: NotifySignal): Promise<DeliveryOutcome> {
-    for (let attempt = 1; attempt <= 2; attempt++) {
-      const outcome = await this.attempt(raw, signal).catch(() => 'failed' as const)
-      if (outcome !== 'failed') {
-        this.opts.log?.info(
-          { handoff_id: signal.handoff_id, version: signal.version, outcome },
-          'notify',
-        )
-        return outcome
-      }
-      if (attempt === 1) await new Promise((r) => setTimeout(r, this.opts.retryDelayMs))
+  /** Looks for due signals now (after a move commits, or on the poll). */
+  kick(): void {
+    if (this.stopped) return
+    if (this.running) {
+      this.again = true
+      return
     }
-    this.opts.log?.warn({ handoff_id: signal.handoff_id, version: signal.version }, 'notify failed')
-    return 'failed'
-  }
-
-  private async attempt(raw: string, signal: NotifySignal): Promise<DeliveryOutcome> {
-    const url = new URL(raw)
-    const host = url.hostname.replace(/^\[|\]$/g, '')
-    const addresses = isIP(host)
-      ? [{ address: host, family: isIP(host) }]
-      : await lookup(host, { all: true, verbatim: true })
-    if (addresses.length === 0) return 'failed'
-    if (!addresses.every((a) => isDeliverableAddress(a.address, this.opts.allowLoopback))) {
-      return 'refused-address'
-    }
-    const target = addresses[0]!
-    const body = JSON.stringify(signal)
-    const mod = url.protocol === 'https:' ? https : http
-    return new Promise<DeliveryOutcome>((resolve, reject) => {
-      const req = mod.request(
-        url,
-        {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            'content-length': Buffer.byteLength(body),
-            'user-agent': 'baton-notify/1',
-          },
-          timeout: this.opts.timeoutMs,
-          // Connect to the address just checked, never to a second answer from DNS.
-          lookup: (_h, options, cb) => {
-            if ((options as { all?: boolean }).all) {
-              ;(cb as unknown as (e: null, a: { address: string; family: number }[]) => void)(
-                null,
-                [target],
-              )
-            } else cb(null, target.address, target.family)
-          },
-        },
-        (res) => {
-          res.resume()
-          res.on('end', () => {
-            const code = res.statusCode ?? 0
-            // A redirect is not followed: it counts as not delivered.
-            resolve(code >= 200 && code < 300 ? 'delivered' : 'failed')
-          })
-          res.on('error', reject)
-        },
-      )
-      req.on('timeout', () => req.destroy(new Error('timeout')))
-      req.on('error', reject)
-      req.end(body)
+    this.running = (async () => {
+      do {
+        this.again = false
+        await this.deliverDue().catch((err) => this.opts.log?.warn({ err }, 'notify pass failed'))
+      } while (this.again && !this.stopped)
+    })().finally(() => {
+      this.running = undefined
     })
+  }
+
+  /** Resolves when no delivery pass is under way; used at shutdown and in tests. */
+  async drain(): Promise<void> {
+    while (this.running) await this.running
+  }
+
+  /** Stops polling and waits for attempts under way; pending signals stay in the outbox. */
+  async stop(): Promise<void> {
+    this.stopped = true
+    clearInterval(this.timer)
+    await this.drain()
+  }
+
+  /** One pass: claims and delivers due signals until none is left; answers how many it tried. */
+  async deliverDue(): Promise<number> {
+    let tried = 0
+    for (;;) {
+      const now = this.clock.now()
+      const heads = await outbox.dueHeads(this.database.db, now, BATCH)
+      const mine: NotifyOutboxRow[] = []
+      for (const row of heads) {
+        if (
+          await outbox.claim(this.database.db, row.event_id, this.owner, now, now + this.leaseMs)
+        ) {
+          mine.push(row)
+        }
+      }
+      if (mine.length === 0) return tried
+      await Promise.all(mine.map((row) => this.deliverOne(row)))
+      tried += mine.length
+    }
+  }
+
+  /** Outbox counts by status, and the oldest pending and dead signals (their URL reduced to origin). */
+  async queue(limit = 5) {
+    const db = this.database.db
+    const view = (r: NotifyOutboxRow) => ({
+      event_id: r.event_id,
+      handoff_id: r.handoff_id,
+      version: r.version,
+      origin: new URL(r.url).origin,
+      attempts: r.attempts,
+      last_outcome: r.last_outcome,
+      created_at: new Date(Number(r.created_at)).toISOString(),
+      next_at: r.status === 'pending' ? new Date(Number(r.next_at)).toISOString() : null,
+    })
+    return {
+      counts: await outbox.countByStatus(db),
+      oldestPending: (await outbox.oldest(db, 'pending', limit)).map(view),
+      oldestDead: (await outbox.oldest(db, 'dead', limit)).map(view),
+    }
+  }
+
+  /** Registers `baton_notify_outbox_signals{status}`, read from the database at each scrape. */
+  registerMetrics(registry: Registry): void {
+    const database = this.database
+    new Gauge({
+      name: 'baton_notify_outbox_signals',
+      help: 'notify signals in the outbox, by status (pending, delivered, dead)',
+      labelNames: ['status'] as const,
+      registers: [registry],
+      async collect() {
+        const counts = await outbox.countByStatus(database.db).catch(() => undefined)
+        if (counts) for (const [status, n] of Object.entries(counts)) this.set({ status }, n)
+      },
+    })
+  }
+
+  /** The delay before try `attempt + 1`: base·2^(attempt-1), capped, with full jitter. */
+  backoffMs(attempt: number): number {
+    const ceiling = Math.min(this.opts.backoffMaxMs, this.opts.backoffBaseMs * 2 ** (attempt - 1))
+    const random = this.opts.random ?? Math.random
+    return Math.max(1, Math.round(ceiling * random()))
+  }
+
+  /** Longer than any one attempt can take, so a live attempt never loses its lease. */
+  private get leaseMs(): number {
+    return 3 * this.opts.timeoutMs + 30_000
+  }
+
+  private async deliverOne(row: NotifyOutboxRow): Promise<void> {
+    const outcome = await postSignal(row.url, row.body, {
+      allowLoopback: this.opts.allowLoopback,
+      timeoutMs: this.opts.timeoutMs,
+      signer: this.signer,
+      now: this.clock.now(),
+      ...(this.opts.resolve ? { resolve: this.opts.resolve } : {}),
+    }).catch(() => 'failed' as const)
+    this.opts.onOutcome?.(outcome)
+    const now = this.clock.now()
+    const attempts = row.attempts + 1
+    const log = { event_id: row.event_id, handoff_id: row.handoff_id, attempts, outcome }
+    if (outcome === 'delivered') {
+      await outbox.settle(this.database.db, row.event_id, this.owner, {
+        status: 'delivered',
+        attempts,
+        next_at: now,
+        last_outcome: outcome,
+        done_at: now,
+      })
+      this.opts.log?.info(log, 'notify delivered')
+      return
+    }
+    const next = now + this.backoffMs(attempts)
+    const dead = next > Number(row.created_at) + this.opts.horizonMs
+    await outbox.settle(this.database.db, row.event_id, this.owner, {
+      status: dead ? 'dead' : 'pending',
+      attempts,
+      next_at: dead ? now : next,
+      last_outcome: outcome,
+      done_at: dead ? now : null,
+    })
+    if (dead) this.opts.log?.warn(log, 'notify dead: horizon reached')
   }
 }

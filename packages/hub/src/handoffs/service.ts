@@ -6,7 +6,6 @@ import {
   type HandoffView,
   type MoveResultView,
   type MoveView,
-  type NotifySignal,
   StateName,
   type WaitView,
 } from '@baton/protocol'
@@ -17,11 +16,12 @@ import { waitForChange } from '../events/wait.js'
 import type { Database } from '../store/database.js'
 import { onceByKey } from '../store/idempotency.js'
 import { consumeDailyQuota } from '../store/quota.js'
-import type { HandoffMoveRow, HandoffRow } from '../store/schema.js'
+import type { HandoffMoveRow, HandoffRow, NotifyOutboxRow } from '../store/schema.js'
 import type { BatchGroup, GroupOutcome, Tx, WriteBatcher } from '../store/transaction.js'
 import { parseInput } from '../validation.js'
 import { allowedNext, isFinal, type Machine, parseMachine } from './machine.js'
-import { checkNotifyUrl } from './notify.js'
+import { checkNotifyUrl, toSignalRow } from './notify.js'
+import { insertSignals } from './outbox-store.js'
 import * as store from './store.js'
 import { hashToken, isHandoffId, matchToken, newHandoffId, newToken } from './tokens.js'
 
@@ -33,9 +33,12 @@ export interface CallerContext {
   idempotencyKey?: string | undefined
 }
 
-/** Where committed moves are signalled; delivery is best effort and never blocks a move. */
+/**
+ * Delivers the notify outbox. Signals are written in the transaction of their move; the sink is
+ * only told, after commit, that there is something to deliver. Delivery never blocks a move.
+ */
 export interface NotifySink {
-  enqueue(url: string, signal: NotifySignal): void
+  kick(): void
 }
 
 /** What a handoff service needs from the rest of the hub. */
@@ -223,6 +226,7 @@ export class HandoffService {
       for (const p of prior) nonces.set(`${p.handoff_id}\0${p.nonce}`, p)
     }
     const written: HandoffMoveRow[] = []
+    const signals: Omit<NotifyOutboxRow, 'seq'>[] = []
     const outcomes: GroupOutcome<MoveResultView>[] = []
     for (const m of inputs) {
       try {
@@ -244,11 +248,12 @@ export class HandoffService {
         Object.assign(row, { state: m.to, version: move.version, ended: decided.ended ? 1 : 0 })
         row.updated_at = now
         written.push(move)
+        if (row.notify_url) signals.push(toSignalRow(move, decided.ended, row.notify_url))
         if (m.body.nonce !== undefined) nonces.set(key, move)
         outcomes.push({
           ok: true,
           value: toMoveResult(move, machine, row, false),
-          after: () => this.announce(move, decided.ended, row.notify_url),
+          after: () => this.announce(move, decided.ended, row.notify_url !== null),
         })
       } catch (error) {
         if (!(error instanceof BatonError)) throw error
@@ -271,6 +276,8 @@ export class HandoffService {
       // Rows are locked (or the database is), so this holds; if not, every move is retried alone.
       if (applied !== changed.length) throw new Error('handoffs changed under a locked batch')
       await store.insertMoves(db, written)
+      // The signals commit with their moves, in the same transaction: one insert for the group.
+      await insertSignals(db, signals)
     }
     return outcomes
   }
@@ -296,7 +303,9 @@ export class HandoffService {
     if (!moved) return this.moveIn(tx, m)
     const move = this.newMove(m, row, actor, now)
     await store.insertMove(tx.db, move)
-    tx.afterCommit(() => this.announce(move, decided.ended, row.notify_url))
+    if (row.notify_url)
+      await insertSignals(tx.db, [toSignalRow(move, decided.ended, row.notify_url)])
+    tx.afterCommit(() => this.announce(move, decided.ended, row.notify_url !== null))
     const after = { ...row, state: m.to, version: move.version, ended: decided.ended ? 1 : 0 }
     return toMoveResult(move, machine, after, false)
   }
@@ -319,22 +328,21 @@ export class HandoffService {
     }
   }
 
-  /** After commit: the event every listener hears, and the notify signal if one was asked for. */
-  private announce(move: HandoffMoveRow, ended: boolean, notifyUrl: string | null): void {
-    const signal: NotifySignal = {
-      handoff_id: move.handoff_id,
-      state: move.to_state,
-      version: move.version,
-      ended,
-      at: iso(move.at),
-    }
+  /** After commit: the event every listener hears, and a nudge to the outbox if it has a signal. */
+  private announce(move: HandoffMoveRow, ended: boolean, signalled: boolean): void {
     this.deps.bus.publish({
       topic: handoffTopic(move.handoff_id),
       type: 'handoff.moved',
       at: move.at,
-      data: { ...signal },
+      data: {
+        handoff_id: move.handoff_id,
+        state: move.to_state,
+        version: move.version,
+        ended,
+        at: iso(move.at),
+      },
     })
-    if (notifyUrl) this.deps.notify.enqueue(notifyUrl, signal)
+    if (signalled) this.deps.notify.kick()
   }
 
   /**

@@ -20,6 +20,7 @@ import { ping } from '../store/database.js'
 import { registerTransferRoutes } from '../transfers/http.js'
 import { registerDashboard } from '../web/dashboard.js'
 import { toBatonError } from './errors.js'
+import { assertSafeParams, parseJsonBody } from './json-guard.js'
 import { OpenApiBuilder, type RouteDoc } from './openapi.js'
 
 /** A route: its documentation and its handler; the answer is sent as JSON with `status`. */
@@ -27,6 +28,8 @@ export interface RouteSpec extends RouteDoc {
   /** The status of a successful answer (default 200). */
   status?: number
   bodyLimit?: number
+  /** Runs before the body is read: for checks that need only the method, URL and headers. */
+  onRequest?: (req: FastifyRequest, reply: FastifyReply) => Promise<void>
   handler: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>
 }
 
@@ -87,23 +90,24 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
     },
   })
 
-  // One JSON parser with stable codes; any other body type is a 415.
+  // One JSON parser with stable codes, for every route and every body (MCP and snapshots too):
+  // strict UTF-8, then the depth, `__proto__` and text guard. Any other body type is a 415.
   app.removeAllContentTypeParsers()
   const parseJson = (
     _req: unknown,
     body: string | Buffer,
     done: (e: Error | null, v?: unknown) => void,
   ) => {
-    const text = String(body)
-    if (text.trim() === '') return done(null, undefined)
+    let value: unknown
     try {
-      done(null, JSON.parse(text))
-    } catch {
-      done(new BatonError('invalid_json', 'The request body is not valid JSON'), undefined)
+      value = parseJsonBody(body as Buffer)
+    } catch (error) {
+      return done(error as Error, undefined)
     }
+    done(null, value)
   }
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, parseJson)
-  app.addContentTypeParser(/^application\/[a-z0-9.+-]*\+json$/, { parseAs: 'string' }, parseJson)
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, parseJson)
+  app.addContentTypeParser(/^application\/[a-z0-9.+-]*\+json$/, { parseAs: 'buffer' }, parseJson)
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => {
     if ((body as Buffer).length === 0) return done(null, undefined)
     done(
@@ -112,19 +116,52 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
     )
   })
 
+  // Path and query parameters follow the body's text rule, before any route reads them.
+  app.addHook('preValidation', async (req) => {
+    assertSafeParams(req.params, 'path')
+    assertSafeParams(req.query, 'query')
+  })
+
+  // Every route's methods by path pattern, so a known path with a wrong method answers 405.
+  const routes: { pattern: RegExp; methods: Set<string> }[] = []
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method]
+    const pattern = patternOf(route.url)
+    let entry = routes.find((r) => r.pattern.source === pattern.source)
+    if (!entry) {
+      entry = { pattern, methods: new Set() }
+      routes.push(entry)
+    }
+    for (const m of methods) entry.methods.add(m.toUpperCase())
+    if (entry.methods.has('GET')) entry.methods.add('HEAD')
+  })
+
   app.setErrorHandler((error, req, reply) => {
     const e = toBatonError(error)
     if (e.code === 'internal') req.log.error({ err: error }, 'unhandled error')
     reply.headers(e.headers).code(e.status).send(e.toBody())
   })
   app.setNotFoundHandler((req, reply) => {
-    const e = new BatonError('not_found', `No route ${req.method} ${req.url.split('?')[0]}`)
+    const path = req.url.split('?')[0] ?? '/'
+    const allowed = new Set<string>()
+    for (const r of routes) if (r.pattern.test(path)) for (const m of r.methods) allowed.add(m)
+    // RFC 9110 §15.5.6: a 405 names the methods the target supports in Allow.
+    if (allowed.size > 0) {
+      const allow = [...allowed].sort().join(', ')
+      const e = new BatonError('method_not_allowed', `${path} does not support ${req.method}`, {
+        allow: [...allowed].sort(),
+      })
+      return reply.code(405).header('allow', allow).send(e.toBody())
+    }
+    const e = new BatonError('not_found', `No route ${req.method} ${path}`)
     reply.code(404).send(e.toBody())
   })
 
   // While shutting down, every answer closes its connection so the server can stop promptly.
-  app.addHook('onSend', async (_req, reply, payload) => {
-    if (ctx.isClosing()) reply.header('connection', 'close')
+  // So does an answer sent before the request body was read to its end (a 413, a refused
+  // signature): the rest of the body must not stall or be read as the next request.
+  app.addHook('onSend', async (req, reply, payload) => {
+    if (ctx.isClosing() || !req.raw.complete) reply.header('connection', 'close')
     return payload
   })
 
@@ -150,10 +187,12 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
         method: spec.method,
         url: spec.url,
         ...(spec.bodyLimit ? { bodyLimit: spec.bodyLimit } : {}),
+        ...(spec.onRequest ? { onRequest: spec.onRequest } : {}),
         handler: async (req, reply) => {
+          // The route's status is the default; a status the handler sets wins.
+          reply.code(spec.status ?? 200)
           const result = await spec.handler(req, reply)
           if (reply.sent) return reply
-          reply.code(spec.status ?? 200)
           return result
         },
       })
@@ -215,4 +254,17 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
   app.get('/openapi.json', async () => doc)
 
   return app
+}
+
+/** A matcher for a route URL pattern: `:name` is one segment, `*` the rest of the path. */
+function patternOf(url: string): RegExp {
+  const source = url
+    .split(/(:[A-Za-z0-9_]+|\*)/)
+    .map((part) => {
+      if (part === '*') return '.*'
+      if (part.startsWith(':')) return '[^/]+'
+      return part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')
+    })
+    .join('')
+  return new RegExp(`^${source}$`)
 }

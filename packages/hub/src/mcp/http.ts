@@ -1,8 +1,10 @@
+import { BatonError } from '@baton/protocol'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
 import type { AppContext } from '../app.js'
 import type { Api } from '../http/server.js'
 import { localInvoke } from '../ops/local.js'
 import type { Auth } from '../ops/operation.js'
+import { assertAllowedHostAndOrigin, hostPolicy } from './rebinding.js'
 import { createMcpServer } from './server.js'
 
 /**
@@ -10,6 +12,10 @@ import { createMcpServer } from './server.js'
  * the hub's services directly, with the caller's address for per-IP quotas.
  */
 export function registerMcpRoute(api: Api, ctx: AppContext): void {
+  const policy = hostPolicy(ctx.config)
+  // Before the body is read: a page that rebinds its name to the hub is refused outright.
+  const onRequest = async (req: Parameters<Parameters<Api['route']>[0]['handler']>[0]) =>
+    assertAllowedHostAndOrigin(policy, req)
   const handle = async (
     req: Parameters<Parameters<Api['route']>[0]['handler']>[0],
     reply: Parameters<Parameters<Api['route']>[0]['handler']>[1],
@@ -39,7 +45,11 @@ export function registerMcpRoute(api: Api, ctx: AppContext): void {
     summary: 'MCP over Streamable HTTP (JSON-RPC); tools create, advance and read handoffs',
     tags: ['mcp'],
     security: 'none',
-    responses: { 200: { description: 'A JSON-RPC answer, as JSON or an event stream' } },
+    responses: {
+      200: { description: 'A JSON-RPC answer, as JSON or an event stream' },
+      403: { description: 'host_not_allowed or origin_not_allowed (DNS rebinding protection)' },
+    },
+    onRequest,
     handler: handle,
   })
   for (const method of ['GET', 'DELETE'] as const) {
@@ -51,13 +61,15 @@ export function registerMcpRoute(api: Api, ctx: AppContext): void {
       tags: ['mcp'],
       security: 'none',
       responses: { 405: { description: 'method_not_allowed' } },
-      handler: async (_req, reply) => {
-        reply.code(405).header('allow', 'POST')
-        return {
-          error: 'This MCP endpoint is stateless; send JSON-RPC requests with POST',
-          code: 'method_not_allowed',
-          fix: 'Use POST /mcp.',
-        }
+      onRequest,
+      // MCP transports: a server without an SSE stream answers GET with 405 Method Not Allowed.
+      handler: async () => {
+        throw new BatonError(
+          'method_not_allowed',
+          'This MCP endpoint is stateless; send JSON-RPC requests with POST',
+          { allow: ['POST'] },
+          { allow: 'POST' },
+        )
       },
     })
   }

@@ -313,6 +313,44 @@ const migrations: Record<string, Migration> = {
         .execute()
     },
   },
+  '007_notify_outbox': {
+    async up(db: Kysely<unknown>) {
+      // Notify signals, written in the transaction of the move that caused them and delivered
+      // from here: a row is pending until delivered or past its horizon (dead, kept to inspect).
+      await db.schema
+        .createTable('notify_outbox')
+        .addColumn('event_id', 'text', (c) => c.primaryKey())
+        .addColumn('seq', 'bigint', (c) => c.notNull().unique())
+        .addColumn('url', 'text', (c) => c.notNull())
+        .addColumn('handoff_id', 'text', (c) => c.notNull())
+        .addColumn('version', 'integer', (c) => c.notNull())
+        .addColumn('body', 'text', (c) => c.notNull())
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('attempts', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('next_at', 'bigint', (c) => c.notNull())
+        .addColumn('leased_until', 'bigint', (c) => c.notNull())
+        .addColumn('lease_owner', 'text')
+        .addColumn('last_outcome', 'text')
+        .addColumn('done_at', 'bigint')
+        .execute()
+      await db.schema
+        .createIndex('notify_outbox_due')
+        .on('notify_outbox')
+        .columns(['status', 'next_at'])
+        .execute()
+      await db.schema
+        .createIndex('notify_outbox_url')
+        .on('notify_outbox')
+        .columns(['url', 'status', 'seq'])
+        .execute()
+      // Signals are numbered in commit order, across instances, like messages (004).
+      await db
+        .insertInto('counters' as never)
+        .values({ name: 'notify_sequence', value: 0 } as never)
+        .execute()
+    },
+  },
 }
 
 const provider: MigrationProvider = { getMigrations: async () => migrations }

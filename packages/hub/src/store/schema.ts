@@ -201,7 +201,28 @@ export interface DashboardSignoutRow {
   expires_at: number
 }
 
+/** A notify signal in the outbox (migration 007). */
+export interface NotifyOutboxRow {
+  event_id: string
+  /** Commit order across instances; signals to one URL are delivered in this order. */
+  seq: number
+  url: string
+  handoff_id: string
+  version: number
+  /** The signal as sent, verbatim: its Content-Digest and signature cover these bytes. */
+  body: string
+  status: 'pending' | 'delivered' | 'dead'
+  attempts: number
+  created_at: number
+  next_at: number
+  leased_until: number
+  lease_owner: string | null
+  last_outcome: string | null
+  done_at: number | null
+}
+
 export interface Schema {
+  notify_outbox: NotifyOutboxRow
   dashboard_signouts: DashboardSignoutRow
   resources: ResourceRow
   resource_versions: ResourceVersionRow

@@ -357,6 +357,7 @@ export function registerDashboard(api: Api, ctx: AppContext): void {
     read('/dashboard/api/transfers/:id/snapshot', async (req) =>
       found(await q.readTransferSnapshot(db(), param(req, 'id')), 'transfer snapshot'),
     )
+    read('/dashboard/api/notify', () => ctx.notifier.queue())
 
     // Admission decisions go through the same service function as the admin API.
     scope.post('/dashboard/api/principals/:principal/:decision', async (req, reply) => {

@@ -231,6 +231,15 @@ const views = {
     onEvent: (ev, r) =>
       r.id ? isType(ev, 'message') && ev.topic.endsWith(r.id) : isType(ev, 'message'),
   },
+  notify: {
+    title: 'Notify',
+    shell: () =>
+      `<h1 class="page">Notify queue</h1><p class="muted">Signals to notify_url receivers: counts, and the oldest still pending or dead. Receivers are shown by origin only.</p><div id="content"></div>`,
+    load: () => api('/dashboard/api/notify'),
+    draw: drawNotify,
+    onEvent: (ev) => isType(ev, 'handoff'),
+    pollMs: 10_000,
+  },
 }
 
 // ---- views ----------------------------------------------------------------------------------
@@ -512,6 +521,26 @@ function drawResource(r) {
   <div class="versions" id="versions">${versions}</div>
   <h2>Grants on this resource</h2>
   ${drawGrants(r.grants)}`
+}
+
+function drawNotify({ counts, oldestPending, oldestDead }) {
+  const rows = (list, next) =>
+    list.map(
+      (s) =>
+        `<tr><td>${short(s.event_id)}</td><td><a href="#/handoffs/${enc(s.handoff_id)}">${short(s.handoff_id)}</a> v${s.version}</td><td>${esc(s.origin)}</td><td class="num">${s.attempts}</td><td>${esc(s.last_outcome ?? '—')}</td><td>${time(s.created_at)}</td>${next ? `<td>${time(s.next_at)}</td>` : ''}</tr>`,
+    )
+  const head = (next) => [
+    '<th>Event</th>',
+    '<th>Handoff</th>',
+    '<th>Receiver</th>',
+    '<th class="num">Attempts</th>',
+    '<th>Last outcome</th>',
+    '<th>Moved</th>',
+    ...(next ? ['<th>Next try</th>'] : []),
+  ]
+  return `<section aria-label="Counts"><div class="stats">${stat('Pending', counts.pending, '', counts.pending > 0)}${stat('Dead', counts.dead, '', counts.dead > 0)}${stat('Delivered', counts.delivered)}</div></section>
+  <h2>Oldest pending</h2>${table(head(true), rows(oldestPending, true), 'Nothing pending.')}
+  <h2>Oldest dead</h2>${table(head(false), rows(oldestDead, false), 'No dead signals.')}`
 }
 
 function drawMessageSummary({ principals }) {
