@@ -61,7 +61,7 @@ export interface Config {
     admission: 'approval' | 'open'
     /** How far a signature's `created` may be from the hub's clock, either way. */
     skewMs: number
-    /** The external origin clients sign `@target-uri` against; else the request's scheme and host. */
+    /** The external origin clients sign `@target-uri` against; else the hub's own listen address. */
     publicUrl: string | undefined
     /** The operator's bearer secret for /admin/v1; the admin API is off without it. */
     adminToken: string | undefined
@@ -137,7 +137,7 @@ export const ENV_DOC: Record<string, string> = {
   BATON_SIGNATURE_SKEW_SECONDS:
     'how far a signature created time may be from the hub clock (default 60)',
   BATON_PUBLIC_URL:
-    'external origin (https://host[:port]) clients sign @target-uri against; default: request scheme and Host',
+    'external origin (https://host[:port]) clients sign @target-uri against; unset: the listen address only (set it behind a proxy)',
   BATON_HUB_KEY_SECRET:
     'seal the hub private key in the database under this secret (32+ characters; every instance needs it)',
   BATON_ADMIN_TOKEN:

@@ -52,7 +52,9 @@ export function localOrigin(req: FastifyRequest): string {
 function ownAuthorities(ctx: AppContext, req: FastifyRequest): Set<string> {
   const address = req.socket?.localAddress ?? '127.0.0.1'
   const port = req.socket?.localPort ?? 80
-  const hosts = new Set([authorityHost(address), authorityHost(ctx.config.host)])
+  const hosts = new Set([authorityHost(address)])
+  // A wildcard listen address names no host a client could have signed for.
+  if (!['0.0.0.0', '::', ''].includes(ctx.config.host)) hosts.add(authorityHost(ctx.config.host))
   if (isLoopback(address)) for (const name of LOOPBACK_NAMES) hosts.add(name)
   const out = new Set<string>()
   for (const host of hosts) {
