@@ -75,7 +75,9 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
     },
   })
 
-  capConnectionsPerAddress(app.server, config.connections.maxPerAddress, config.trustProxy)
+  capConnectionsPerAddress(app.server, config.connections.maxPerAddress, config.trustProxy, () =>
+    metrics.connectionsRefused.inc(),
+  )
 
   // One JSON parser with stable codes; any other body type is a 415.
   app.removeAllContentTypeParsers()

@@ -116,5 +116,8 @@ describe('connections per client address are capped', () => {
     }
     assert.ok(again, 'a freed place was not given again')
     for (const s of [...open, again]) s.destroy()
+    const metrics = await hub.ctx.metrics.registry.metrics()
+    const refused = /^baton_connections_refused_total (\d+)/m.exec(metrics)
+    assert.ok(Number(refused?.[1]) >= 1, 'the refusal is not counted')
   })
 })
