@@ -207,7 +207,9 @@ export function registerIdentityRoutes(api: Api, ctx: AppContext): void {
         else await admit()
       }
       // Outside /v1 a signature is still checked (without enrolment or a nonce), so a signed
-      // request whose path was changed to leave /v1 is refused rather than answered.
+      // request whose path was changed to leave /v1 is refused rather than answered. A method
+      // whose routes read no body (GET) never drains this stream: its digest vouches for bytes
+      // nothing uses.
       const digest = req.headers['content-digest']
       return checkedBody(
         payload,

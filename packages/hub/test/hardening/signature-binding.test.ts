@@ -172,7 +172,9 @@ for (const store of testStores) {
         path: '/.well-known/agent-net',
         headers: { host: 'other.example' },
       })
-      assert.equal((doc.body as unknown as DiscoveryDocument).apiBase, hub.url)
+      const discovered = doc.body as unknown as DiscoveryDocument
+      assert.equal(discovered.apiBase, hub.url)
+      assert.deepEqual(discovered.signatures.presentComponents, ['idempotency-key'])
     })
 
     test('a request signed for the listen address under a loopback name is accepted', async () => {
