@@ -1,4 +1,4 @@
-import { pipeline, type Readable, Transform } from 'node:stream'
+import { type Readable, Transform } from 'node:stream'
 import { AdmissionDecision, BatonError, DISCOVERY_PATH } from '@baton/protocol'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AppContext } from '../app.js'
@@ -101,6 +101,7 @@ function closeUnread(req: FastifyRequest, reply: FastifyReply): void {
     const timer = setTimeout(() => this.destroy(), LINGER_MS)
     timer.unref()
     this.once('close', () => clearTimeout(timer))
+    req.raw.resume()
     this.resume()
   }
 }
@@ -125,6 +126,8 @@ function checkedBody(
     transform(chunk: Buffer, _encoding, done) {
       received += chunk.length
       if (received > limit) {
+        // The rest is left unread (and then discarded by the closing connection), not hashed.
+        payload.unpipe(checked)
         onRefusal()
         done(tooLarge(limit))
         return
@@ -148,7 +151,10 @@ function checkedBody(
       )
     },
   })
-  pipeline(payload, checked, () => {})
+  // Not pipeline(): it would destroy the request on a refusal, and with it the connection the
+  // refusal is answered on.
+  payload.on('error', (error) => checked.destroy(error))
+  payload.pipe(checked)
   return checked
 }
 
