@@ -1,4 +1,4 @@
-export { contentDigest, matchContentDigest } from './content-digest.js'
+export { contentDigest, matchContentDigest, parseContentDigest } from './content-digest.js'
 export { fetchDiscovery, resolveApiUrl } from './discovery.js'
 export { HandoffClient } from './handoffs.js'
 export { HomeClient, type HomeListQuery } from './home.js'

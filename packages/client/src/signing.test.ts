@@ -7,6 +7,7 @@ import fc from 'fast-check'
 import { contentDigest, matchContentDigest } from './content-digest.js'
 import { createIdentity } from './identity.js'
 import {
+  defaultComponents,
   type HttpMessage,
   parseDictionary,
   type SfInnerList,
@@ -131,6 +132,23 @@ describe('Baton request signing', () => {
       keyid: id.principal,
     })
     assert.notEqual(a.headers.signature, b.headers.signature)
+  })
+
+  test('an Idempotency-Key header is covered by the signature, after the default components', () => {
+    const id = createIdentity('h')
+    const signed = signRequest({
+      method: 'POST',
+      url: 'https://h/v1/resources',
+      body: Buffer.from('{}'),
+      headers: { 'Idempotency-Key': 'key-00000001' },
+      privateKey: id.privateKey,
+      keyid: id.principal,
+    })
+    assert.match(
+      signed.headers['signature-input']!,
+      /^sig1=\("@method" "@target-uri" "content-digest" "content-type" "idempotency-key"\);/,
+    )
+    assert.deepEqual(defaultComponents(false), ['@method', '@target-uri'])
   })
 
   test('a covered field the message lacks cannot be signed', () => {

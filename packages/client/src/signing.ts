@@ -2,6 +2,7 @@ import { type KeyObject, randomBytes, sign } from 'node:crypto'
 import {
   BatonError,
   BODY_COMPONENTS,
+  PRESENT_COMPONENTS,
   REQUIRED_COMPONENTS,
   SIGNATURE_ALGORITHM,
   SIGNATURE_LABEL,
@@ -325,9 +326,18 @@ export interface SignedFields {
   base: string
 }
 
-/** Baton's covered components for a request with or without a body. */
-export function defaultComponents(hasBody: boolean): string[] {
-  return hasBody ? [...REQUIRED_COMPONENTS, ...BODY_COMPONENTS] : [...REQUIRED_COMPONENTS]
+/**
+ * Baton's covered components for a request with or without a body; given the request's fields,
+ * also each of PRESENT_COMPONENTS (such as `idempotency-key`) that it carries.
+ *
+ * @example defaultComponents(true, { 'idempotency-key': 'k-12345678' })
+ */
+export function defaultComponents(
+  hasBody: boolean,
+  headers: HttpMessage['headers'] = {},
+): string[] {
+  const base = hasBody ? [...REQUIRED_COMPONENTS, ...BODY_COMPONENTS] : [...REQUIRED_COMPONENTS]
+  return [...base, ...PRESENT_COMPONENTS.filter((c) => headers[c] !== undefined)]
 }
 
 /** A fresh nonce: 16 random bytes, base64url. */
@@ -344,7 +354,8 @@ export function newNonce(): string {
 export function signMessage(message: HttpMessage, opts: SignOptions): SignedFields {
   const label = opts.label ?? SIGNATURE_LABEL
   const components =
-    opts.components ?? defaultComponents(message.headers['content-digest'] !== undefined)
+    opts.components ??
+    defaultComponents(message.headers['content-digest'] !== undefined, message.headers)
   const params: SfParams = [['created', opts.created ?? Math.floor(Date.now() / 1000)]]
   if (opts.expires !== undefined) params.push(['expires', opts.expires])
   const nonce = opts.nonce === undefined ? newNonce() : opts.nonce
@@ -372,7 +383,8 @@ export interface SignedRequest {
 
 /**
  * Builds and signs a Baton request: adds Content-Type and Content-Digest (RFC 9530) when there is
- * a body, then Signature-Input and Signature over Baton's covered components.
+ * a body, then Signature-Input and Signature over Baton's covered components (with
+ * `idempotency-key` when the headers carry one, so it cannot be added or changed after signing).
  *
  * @example const req = signRequest({ method: 'GET', url: 'https://hub.example/v1/me', privateKey, keyid })
  */
@@ -399,7 +411,7 @@ export function signRequest(req: {
     {
       privateKey: req.privateKey,
       keyid: req.keyid,
-      components: defaultComponents(hasBody),
+      components: defaultComponents(hasBody, headers),
       ...(req.created !== undefined ? { created: req.created } : {}),
       ...(req.nonce !== undefined ? { nonce: req.nonce } : {}),
     },

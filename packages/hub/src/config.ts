@@ -69,17 +69,21 @@ export interface Config {
   maxBatch: number
   /** How long graceful shutdown waits for in-flight requests. */
   shutdownGraceMs: number
+  /** Limits on client connections, against slow and piled-up senders. */
+  connections: ConnectionsConfig
   identity: {
     /** `approval` (default): new keys wait for an operator; `open`: approved at once. */
     admission: 'approval' | 'open'
     /** How far a signature's `created` may be from the hub's clock, either way. */
     skewMs: number
-    /** The external origin clients sign `@target-uri` against; else the request's scheme and host. */
+    /** The external origin clients sign `@target-uri` against; else the hub's own listen address. */
     publicUrl: string | undefined
     /** The operator's bearer secret for /admin/v1; the admin API is off without it. */
     adminToken: string | undefined
     /** When set, the hub's private key is stored sealed (AES-256-GCM) under a key derived from it. */
     hubKeySecret: string | undefined
+    /** New keys one client address may enrol per hour. */
+    enrolPerAddressPerHour: number
     quotas: { requestsPerDay: number; storedBytes: number; messagesPerDay: number }
   }
 }
@@ -164,7 +168,7 @@ export const ENV_DOC: Record<string, string> = {
   BATON_SIGNATURE_SKEW_SECONDS:
     'how far a signature created time may be from the hub clock (default 60)',
   BATON_PUBLIC_URL:
-    'external origin (https://host[:port]) clients sign @target-uri against; default: request scheme and Host',
+    'external origin (https://host[:port]) clients sign @target-uri against; unset: the listen address only (set it behind a proxy)',
   BATON_HUB_KEY_SECRET:
     'seal the hub private key in the database under this secret (32+ characters; every instance needs it)',
   BATON_ADMIN_TOKEN:
@@ -192,6 +196,16 @@ export const ENV_DOC: Record<string, string> = {
     'most dashboard event streams one signed-in session may hold open; more answer 429 (default 4)',
   BATON_DASHBOARD_STREAMS_MAX:
     'most dashboard event streams open on one instance; more answer 429 (default 100)',
+  BATON_HEADERS_TIMEOUT_MS:
+    'time a client has to send a request header section; slower connections are closed (default 10000)',
+  BATON_REQUEST_TIMEOUT_MS:
+    'time a client has to send a whole request, body included; slower connections are closed (default 60000)',
+  BATON_KEEP_ALIVE_TIMEOUT_MS:
+    'how long an idle keep-alive connection stays open between requests (default 72000)',
+  BATON_MAX_CONNECTIONS_PER_ADDRESS:
+    'open connections one client address may hold; more are closed at once; 0 turns the cap off (default 256)',
+  BATON_ENROL_PER_ADDRESS_PER_HOUR:
+    'new keys one client address may enrol per hour; more answer 429 rate_limited (default 20)',
 }
 
 /** Reads the configuration from the environment, then applies flag overrides on top. */
@@ -285,6 +299,7 @@ export function loadConfig(
     },
     maxBatch: int(merged, 'BATON_MAX_BATCH', 256, 1),
     shutdownGraceMs: int(merged, 'BATON_SHUTDOWN_GRACE_MS', 10_000, 0),
+    connections: connectionsConfig(merged),
     identity: identityConfig(merged),
   }
 }
@@ -316,11 +331,38 @@ function identityConfig(env: Env): Config['identity'] {
     publicUrl,
     adminToken,
     hubKeySecret,
+    enrolPerAddressPerHour: int(env, 'BATON_ENROL_PER_ADDRESS_PER_HOUR', 20, 0),
     quotas: {
       requestsPerDay: int(env, 'BATON_QUOTA_REQUESTS_PER_DAY', 10_000, 0),
       storedBytes: int(env, 'BATON_QUOTA_STORED_BYTES', 10 * 1024 * 1024, 0),
       messagesPerDay: int(env, 'BATON_QUOTA_MESSAGES_PER_DAY', 1000, 0),
     },
+  }
+}
+
+/** Limits on client connections (Node's HTTP server timeouts and a per-address cap). */
+export interface ConnectionsConfig {
+  /** Time to receive a request's header section. */
+  headersTimeoutMs: number
+  /** Time to receive a whole request; a response may take longer (long-poll waits, streams). */
+  requestTimeoutMs: number
+  keepAliveTimeoutMs: number
+  /** Open connections per client address; 0: no cap. */
+  maxPerAddress: number
+}
+
+function connectionsConfig(env: Env): ConnectionsConfig {
+  const headersTimeoutMs = int(env, 'BATON_HEADERS_TIMEOUT_MS', 10_000, 1)
+  const requestTimeoutMs = int(env, 'BATON_REQUEST_TIMEOUT_MS', 60_000, 1)
+  // Node refuses a header timeout longer than the whole request's.
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new Error('BATON_HEADERS_TIMEOUT_MS must not exceed BATON_REQUEST_TIMEOUT_MS')
+  }
+  return {
+    headersTimeoutMs,
+    requestTimeoutMs,
+    keepAliveTimeoutMs: int(env, 'BATON_KEEP_ALIVE_TIMEOUT_MS', 72_000, 1),
+    maxPerAddress: int(env, 'BATON_MAX_CONNECTIONS_PER_ADDRESS', 256, 0),
   }
 }
 

@@ -4,6 +4,7 @@ import { type AppContext, createApp } from './app.js'
 import type { Clock } from './clock.js'
 import type { Config } from './config.js'
 import { buildServer } from './http/server.js'
+import { isLoopback } from './identity/http.js'
 
 /** A running hub: its address, its context, and a graceful stop. */
 export interface RunningHub {
@@ -25,6 +26,14 @@ export async function startHub(
   const addr = app.server.address()
   const port = typeof addr === 'object' && addr ? addr.port : config.port
   const host = config.host.includes(':') ? `[${config.host}]` : config.host
+  // Without a public URL, @authority is bound to the listen address: clients elsewhere must
+  // reach the hub by exactly that address (discovery tells them), and a proxy's cannot be known.
+  if (!config.identity.publicUrl && (!isLoopback(config.host) || config.trustProxy !== false)) {
+    ctx.log.warn(
+      { host: config.host, port, trustProxy: config.trustProxy !== false },
+      'BATON_PUBLIC_URL is unset: signed requests are accepted only for the listen address; set it to the origin clients use',
+    )
+  }
   let stopping: Promise<void> | undefined
   return {
     url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,

@@ -37,6 +37,11 @@ export function createMetrics() {
       labelNames: ['outcome'] as const,
       registers: [registry],
     }),
+    connectionsRefused: new Counter({
+      name: 'baton_connections_refused_total',
+      help: 'Connections closed on accept because their client address held the most allowed',
+      registers: [registry],
+    }),
   }
 }
 

@@ -110,6 +110,8 @@ function send(
         path: req.path,
         headers,
         setHost: false,
+        // A fresh connection each time: a pooled one may belong to a hub that has stopped.
+        agent: false,
       },
       (res) => {
         const chunks: Buffer[] = []
@@ -446,9 +448,10 @@ for (const store of testStores) {
         ).hubKey
         await first.stop()
 
-        const second = await hubs.start()
+        // The same authority: a request signed for one hub is refused by another as signed
+        // for someone else, before its nonce is looked at.
+        const second = await hubs.start({ BATON_PORT: new URL(first.url).port })
         try {
-          // The port may differ: resend the same bytes with the Host the request was signed for.
           const replay = await send(second, req)
           assert.equal(replay.status, 401)
           assert.equal(replay.body.code, 'signature_replayed')
@@ -466,13 +469,21 @@ for (const store of testStores) {
     })
 
     test('two hub instances on one database share the nonce store and the hub key', async () => {
-      const hubs = await restartableHub(store, { BATON_ADMISSION: 'open' }, clock)
+      // Instances behind one load balancer share its public URL, which requests are signed for.
+      const hubs = await restartableHub(
+        store,
+        { BATON_ADMISSION: 'open', BATON_PUBLIC_URL: 'https://hub.example' },
+        clock,
+      )
       try {
         const a = await hubs.start()
         const b = await hubs.start()
         try {
           const id = createIdentity('test')
-          const req = signFor(a, id, clock, { method: 'GET', path: '/v1/me' })
+          const req = signFor({ url: 'https://hub.example' }, id, clock, {
+            method: 'GET',
+            path: '/v1/me',
+          })
           assert.equal((await send(a, req)).status, 200)
           assert.equal((await send(b, req)).body.code, 'signature_replayed')
           const keyOf = async (h: { url: string }) =>

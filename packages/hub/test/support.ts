@@ -73,6 +73,16 @@ export interface TestHub extends RunningHub {
   close(): Promise<void>
 }
 
+/**
+ * Per-address limits lifted for test hubs: every test client connects from 127.0.0.1, so the
+ * defaults (new keys per address per hour, connections per address) would count the whole suite
+ * as one client. Tests of those limits set them explicitly.
+ */
+export const TEST_ADDRESS_LIMITS: Record<string, string> = {
+  BATON_ENROL_PER_ADDRESS_PER_HOUR: '1000000',
+  BATON_MAX_CONNECTIONS_PER_ADDRESS: '0',
+}
+
 /** Starts a hub for a test: port 0, silent logs, and any config overrides as environment. */
 export async function startTestHub(
   store: TestStore,
@@ -84,6 +94,7 @@ export async function startTestHub(
     BATON_HOST: '127.0.0.1',
     BATON_PORT: '0',
     BATON_LOG_LEVEL: 'silent',
+    ...TEST_ADDRESS_LIMITS,
     ...db.env,
     ...env,
   })
@@ -186,21 +197,26 @@ export async function signedAgent(
   return client
 }
 
-/** A hub on a store's database that can be stopped and started again on the same data. */
+/**
+ * A hub on a store's database that can be stopped and started again on the same data; `start`
+ * takes environment for that start alone (a fixed BATON_PORT, say).
+ */
 export async function restartableHub(
   store: TestStore,
   env: Record<string, string> = {},
   clock?: Clock,
 ) {
   const db = await store.fresh()
-  const start = () =>
+  const start = (once: Record<string, string> = {}) =>
     startHub(
       loadConfig({
         BATON_HOST: '127.0.0.1',
         BATON_PORT: '0',
         BATON_LOG_LEVEL: 'silent',
+        ...TEST_ADDRESS_LIMITS,
         ...db.env,
         ...env,
+        ...once,
       }),
       { ...(clock ? { clock } : {}), log: pino({ level: 'silent' }) },
     )

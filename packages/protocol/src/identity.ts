@@ -21,6 +21,9 @@ export const REQUIRED_COMPONENTS = ['@method', '@target-uri'] as const
 /** Components a signed request with a body covers too (RFC 9530 §2, RFC 9421 §2.1). */
 export const BODY_COMPONENTS = ['content-digest', 'content-type'] as const
 
+/** Fields a signed request covers whenever it carries them, so none can be added after signing. */
+export const PRESENT_COMPONENTS = ['idempotency-key'] as const
+
 /** Admission states of a principal: enrolled as pending, then decided by an operator. */
 export const AdmissionState = z.enum(['pending', 'approved', 'rejected', 'suspended'])
 
@@ -112,6 +115,8 @@ export interface DiscoveryDocument {
     keyid: 'did:key'
     components: readonly string[]
     bodyComponents: readonly string[]
+    /** Fields covered whenever the request carries them (absent from older hubs). */
+    presentComponents?: readonly string[]
     parameters: readonly string[]
     contentDigest: 'sha-256'
     skewSeconds: number

@@ -169,7 +169,7 @@ export class GrantService {
     const expiresAt = Date.parse(body.expiresAt)
     return this.deps.batcher.run(async (tx) => {
       const now = this.deps.clock.now()
-      const once = { scope: `grant.create:${principal}`, key: idempotencyKey, request: body, now }
+      const once = { scope: 'grant.create', principal, key: idempotencyKey, request: body, now }
       return onceByKey(tx.db, once, async () => {
         if (expiresAt <= now) {
           throw new BatonError('invalid_grant', 'expiresAt must be in the future', {

@@ -19,6 +19,7 @@ import { registerResourceRoutes } from '../resources/http.js'
 import { ping } from '../store/database.js'
 import { registerTransferRoutes } from '../transfers/http.js'
 import { registerDashboard } from '../web/dashboard.js'
+import { capConnectionsPerAddress } from './connections.js'
 import { toBatonError } from './errors.js'
 import { assertSafeParams, parseJsonBody } from './json-guard.js'
 import { OpenApiBuilder, type RouteDoc } from './openapi.js'
@@ -80,6 +81,19 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
     trustProxy: config.trustProxy as boolean | string[],
     bodyLimit: config.bodyLimitBytes,
     return503OnClosing: true,
+    // A client must send its header section, and then its whole request, within these times or
+    // its connection is closed; the answer may take longer (long-poll waits, event streams), since
+    // Node counts these only until the request is received. Node checks them on an interval.
+    requestTimeout: config.connections.requestTimeoutMs,
+    keepAliveTimeout: config.connections.keepAliveTimeoutMs,
+    http: {
+      headersTimeout: config.connections.headersTimeoutMs,
+      requestTimeout: config.connections.requestTimeoutMs,
+      connectionsCheckingInterval: Math.max(
+        50,
+        Math.min(5000, Math.floor(config.connections.headersTimeoutMs / 4)),
+      ),
+    },
     forceCloseConnections: 'idle',
     logController: new LogController({ disableRequestLogging: true }),
     requestIdHeader: false,
@@ -89,6 +103,10 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
       void (reply as FastifyReply).code(e.status).send(e.toBody())
     },
   })
+
+  capConnectionsPerAddress(app.server, config.connections.maxPerAddress, config.trustProxy, () =>
+    metrics.connectionsRefused.inc(),
+  )
 
   // One JSON parser with stable codes, for every route and every body (MCP and snapshots too):
   // strict UTF-8, then the depth, `__proto__` and text guard. Any other body type is a 415.

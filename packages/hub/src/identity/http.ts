@@ -1,9 +1,10 @@
-import { PassThrough, type Readable } from 'node:stream'
+import { type Readable, Transform } from 'node:stream'
 import { AdmissionDecision, BatonError, DISCOVERY_PATH } from '@baton/protocol'
-import type { FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AppContext } from '../app.js'
 import { type Api, bearerToken } from '../http/server.js'
 import type { Principal } from './service.js'
+import { BodyDigest } from './verify.js'
 
 const verified = new WeakMap<FastifyRequest, Principal>()
 
@@ -22,21 +23,139 @@ export function requirePrincipal(req: FastifyRequest): Principal {
   return p
 }
 
-/** The origin a client signed `@target-uri` against: BATON_PUBLIC_URL, else scheme and Host. */
-export function requestOrigin(ctx: AppContext, req: FastifyRequest): string {
-  return ctx.config.identity.publicUrl ?? `${req.protocol}://${req.host}`
+const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '[::1]']
+
+/** An address as it appears in an authority: IPv4-mapped IPv6 unwrapped, IPv6 bracketed. */
+function authorityHost(address: string): string {
+  const v4 = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)
+  if (v4) return v4[1]!
+  return address.includes(':') ? `[${address.toLowerCase()}]` : address.toLowerCase()
 }
 
-async function readAll(stream: Readable, limit: number): Promise<Buffer> {
-  const chunks: Buffer[] = []
-  let size = 0
-  for await (const chunk of stream) {
-    const buf = chunk as Buffer
-    size += buf.length
-    if (size > limit) throw new BatonError('body_too_large', 'The request body is too large')
-    chunks.push(buf)
+/** True for a loopback address or name (127.0.0.0/8, ::1, localhost). */
+export function isLoopback(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase()
+  return h === 'localhost' || h === '::1' || /^(::ffff:)?127\.\d+\.\d+\.\d+$/.test(h)
+}
+
+/** The origin of the address and port a connection reached, as the hub's own listen address. */
+export function localOrigin(req: FastifyRequest): string {
+  const address = req.socket?.localAddress ?? '127.0.0.1'
+  return `http://${authorityHost(address)}:${req.socket?.localPort ?? 80}`
+}
+
+/**
+ * The authorities that name this hub for a connection when no public URL is configured: the
+ * address and port the connection reached, the configured listen host, and the loopback names
+ * when the connection came over loopback.
+ */
+function ownAuthorities(ctx: AppContext, req: FastifyRequest): Set<string> {
+  const address = req.socket?.localAddress ?? '127.0.0.1'
+  const port = req.socket?.localPort ?? 80
+  const hosts = new Set([authorityHost(address)])
+  // A wildcard listen address names no host a client could have signed for.
+  if (!['0.0.0.0', '::', ''].includes(ctx.config.host)) hosts.add(authorityHost(ctx.config.host))
+  if (isLoopback(address)) for (const name of LOOPBACK_NAMES) hosts.add(name)
+  const out = new Set<string>()
+  for (const host of hosts) {
+    out.add(`${host}:${port}`)
+    if (port === 80) out.add(host)
   }
-  return Buffer.concat(chunks)
+  return out
+}
+
+/**
+ * The origin a client signed `@target-uri` against: BATON_PUBLIC_URL when set; else the
+ * request's Host, but only when it names this hub's own listen address (never a Host alone, so
+ * a request signed for another hub cannot be replayed here with its Host); else undefined.
+ */
+export function requestOrigin(ctx: AppContext, req: FastifyRequest): string | undefined {
+  const { publicUrl } = ctx.config.identity
+  if (publicUrl) return publicUrl
+  const host = req.headers.host?.toLowerCase()
+  return host !== undefined && ownAuthorities(ctx, req).has(host) ? `http://${host}` : undefined
+}
+
+/** True when the header section announces a body: a positive Content-Length or a transfer coding. */
+function declaresBody(req: FastifyRequest): boolean {
+  const length = req.headers['content-length']
+  if (length !== undefined) return Number(length) > 0
+  return req.headers['transfer-encoding'] !== undefined
+}
+
+/** How long a refused request's connection is drained after its answer before it is reset. */
+const LINGER_MS = 2000
+
+/**
+ * Answers a refused request with its body unread on a connection that then closes: it cannot
+ * carry another request. Like a server's lingering close, the connection is half-closed after the
+ * answer and what the client still sends is discarded for a moment, so the client reads the
+ * answer instead of a reset (closing with unread bytes resets the connection at once).
+ */
+function closeUnread(req: FastifyRequest, reply: FastifyReply): void {
+  reply.header('connection', 'close')
+  const socket = req.raw.socket
+  // Node ends a `Connection: close` answer's socket through destroySoon once the answer is out.
+  socket.destroySoon = function lingeringClose(this: typeof socket) {
+    this.end()
+    const timer = setTimeout(() => this.destroy(), LINGER_MS)
+    timer.unref()
+    this.once('close', () => clearTimeout(timer))
+    req.raw.resume()
+    this.resume()
+  }
+}
+
+const tooLarge = (limit: number) =>
+  new BatonError('body_too_large', 'The request body is too large', { limit })
+
+/**
+ * The body as it streams on to the parser, hashed as it passes: over `limit` bytes it is cut
+ * (413), and at its end a body that does not match its Content-Digest is refused (401); then
+ * `afterBody` runs, if given, before the parser sees the end.
+ */
+function checkedBody(
+  payload: Readable,
+  digest: BodyDigest,
+  limit: number,
+  onRefusal: () => void,
+  afterBody?: () => Promise<void>,
+): Readable {
+  let received = 0
+  const checked = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      received += chunk.length
+      if (received > limit) {
+        // The rest is left unread (and then discarded by the closing connection), not hashed.
+        payload.unpipe(checked)
+        onRefusal()
+        done(tooLarge(limit))
+        return
+      }
+      digest.update(chunk)
+      // fastify compares the bytes it reads with Content-Length through this property.
+      Object.assign(checked, { receivedEncodedLength: received })
+      done(null, chunk)
+    },
+    flush(done) {
+      try {
+        digest.assertMatches()
+      } catch (error) {
+        done(error as Error)
+        return
+      }
+      if (!afterBody) return done()
+      afterBody().then(
+        () => done(),
+        (error: Error) => done(error),
+      )
+    },
+  })
+  // Not pipeline(): it would destroy the request on a refusal, and with it the connection the
+  // refusal is answered on.
+  payload.on('error', (error) => checked.destroy(error))
+  payload.pipe(checked)
+  return checked
 }
 
 const adminTags = ['admin']
@@ -44,41 +163,71 @@ const principalParam = { principal: 'The principal, a did:key' }
 
 /**
  * Discovery, `GET /v1/me`, the admin API, and the hook that verifies every `/v1` request before
- * its body is parsed (so a tampered body is a 401, not a JSON error).
+ * its body is read (so a tampered body is a 401, not a JSON error, and an unsigned one costs
+ * nothing to refuse).
  */
 export function registerIdentityRoutes(api: Api, ctx: AppContext): void {
   const service = ctx.identity
 
-  // RFC 9530: the digest covers the body bytes as received, so keep them before parsing.
-  api.app.addHook('preParsing', async (req, _reply, payload) => {
+  // Every signed request is judged on its header section before one byte of its body is read:
+  // the RFC 9421 signature covers Content-Digest (RFC 9530), so the body is checked against it as
+  // it streams in, and an unsigned, badly signed, unadmitted or oversized request is refused with
+  // its body unread and its connection closed.
+  api.app.addHook('preParsing', async (req, reply, payload) => {
     const signedPath = isSignedPath(req.url)
     const carriesSignature =
       req.headers['signature-input'] !== undefined || req.headers.signature !== undefined
     if (!signedPath && !carriesSignature) return payload
-    const body = await readAll(payload, req.routeOptions.bodyLimit ?? ctx.config.bodyLimitBytes)
-    const message = {
-      method: req.method,
-      targetUri: requestOrigin(ctx, req) + req.url,
-      headers: req.headers,
+    const refuse = () => closeUnread(req, reply)
+    try {
+      const origin = requestOrigin(ctx, req)
+      const message = {
+        method: req.method,
+        targetUri: (origin ?? localOrigin(req)) + req.url,
+        headers: req.headers,
+      }
+      const sig = service.verify(message, declaresBody(req))
+      if (origin === undefined) {
+        throw new BatonError('signature_invalid', 'The request is addressed to another host', {
+          reason: 'authority',
+        })
+      }
+      const limit = req.routeOptions.bodyLimit ?? ctx.config.bodyLimitBytes
+      if (Number(req.headers['content-length']) > limit) throw tooLarge(limit)
+      let afterBody: (() => Promise<void>) | undefined
+      if (signedPath) {
+        // The nonce, enrolment and admission are decided before the body is read: keys cost
+        // nothing to make, so only an admitted principal may make the hub read a body at all.
+        // The nonce is spent even if the body then fails its digest, as for any refused request.
+        // A new key under open admission is admitted at once anyway, so its first request is
+        // admitted after its body verifies, and a tampered first request enrols nothing.
+        const path = req.url.split('?')[0]
+        const admit = async () => {
+          const principal = await service.admit(sig, {
+            address: req.ip,
+            admissionExempt: req.method === 'GET' && path === '/v1/me',
+          })
+          verified.set(req, principal)
+        }
+        if (declaresBody(req) && (await service.isNewUnderOpenAdmission(sig))) afterBody = admit
+        else await admit()
+      }
+      // Outside /v1 a signature is still checked (without enrolment or a nonce), so a signed
+      // request whose path was changed to leave /v1 is refused rather than answered. A method
+      // whose routes read no body (GET) never drains this stream: its digest vouches for bytes
+      // nothing uses.
+      const digest = req.headers['content-digest']
+      return checkedBody(
+        payload,
+        new BodyDigest(Array.isArray(digest) ? digest.join(', ') : digest),
+        limit,
+        refuse,
+        afterBody,
+      )
+    } catch (error) {
+      refuse()
+      throw error
     }
-    if (signedPath) {
-      const path = req.url.split('?')[0]
-      const principal = await service.authenticate({
-        message,
-        body,
-        admissionExempt: req.method === 'GET' && path === '/v1/me',
-      })
-      verified.set(req, principal)
-    } else {
-      // A signature outside /v1 is still checked (without enrolment or a nonce), so a signed
-      // request whose path was changed to leave /v1 is refused rather than answered.
-      service.verify(message, body)
-    }
-    const replay = new PassThrough()
-    replay.end(body)
-    // fastify compares the bytes it reads with Content-Length through this property.
-    Object.assign(replay, { receivedEncodedLength: body.length })
-    return replay
   })
 
   api.route({
@@ -89,7 +238,7 @@ export function registerIdentityRoutes(api: Api, ctx: AppContext): void {
     tags: ['identity'],
     security: 'none',
     responses: { 200: { description: 'The discovery document' } },
-    handler: async (req) => service.discovery(requestOrigin(ctx, req)),
+    handler: async (req) => service.discovery(requestOrigin(ctx, req) ?? localOrigin(req)),
   })
   api.route({
     method: 'GET',

@@ -17,6 +17,7 @@ import {
   BODY_COMPONENTS,
   type DiscoveryDocument,
   type MeView,
+  PRESENT_COMPONENTS,
   PROTOCOL_VERSION,
   type PrincipalView,
   type PublicJwk,
@@ -30,13 +31,15 @@ import type { Database } from '../store/database.js'
 import {
   consumeDailyQuota,
   consumeDailyQuotas,
+  consumeWindowQuotas,
   quotaExceeded,
   utcDayStart,
+  windowQuotaExceeded,
 } from '../store/quota.js'
 import type { PrincipalRow } from '../store/schema.js'
 import type { BatchGroup, GroupOutcome, Tx, WriteBatcher } from '../store/transaction.js'
 import * as store from './store.js'
-import { didKeyResolver, hubPolicy, type VerifiedSignature, verifySignedRequest } from './verify.js'
+import { didKeyResolver, hubPolicy, type VerifiedSignature, verifySignedHeaders } from './verify.js'
 
 /** A verified principal and its admission state, as feature routes see the caller. */
 export interface Principal {
@@ -66,16 +69,26 @@ export interface IdentityDeps {
   ) => Promise<{ storedBytes: number; messagesToday: number }>
 }
 
-/** A request to authenticate: the message as signed, its raw body, and what it asks for. */
+/**
+ * A request to authenticate from its header section: the message as signed, whether it announces
+ * a body (checked against its Content-Digest as it streams in), who sent it, and what it asks for.
+ */
 export interface AuthenticateInput {
   message: HttpMessage
-  body: Uint8Array
+  declaresBody: boolean
+  /** The client address (under the trust-proxy setting), which new-key enrolment is counted by. */
+  address: string
   /** True for `GET /v1/me`, which answers principals in every admission state. */
   admissionExempt: boolean
 }
 
 /** The quota scope counting a principal's signed requests. */
 export const REQUEST_QUOTA_SCOPE = 'principal.requests'
+
+/** The quota scope counting the new keys enrolled from one client address per hour. */
+export const ENROL_QUOTA_SCOPE = 'enrol.address'
+
+const HOUR_MS = 60 * 60 * 1000
 
 const SEALED = 'sealed:v1:'
 const HUB_KEY_SLOT = 'primary'
@@ -84,12 +97,16 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
 /** One signed request's admission: its verified signature and whether it is exempt. */
 interface Admission {
   sig: VerifiedSignature
+  address: string
   admissionExempt: boolean
 }
 
-/** The principal behind a request, and the refusal its quota gives if any. */
+/**
+ * The principal behind a request, and the refusal its quota gives if any; no principal when the
+ * key is new and its address may enrol no more keys this hour.
+ */
 interface AdmissionOutcome {
-  principal: Principal
+  principal?: Principal
   refusal?: BatonError
 }
 
@@ -231,17 +248,15 @@ export class IdentityService {
     }
   }
 
-  /** Verifies a signed request without side effects; throws the failure's code. */
-  verify(message: HttpMessage, body: Uint8Array): VerifiedSignature {
+  /**
+   * Verifies a signed request's header section without side effects; throws the failure's code.
+   * The body, when `declaresBody`, is checked against its Content-Digest as it arrives.
+   */
+  verify(message: HttpMessage, declaresBody: boolean): VerifiedSignature {
     const policy = hubPolicy(this.deps.clock.now(), this.deps.config.skewMs, this.resolveKey)
-    return verifySignedRequest(message, body, policy)
+    return verifySignedHeaders(message, declaresBody, policy)
   }
 
-  /**
-   * Authenticates a request: verifies its signature and digest, records its nonce durably (a
-   * replay is refused even after a restart or on another instance), enrols a new key, counts the
-   * request quota, and refuses a principal that is not approved unless the route is exempt.
-   */
   /**
    * The write every signed request makes (its nonce, a first request's enrolment, the request
    * quota), committed set-based for the requests that arrive together; `one` is the same rule
@@ -273,7 +288,20 @@ export class IdentityService {
       })
   }
 
-  private async admitOne(tx: Tx, { sig, admissionExempt }: Admission): Promise<AdmissionOutcome> {
+  /** The refusal of a new key from an address that enrolled its hourly share already. */
+  private enrolmentRefused(now: number): BatonError {
+    return windowQuotaExceeded(
+      ENROL_QUOTA_SCOPE,
+      this.deps.config.enrolPerAddressPerHour,
+      now,
+      HOUR_MS,
+    )
+  }
+
+  private async admitOne(
+    tx: Tx,
+    { sig, address, admissionExempt }: Admission,
+  ): Promise<AdmissionOutcome> {
     const { config, clock } = this.deps
     const now = clock.now()
     const fresh = await store.insertNonce(tx.db, {
@@ -284,6 +312,16 @@ export class IdentityService {
     if (!fresh) throw replayed(sig.keyid)
     let row = await store.findPrincipal(tx.db, sig.keyid)
     if (!row) {
+      const counts = await consumeWindowQuotas(tx.db, {
+        scope: ENROL_QUOTA_SCOPE,
+        uses: new Map([[address, 1]]),
+        now,
+        windowMs: HOUR_MS,
+      })
+      // The nonce stays recorded, as for a used-up request quota; no principal is created.
+      if (counts.get(address)! > config.enrolPerAddressPerHour) {
+        return { refusal: this.enrolmentRefused(now) }
+      }
       await store.enrolPrincipal(tx.db, this.enrolment(sig.keyid, now))
       row = (await store.findPrincipal(tx.db, sig.keyid))!
       tx.afterCommit(this.announceEnrolment(row, now))
@@ -321,8 +359,32 @@ export class IdentityService {
     )
     const keyids = [...new Set(inputs.map((a) => a.sig.keyid))]
     const rows = new Map((await store.findPrincipals(db, keyids)).map((r) => [r.principal, r]))
-    const newcomers = keyids.filter((k) => !rows.has(k))
     const announce = new Map<string, () => void>()
+    const refusedKeys = new Set<string>()
+    // A new key counts once against the address of the first request that brings it.
+    const addressOf = new Map<string, string>()
+    for (const { sig, address } of inputs) {
+      if (!rows.has(sig.keyid) && !addressOf.has(sig.keyid)) addressOf.set(sig.keyid, address)
+    }
+    if (addressOf.size > 0) {
+      const uses = new Map<string, number>()
+      for (const address of addressOf.values()) uses.set(address, (uses.get(address) ?? 0) + 1)
+      const after = await consumeWindowQuotas(db, {
+        scope: ENROL_QUOTA_SCOPE,
+        uses,
+        now,
+        windowMs: HOUR_MS,
+      })
+      const nth = new Map<string, number>()
+      for (const [keyid, address] of addressOf) {
+        const k = (nth.get(address) ?? 0) + 1
+        nth.set(address, k)
+        if (after.get(address)! - uses.get(address)! + k > config.enrolPerAddressPerHour) {
+          refusedKeys.add(keyid)
+        }
+      }
+    }
+    const newcomers = [...addressOf.keys()].filter((k) => !refusedKeys.has(k))
     if (newcomers.length > 0) {
       await store.enrolPrincipals(
         db,
@@ -339,18 +401,20 @@ export class IdentityService {
       const key = `${sig.keyid}\0${sig.nonce ?? ''}`
       const isFresh = fresh.has(key) && !seen.has(key)
       seen.add(key)
-      const principal = toPrincipal(rows.get(sig.keyid)!)
-      const counts = isFresh && !admissionExempt && principal.state === 'approved'
-      return { isFresh, principal, counts }
+      const row = rows.get(sig.keyid)
+      const principal = row ? toPrincipal(row) : undefined
+      const counts = isFresh && !admissionExempt && principal?.state === 'approved'
+      return { isFresh, keyid: sig.keyid, principal, counts }
     })
     const uses = new Map<string, number>()
     for (const a of admitted) {
-      if (a.counts) uses.set(a.principal.principal, (uses.get(a.principal.principal) ?? 0) + 1)
+      if (a.counts) uses.set(a.keyid, (uses.get(a.keyid) ?? 0) + 1)
     }
     const after = await consumeDailyQuotas(db, { scope: REQUEST_QUOTA_SCOPE, uses, now })
     const nth = new Map<string, number>()
-    return admitted.map(({ isFresh, principal, counts }): GroupOutcome<AdmissionOutcome> => {
-      if (!isFresh) return { ok: false, error: replayed(principal.principal) }
+    return admitted.map(({ isFresh, keyid, principal, counts }): GroupOutcome<AdmissionOutcome> => {
+      if (!isFresh) return { ok: false, error: replayed(keyid) }
+      if (!principal) return { ok: true, value: { refusal: this.enrolmentRefused(now) } }
       const who = principal.principal
       const hook = announce.get(who)
       announce.delete(who)
@@ -371,12 +435,33 @@ export class IdentityService {
     })
   }
 
+  /**
+   * Authenticates a request from its header section: verifies its signature, records its nonce
+   * durably (a replay is refused even after a restart or on another instance), enrols a new key
+   * (at most `enrolPerAddressPerHour` from one address), counts the request quota, and refuses a
+   * principal that is not approved unless the route is exempt.
+   */
   async authenticate(input: AuthenticateInput): Promise<Principal> {
-    const sig = this.verify(input.message, input.body)
+    return this.admit(this.verify(input.message, input.declaresBody), input)
+  }
+
+  /** True when admission is open and the signing key is not enrolled yet (a read, no write). */
+  async isNewUnderOpenAdmission(sig: VerifiedSignature): Promise<boolean> {
+    if (this.deps.config.admission !== 'open') return false
+    return (await store.findPrincipal(this.deps.database.db, sig.keyid)) === undefined
+  }
+
+  /** The durable half of `authenticate`, for a signature `verify` already accepted. */
+  async admit(
+    sig: VerifiedSignature,
+    input: { address: string; admissionExempt: boolean },
+  ): Promise<Principal> {
     const outcome = await this.deps.batcher.runIn(this.admissions, {
       sig,
+      address: input.address,
       admissionExempt: input.admissionExempt,
     })
+    if (!outcome.principal) throw outcome.refusal ?? this.enrolmentRefused(this.deps.clock.now())
     if (!input.admissionExempt) {
       const refusal = admissionError(outcome.principal) ?? outcome.refusal
       if (refusal) throw refusal
@@ -430,6 +515,7 @@ export class IdentityService {
         keyid: 'did:key',
         components: REQUIRED_COMPONENTS,
         bodyComponents: BODY_COMPONENTS,
+        presentComponents: PRESENT_COMPONENTS,
         parameters: ['created', 'nonce', 'keyid'],
         contentDigest: 'sha-256',
         skewSeconds: config.skewMs / 1000,

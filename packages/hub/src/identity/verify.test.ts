@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { describe, test } from 'node:test'
 import type { HttpMessage } from '@baton/client'
-import { didKeyResolver, type VerifyPolicy, verifySignedRequest } from './verify.js'
+import { BodyDigest, didKeyResolver, type VerifyPolicy, verifySignedRequest } from './verify.js'
 
 const vector = JSON.parse(
   readFileSync(
@@ -181,6 +181,31 @@ describe('the hub verifier on RFC 9421 Appendix B.2.6', () => {
         code: 'signature_stale',
       })
     }
+  })
+
+  test('refuses a request carrying a present-when-sent field its signature does not cover', () => {
+    const m = rfcMessage()
+    m.headers['idempotency-key'] = 'added-after-signing'
+    const policy = { ...rfcPolicy(), presentComponents: ['idempotency-key'] }
+    assert.throws(() => verifySignedRequest(m, body, policy), {
+      code: 'signature_malformed',
+      context: { reason: 'components', missing: ['idempotency-key'] },
+    })
+  })
+
+  test('the streaming digest check accepts the body in any chunking and refuses any other', () => {
+    const digest = String(rfcMessage().headers['content-digest'])
+    const whole = new BodyDigest(digest)
+    for (let i = 0; i < body.length; i += 7) whole.update(body.subarray(i, i + 7))
+    whole.assertMatches()
+    const short = new BodyDigest(digest)
+    short.update(body.subarray(1))
+    assert.throws(() => short.assertMatches(), { code: 'digest_mismatch' })
+    // No digest vouches for no byte: an empty body passes, any byte does not.
+    new BodyDigest(undefined).assertMatches()
+    const stray = new BodyDigest(undefined)
+    stray.update(Buffer.from('x'))
+    assert.throws(() => stray.assertMatches(), { code: 'digest_mismatch' })
   })
 
   test("refuses the example under Baton's own policy: it covers no @target-uri and has no nonce", () => {

@@ -1,7 +1,7 @@
-import { type KeyObject, verify } from 'node:crypto'
+import { createHash, type Hash, type KeyObject, timingSafeEqual, verify } from 'node:crypto'
 import {
   type HttpMessage,
-  matchContentDigest,
+  parseContentDigest,
   parseDictionary,
   publicKeyFromRaw,
   publicKeyOfPrincipal,
@@ -13,6 +13,7 @@ import {
 import {
   BatonError,
   BODY_COMPONENTS,
+  PRESENT_COMPONENTS,
   REQUIRED_COMPONENTS,
   SIGNATURE_ALGORITHM,
   SIGNATURE_LABEL,
@@ -27,6 +28,8 @@ export interface VerifyPolicy {
   components: readonly string[]
   /** Components a request with a body covers too. */
   bodyComponents: readonly string[]
+  /** Fields covered whenever the request carries them (none when absent). */
+  presentComponents?: readonly string[]
   requireNonce: boolean
   /** The public key of a keyid, or undefined when the keyid names no usable key. */
   resolveKey(keyid: string): KeyObject | undefined
@@ -64,12 +67,63 @@ function parse(field: string, value: string) {
 const isInnerList = (m: SfItem | SfInnerList): m is SfInnerList => 'items' in m
 
 /**
+ * Checks a body against its Content-Digest (RFC 9530 §2: the content bytes as received) while
+ * it arrives, so no body has to be held to be checked.
+ */
+export class BodyDigest {
+  private readonly hash: Hash | undefined
+  private readonly expected: Buffer | undefined
+  private received = 0
+
+  /** `value` is the request's Content-Digest, or undefined when it carries none. */
+  constructor(private readonly value: string | undefined) {
+    const parsed = value === undefined ? undefined : parseContentDigest(value)
+    this.hash = parsed ? createHash(parsed.algorithm) : undefined
+    this.expected = parsed?.digest
+  }
+
+  /** Feeds the next bytes of the body. */
+  update(chunk: Uint8Array): void {
+    this.received += chunk.length
+    this.hash?.update(chunk)
+  }
+
+  /** Throws `digest_mismatch` unless the bytes fed so far are the body the digest names. */
+  assertMatches(): void {
+    // No digest: the signature covered no body, so any byte is one it does not vouch for.
+    if (this.value === undefined && this.received === 0) return
+    const actual = this.hash?.digest()
+    if (!actual || !this.expected || !timingSafeEqual(actual, this.expected)) {
+      throw new BatonError('digest_mismatch', 'The body does not match its sha-256 Content-Digest')
+    }
+  }
+}
+
+/**
  * Verifies the RFC 9421 signature of a request and the RFC 9530 digest of its body against a
  * policy. Throws a BatonError with one code per failure; answers the verified parameters.
  */
 export function verifySignedRequest(
   message: HttpMessage,
   body: Uint8Array,
+  policy: VerifyPolicy,
+): VerifiedSignature {
+  const sig = verifySignedHeaders(message, body.length > 0, policy)
+  const digest = new BodyDigest(header(message, 'content-digest'))
+  digest.update(body)
+  digest.assertMatches()
+  return sig
+}
+
+/**
+ * Verifies the RFC 9421 signature of a request from its header section alone, before any body
+ * byte is read: `declaresBody` says whether the request announces a body (Content-Length above
+ * zero, or a transfer coding), which then must be covered through Content-Digest. The body is
+ * checked against that digest as it streams in (`BodyDigest`).
+ */
+export function verifySignedHeaders(
+  message: HttpMessage,
+  declaresBody: boolean,
   policy: VerifyPolicy,
 ): VerifiedSignature {
   const inputValue = header(message, 'signature-input')
@@ -118,8 +172,12 @@ export function verifySignedRequest(
   }
 
   const covered = new Set(list.items.map((i) => i.value))
-  const hasBody = body.length > 0 || message.headers['content-digest'] !== undefined
-  const required = hasBody ? [...policy.components, ...policy.bodyComponents] : policy.components
+  const hasBody = declaresBody || message.headers['content-digest'] !== undefined
+  const required = [
+    ...policy.components,
+    ...(hasBody ? policy.bodyComponents : []),
+    ...(policy.presentComponents ?? []).filter((c) => message.headers[c] !== undefined),
+  ]
   const missing = required.filter((c) => !covered.has(c))
   if (missing.length > 0) {
     throw new BatonError('signature_malformed', `The signature must cover ${missing.join(', ')}`, {
@@ -155,14 +213,6 @@ export function verifySignedRequest(
   if (!verify(null, Buffer.from(base, 'utf8'), key, sig)) {
     throw new BatonError('signature_invalid', 'The signature does not verify over this request')
   }
-  if (hasBody) {
-    // RFC 9530 §2: the digest is of the content bytes as they were received.
-    const digest = header(message, 'content-digest')
-    const match = digest === undefined ? undefined : matchContentDigest(digest, body)
-    if (match !== true) {
-      throw new BatonError('digest_mismatch', 'The body does not match its sha-256 Content-Digest')
-    }
-  }
   return { label, keyid, nonce, created, base }
 }
 
@@ -195,6 +245,7 @@ export function hubPolicy(
     skewMs,
     components: REQUIRED_COMPONENTS,
     bodyComponents: BODY_COMPONENTS,
+    presentComponents: PRESENT_COMPONENTS,
     requireNonce: true,
     resolveKey,
   }

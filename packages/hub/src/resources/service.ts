@@ -96,7 +96,13 @@ export class ResourceService {
     const { json, size } = this.measure(body.data)
     return this.deps.batcher.run(async (tx) => {
       const now = this.deps.clock.now()
-      const once = { scope: `resource.create:${owner}`, key: idempotencyKey, request: body, now }
+      const once = {
+        scope: 'resource.create',
+        principal: owner,
+        key: idempotencyKey,
+        request: body,
+        now,
+      }
       return onceByKey(tx.db, once, async () => {
         await this.assertStoredBytes(tx.db, owner, size)
         const row: ResourceRow = {

@@ -7,6 +7,8 @@ import type { Schema } from './schema.js'
  * Idempotency keys. The stored answer is encrypted with a key derived from the caller's
  * Idempotency-Key itself, so an answer that holds secrets shown once (such as handoff tokens)
  * is readable again only by whoever holds the key; the database holds only a hash of the key.
+ * On a signed route the answer is bound to the principal that made it: the same key from another
+ * principal is a new request of that principal, never a repeat of someone else's.
  */
 
 /** How long a remembered answer is kept. */
@@ -31,6 +33,11 @@ function keyHash(scope: string, key: string): string {
 
 function aesKey(scope: string, key: string): Buffer {
   return Buffer.from(hkdfSync('sha256', key, scope, 'baton idempotent answer', 32))
+}
+
+/** The scope a remembered answer is kept under: the operation's, and its principal's if any. */
+export function answerScope(scope: string, principal: string | undefined): string {
+  return principal === undefined ? scope : `${scope}:${principal}`
 }
 
 /** A stable digest of a request, to tell a true repeat from a reused key. */
@@ -119,19 +126,28 @@ export async function pruneIdempotencyKeys(db: Kysely<Schema>, now: number): Pro
 }
 
 /**
- * Runs a create at most once per Idempotency-Key, inside the caller's transaction: a repeat of
- * the same request answers the remembered result; the same key with another request is a 409
- * `idempotency_conflict`; without a key, `create` simply runs.
+ * Runs a create at most once per Idempotency-Key (and principal, when given), inside the
+ * caller's transaction: a repeat of the same request answers the remembered result; the same key
+ * with another request is a 409 `idempotency_conflict`; without a key, `create` simply runs.
  */
 export async function onceByKey<T>(
   db: Kysely<Schema>,
-  q: { scope: string; key: string | undefined; request: unknown; now: number; status?: number },
+  q: {
+    scope: string
+    /** The signing principal on a signed route; the answer is remembered for it alone. */
+    principal?: string
+    key: string | undefined
+    request: unknown
+    now: number
+    status?: number
+  },
   create: () => Promise<T>,
 ): Promise<T> {
   if (!q.key) return create()
   const hash = requestHash(q.request)
+  const scope = answerScope(q.scope, q.principal)
   const prior = await recallAnswer<T>(db, {
-    scope: q.scope,
+    scope,
     key: q.key,
     requestHash: hash,
     now: q.now,
@@ -139,7 +155,7 @@ export async function onceByKey<T>(
   if (prior) return prior.body
   const value = await create()
   await rememberAnswer(db, {
-    scope: q.scope,
+    scope,
     key: q.key,
     requestHash: hash,
     now: q.now,

@@ -80,3 +80,55 @@ export async function pruneQuotaCounters(db: Kysely<Schema>, now: number): Promi
     .executeTakeFirst()
   return Number(res.numDeletedRows)
 }
+
+/** The start of the fixed window of `windowMs` holding `at`, in epoch milliseconds. */
+export function windowStart(at: number, windowMs: number): number {
+  return Math.floor(at / windowMs) * windowMs
+}
+
+/**
+ * Counts uses against a fixed-window quota (such as per hour) inside the caller's transaction,
+ * one row per subject, and answers each subject's count after them; the caller decides which
+ * uses passed the limit. Windows shorter than a day are pruned with the daily counters.
+ */
+export async function consumeWindowQuotas(
+  db: Kysely<Schema>,
+  q: { scope: string; uses: Map<string, number>; now: number; windowMs: number },
+): Promise<Map<string, number>> {
+  if (q.uses.size === 0) return new Map()
+  const start = windowStart(q.now, q.windowMs)
+  const rows = await db
+    .insertInto('quota_counters')
+    .values(
+      [...q.uses].map(([subject, n]) => ({
+        scope: q.scope,
+        subject,
+        window_start: start,
+        count: n,
+      })),
+    )
+    .onConflict((oc) =>
+      oc.columns(['scope', 'subject', 'window_start']).doUpdateSet((eb) => ({
+        count: eb('quota_counters.count', '+', eb.ref('excluded.count')),
+      })),
+    )
+    .returning(['subject', 'count'])
+    .execute()
+  return new Map(rows.map((r) => [r.subject, r.count]))
+}
+
+/** The refusal of a used-up fixed-window quota, with Retry-After until the window ends. */
+export function windowQuotaExceeded(
+  scope: string,
+  limit: number,
+  now: number,
+  windowMs: number,
+): BatonError {
+  const retryAfter = Math.max(1, Math.ceil((windowStart(now, windowMs) + windowMs - now) / 1000))
+  return new BatonError(
+    'rate_limited',
+    `Quota of ${limit} ${scope} per ${windowMs / 1000} s is used up`,
+    { limit, retry_after: retryAfter },
+    { 'retry-after': String(retryAfter) },
+  )
+}
