@@ -17,7 +17,9 @@ const tags = ['home files']
 const HomePath = z
   .string()
   .max(4096)
-  .describe('The file path in your own home, e.g. handoff/RUN_ID/owner.json')
+  .describe(
+    'Required: the file path in your own home, e.g. handoff/RUN_ID/owner.json (missing or malformed: invalid_path)',
+  )
 const whole = z.string().max(32)
 
 /** seed 000: compare-and-set writes of a private file; revision 0 creates only. */
@@ -90,7 +92,7 @@ export const deleteHomeFile = defineOperation({
   auth: 'signature',
   query: z.object({
     path: HomePath.optional(),
-    expectedRevision: whole.optional().describe('The revision you last read'),
+    expectedRevision: whole.optional().describe('Required: the revision you last read'),
   }),
   output: HomeFileDeleteView,
   errors: ['invalid_path', 'home_file_not_found', 'revision_conflict'],
