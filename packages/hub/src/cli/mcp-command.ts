@@ -1,19 +1,8 @@
 import { parseArgs } from 'node:util'
-import {
-  GrantClient,
-  HomeClient,
-  MessagesClient,
-  ResourceClient,
-  requestJson,
-  type SignedBody,
-  SignedClient,
-  TransferClient,
-} from '@baton/client'
+import { requestJson, type SignedBody, SignedClient, TransferClient } from '@baton/client'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { VERSION } from '../app.js'
-import { homeOpsFromClient } from '../home/mcp.js'
 import { createMcpServer } from '../mcp/server.js'
-import { messageOpsFromClient } from '../messages/mcp.js'
 import type { Auth } from '../ops/operation.js'
 import { remoteInvoke } from '../ops/remote.js'
 import { transferOpsFromClient } from '../transfers/mcp.js'
@@ -42,36 +31,11 @@ export async function mcpCommand(argv: string[], io: Io): Promise<number> {
   const signed = identityPath
     ? await SignedClient.fromFile(new URL('/.well-known/agent-net', hub).href, identityPath)
     : undefined
-  const resources = signed ? new ResourceClient(signed) : undefined
-  const grants = signed ? new GrantClient(signed) : undefined
   const server = createMcpServer(
     {
-      ...(resources
-        ? {
-            resources: {
-              create: (input) => resources.create(input as Parameters<ResourceClient['create']>[0]),
-              get: (id) => resources.get(id),
-              update: (id, input) =>
-                resources.update(id, input as Parameters<ResourceClient['update']>[1]),
-              history: (id) => resources.history(id),
-              list: (query) => resources.list(query),
-            },
-          }
-        : {}),
       ...(signed
         ? {
-            messages: messageOpsFromClient(new MessagesClient(signed)),
-            home: homeOpsFromClient(new HomeClient(signed)),
             transfers: transferOpsFromClient(new TransferClient(signed)),
-          }
-        : {}),
-      ...(grants
-        ? {
-            grants: {
-              create: (input) => grants.create(input as Parameters<GrantClient['create']>[0]),
-              list: () => grants.list(),
-              revoke: (id) => grants.revoke(id),
-            },
           }
         : {}),
       invoke: remoteInvoke({

@@ -7,15 +7,11 @@ import Fastify, {
   LogController,
 } from 'fastify'
 import type { AppContext } from '../app.js'
-import { registerGrantRoutes } from '../grants/http.js'
-import { registerHomeRoutes } from '../home/http.js'
 import { registerIdentityRoutes } from '../identity/http.js'
 import { registerMcpRoute } from '../mcp/http.js'
-import { registerMessageRoutes } from '../messages/http.js'
 import { registerHttpOperations } from '../ops/http.js'
 import { type ExtraPath, openApiDocument } from '../ops/openapi.js'
 import { OPERATIONS } from '../ops/registry.js'
-import { registerResourceRoutes } from '../resources/http.js'
 import { ping } from '../store/database.js'
 import { registerTransferRoutes } from '../transfers/http.js'
 import { registerDashboard } from '../web/dashboard.js'
@@ -251,10 +247,6 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
 
   registerHttpOperations(app, ctx, OPERATIONS)
   registerIdentityRoutes(api, ctx)
-  registerMessageRoutes(api, ctx)
-  registerHomeRoutes(api, ctx)
-  registerResourceRoutes(api, ctx)
-  registerGrantRoutes(api, ctx)
   registerTransferRoutes(api, ctx)
   registerMcpRoute(api, ctx)
   registerDashboard(api, ctx)

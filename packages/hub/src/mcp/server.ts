@@ -1,12 +1,8 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import type { Logger } from 'pino'
-import { type GrantOps, registerGrantTools } from '../grants/mcp.js'
-import { type HomeOps, registerHomeTools } from '../home/mcp.js'
-import { type MessageOps, registerMessageTools } from '../messages/mcp.js'
 import { type Invoke, registerOperationTools } from '../ops/mcp.js'
 import type { Auth } from '../ops/operation.js'
 import { COMPOSITE_TOOLS, OPERATIONS } from '../ops/registry.js'
-import { type ResourceOps, registerResourceTools } from '../resources/mcp.js'
 import { registerTransferTools, type TransferOps } from '../transfers/mcp.js'
 
 /** Every operation the MCP tools reach, by feature. */
@@ -16,11 +12,6 @@ export interface McpOps {
   /** The kinds of auth this session can satisfy; it is offered the tools of those operations. */
   auths: ReadonlySet<Auth>
   log?: Pick<Logger, 'error'>
-  /** Present when the server acts as an identity (signed requests). */
-  resources?: ResourceOps
-  grants?: GrantOps
-  messages?: MessageOps
-  home?: HomeOps
   /** Session transfer (seed 004); never a token-minting tool. */
   transfers?: TransferOps
 }
@@ -41,10 +32,6 @@ export function createMcpServer(ops: McpOps, version: string): McpServer {
     invoke: ops.invoke,
     ...(ops.log ? { log: ops.log } : {}),
   })
-  if (ops.resources) registerResourceTools(server, ops.resources)
-  if (ops.grants) registerGrantTools(server, ops.grants)
-  if (ops.messages) registerMessageTools(server, ops.messages)
-  if (ops.home) registerHomeTools(server, ops.home)
   if (ops.transfers) registerTransferTools(server, ops.transfers)
   return server
 }
