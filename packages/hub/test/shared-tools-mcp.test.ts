@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { requestJson, type SignedBody, type SignedClient } from '@baton/client'
+import { requestJson, type SignedBody, type SignedClient, signedFetch } from '@baton/client'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js'
 import { VERSION } from '../src/app.js'
 import { createMcpServer } from '../src/mcp/server.js'
@@ -82,14 +83,37 @@ for (const store of testStores) {
       for (const name of TOOLS) assert.equal(names.has(name), false, name)
     })
 
-    for (const [transport, invokeFor] of [
-      ['in the hub', local],
-      ['over signed HTTP', remote],
+    // The official client over Streamable HTTP, each request signed as the agent (SEP-2752's
+    // shape): the hub's /mcp judges the signature as under /v1 and acts as that principal.
+    const streamable = async (agent: SignedClient): Promise<Client> => {
+      const transport = new StreamableHTTPClientTransport(new URL(`${hub.url}/mcp`), {
+        fetch: signedFetch(agent.identity),
+      })
+      const client = new Client({ name: 'baton-test', version: '1.0.0' })
+      await client.connect(transport)
+      clients.push(client)
+      return client
+    }
+
+    test('an unsigned Streamable HTTP session at /mcp is offered none of them', async () => {
+      const transport = new StreamableHTTPClientTransport(new URL(`${hub.url}/mcp`))
+      const client = new Client({ name: 'baton-test', version: '1.0.0' })
+      await client.connect(transport)
+      clients.push(client)
+      const names = new Set((await client.listTools()).tools.map((t) => t.name))
+      for (const name of TOOLS) assert.equal(names.has(name), false, name)
+      assert.ok(names.has('create_agent_handoff'))
+    })
+
+    for (const [transport, clientFor] of [
+      ['in the hub', (agent: SignedClient) => connect(local(agent), SIGNED)],
+      ['over signed HTTP', (agent: SignedClient) => connect(remote(agent), SIGNED)],
+      ['over signed Streamable HTTP at /mcp', streamable],
     ] as const) {
       test(`every tool answers what its output schema says, ${transport}`, async () => {
         const owner = await signedAgent(hub)
         const peer = await signedAgent(hub)
-        const client = await connect(invokeFor(owner), SIGNED)
+        const client = await clientFor(owner)
         const { tools } = await client.listTools()
         for (const name of TOOLS) {
           const t = tools.find((x) => x.name === name)

@@ -14,6 +14,20 @@ export function isSignedPath(url: string): boolean {
 }
 
 /**
+ * True for a path where a signature is optional but, when present, is judged as under `/v1`
+ * (nonce, enrolment, admission): MCP over Streamable HTTP, where a signed session reaches the
+ * agent tools and an unsigned one only the anonymous ones.
+ */
+export function isOptionallySignedPath(url: string): boolean {
+  return url === '/mcp' || url.startsWith('/mcp?')
+}
+
+/** The verified, admitted principal of a request, if it was signed and admitted. */
+export function verifiedPrincipal(req: FastifyRequest): Principal | undefined {
+  return verified.get(req)
+}
+
+/**
  * The verified, approved principal of a `/v1` request, for feature routes; the signature hook
  * has already refused unsigned, invalid, replayed and unapproved requests.
  */
@@ -195,7 +209,7 @@ export function registerIdentityRoutes(api: Api, ctx: AppContext): void {
       const limit = req.routeOptions.bodyLimit ?? ctx.config.bodyLimitBytes
       if (Number(req.headers['content-length']) > limit) throw tooLarge(limit)
       let afterBody: (() => Promise<void>) | undefined
-      if (signedPath) {
+      if (signedPath || isOptionallySignedPath(req.url)) {
         // The nonce, enrolment and admission are decided before the body is read: keys cost
         // nothing to make, so only an admitted principal may make the hub read a body at all.
         // The nonce is spent even if the body then fails its digest, as for any refused request.

@@ -2,6 +2,7 @@ import { BatonError } from '@baton/protocol'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
 import type { AppContext } from '../app.js'
 import type { Api } from '../http/server.js'
+import { verifiedPrincipal } from '../identity/http.js'
 import { localInvoke } from '../ops/local.js'
 import type { Auth } from '../ops/operation.js'
 import { assertAllowedHostAndOrigin, hostPolicy } from './rebinding.js'
@@ -9,7 +10,8 @@ import { createMcpServer } from './server.js'
 
 /**
  * MCP over Streamable HTTP at /mcp, stateless: each request gets a fresh server whose tools call
- * the hub's services directly, with the caller's address for per-IP quotas.
+ * the hub's services directly, as the request's signer when it is signed (RFC 9421, exactly as
+ * under /v1), with the caller's address for per-address quotas.
  */
 export function registerMcpRoute(api: Api, ctx: AppContext): void {
   const policy = hostPolicy(ctx.config)
@@ -21,10 +23,15 @@ export function registerMcpRoute(api: Api, ctx: AppContext): void {
     reply: Parameters<Parameters<Api['route']>[0]['handler']>[1],
   ) => {
     const ip = req.ip
+    // A signed request (judged by the signature hook like any /v1 request) acts as its
+    // principal and reaches every agent tool; an unsigned one reaches the anonymous tools only.
+    const principal = verifiedPrincipal(req)
     const server = createMcpServer(
       {
-        invoke: localInvoke(ctx, { ip }),
-        auths: new Set<Auth>(['none', 'handoff-token']),
+        invoke: localInvoke(ctx, { ip, principal }),
+        auths: new Set<Auth>(
+          principal ? ['none', 'handoff-token', 'signature'] : ['none', 'handoff-token'],
+        ),
         log: req.log,
       },
       ctx.version,
