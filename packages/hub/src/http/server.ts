@@ -8,7 +8,7 @@ import Fastify, {
 } from 'fastify'
 import type { AppContext } from '../app.js'
 import { registerIdentityRoutes } from '../identity/http.js'
-import { registerMcpRoute } from '../mcp/http.js'
+import { MCP_DOCS, registerMcpRoute } from '../mcp/http.js'
 import { registerHttpOperations } from '../ops/http.js'
 import { type ExtraPath, openApiDocument } from '../ops/openapi.js'
 import { OPERATIONS } from '../ops/registry.js'
@@ -254,7 +254,7 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
   const legacy = openapi.document({ title: 'Baton hub', version: ctx.version }) as {
     paths: Record<string, Record<string, object>>
   }
-  const doc = openApiDocument(OPERATIONS, DOCUMENTED_ROUTES, {
+  const doc = openApiDocument(OPERATIONS, [...DOCUMENTED_ROUTES, ...MCP_DOCS], {
     version: ctx.version,
     serverUrl: ctx.config.identity.publicUrl ?? '/',
   }) as { paths: Record<string, Record<string, object>> }
