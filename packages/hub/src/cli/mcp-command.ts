@@ -7,7 +7,6 @@ import {
   requestJson,
   type SignedBody,
   SignedClient,
-  TransferClient,
 } from '@baton/client'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { VERSION } from '../app.js'
@@ -16,7 +15,6 @@ import { createMcpServer } from '../mcp/server.js'
 import { messageOpsFromClient } from '../messages/mcp.js'
 import type { Auth } from '../ops/operation.js'
 import { remoteInvoke } from '../ops/remote.js'
-import { transferOpsFromClient } from '../transfers/mcp.js'
 import { type Io, UsageError } from './io.js'
 
 /** `baton mcp --hub URL`: an MCP server over stdio whose tools call a hub through the SDK. */
@@ -62,7 +60,6 @@ export async function mcpCommand(argv: string[], io: Io): Promise<number> {
         ? {
             messages: messageOpsFromClient(new MessagesClient(signed)),
             home: homeOpsFromClient(new HomeClient(signed)),
-            transfers: transferOpsFromClient(new TransferClient(signed)),
           }
         : {}),
       ...(grants

@@ -16,8 +16,6 @@ import { registerHttpOperations } from '../ops/http.js'
 import { openApiDocument } from '../ops/openapi.js'
 import { OPERATIONS } from '../ops/registry.js'
 import { registerResourceRoutes } from '../resources/http.js'
-import { ping } from '../store/database.js'
-import { registerTransferRoutes } from '../transfers/http.js'
 import { registerDashboard } from '../web/dashboard.js'
 import { toBatonError } from './errors.js'
 import { OpenApiBuilder, type RouteDoc } from './openapi.js'
@@ -130,33 +128,6 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
     },
   }
 
-  api.route({
-    method: 'GET',
-    url: '/healthz',
-    operationId: 'health',
-    summary: 'Liveness: the process answers',
-    tags: ['operations'],
-    security: 'none',
-    responses: { 200: { description: 'Alive' } },
-    handler: async () => ({ ok: true }),
-  })
-  api.route({
-    method: 'GET',
-    url: '/readyz',
-    operationId: 'ready',
-    summary: 'Readiness: the database answers and the hub is not shutting down',
-    tags: ['operations'],
-    security: 'none',
-    responses: { 200: { description: 'Ready' }, 503: { description: 'Not ready' } },
-    handler: async (_req, reply) => {
-      if (ctx.isClosing()) throw new BatonError('shutting_down', 'The hub is shutting down')
-      if (!(await ping(ctx.database))) {
-        throw new BatonError('unavailable', 'The database does not answer')
-      }
-      reply.code(200)
-      return { ok: true, store: ctx.database.caps.name }
-    },
-  })
   app.get('/metrics', async (_req, reply) => {
     reply.header('content-type', metrics.registry.contentType)
     return metrics.registry.metrics()
@@ -171,13 +142,12 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
     responses: { 200: { description: 'Metrics in the Prometheus text format' } },
   })
 
-  registerHttpOperations(app, ctx, OPERATIONS)
   registerIdentityRoutes(api, ctx)
+  registerHttpOperations(app, ctx, OPERATIONS)
   registerMessageRoutes(api, ctx)
   registerHomeRoutes(api, ctx)
   registerResourceRoutes(api, ctx)
   registerGrantRoutes(api, ctx)
-  registerTransferRoutes(api, ctx)
   registerMcpRoute(api, ctx)
   registerDashboard(api, ctx)
 

@@ -7,7 +7,6 @@ import { type Invoke, registerOperationTools } from '../ops/mcp.js'
 import type { Auth } from '../ops/operation.js'
 import { COMPOSITE_TOOLS, OPERATIONS } from '../ops/registry.js'
 import { type ResourceOps, registerResourceTools } from '../resources/mcp.js'
-import { registerTransferTools, type TransferOps } from '../transfers/mcp.js'
 
 /** Every operation the MCP tools reach, by feature. */
 export interface McpOps {
@@ -21,8 +20,6 @@ export interface McpOps {
   grants?: GrantOps
   messages?: MessageOps
   home?: HomeOps
-  /** Session transfer (seed 004); never a token-minting tool. */
-  transfers?: TransferOps
 }
 
 /** Builds an MCP server with every agent-facing tool over the given operations. */
@@ -45,6 +42,5 @@ export function createMcpServer(ops: McpOps, version: string): McpServer {
   if (ops.grants) registerGrantTools(server, ops.grants)
   if (ops.messages) registerMessageTools(server, ops.messages)
   if (ops.home) registerHomeTools(server, ops.home)
-  if (ops.transfers) registerTransferTools(server, ops.transfers)
   return server
 }

@@ -1,9 +1,20 @@
 import { handoffComposites, handoffOperations } from '../handoffs/operations.js'
+import { healthOperations } from '../http/operations.js'
+import { identityOperations } from '../identity/operations.js'
+import { transferComposites, transferOperations } from '../transfers/operations.js'
 import type { CompositeTool } from './mcp.js'
 import type { Operation } from './operation.js'
 
 /** Every operation of the hub, declared once each in its feature's `operations.ts`. */
-export const OPERATIONS: readonly Operation[] = [...handoffOperations]
+export const OPERATIONS: readonly Operation[] = [
+  ...handoffOperations,
+  ...healthOperations,
+  ...identityOperations,
+  ...transferOperations,
+]
 
 /** MCP tools that combine operations (seed 002's read-or-wait tool). */
-export const COMPOSITE_TOOLS: readonly CompositeTool[] = [...handoffComposites]
+export const COMPOSITE_TOOLS: readonly CompositeTool[] = [
+  ...handoffComposites,
+  ...transferComposites,
+]
