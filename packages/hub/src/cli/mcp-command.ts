@@ -1,11 +1,10 @@
 import { parseArgs } from 'node:util'
-import { requestJson, type SignedBody, SignedClient, TransferClient } from '@baton/client'
+import { requestJson, type SignedBody, SignedClient } from '@baton/client'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { VERSION } from '../app.js'
 import { createMcpServer } from '../mcp/server.js'
 import type { Auth } from '../ops/operation.js'
 import { remoteInvoke } from '../ops/remote.js'
-import { transferOpsFromClient } from '../transfers/mcp.js'
 import { type Io, UsageError } from './io.js'
 
 /** `baton mcp --hub URL`: an MCP server over stdio whose tools call a hub through the SDK. */
@@ -33,11 +32,7 @@ export async function mcpCommand(argv: string[], io: Io): Promise<number> {
     : undefined
   const server = createMcpServer(
     {
-      ...(signed
-        ? {
-            transfers: transferOpsFromClient(new TransferClient(signed)),
-          }
-        : {}),
+      ...(signed ? {} : {}),
       invoke: remoteInvoke({
         plain: async (method, path, body, headers, signal) =>
           requestJson(hub, method, path, body, { headers, signal }),

@@ -3,7 +3,6 @@ import Fastify, {
   type FastifyBaseLogger,
   type FastifyInstance,
   type FastifyReply,
-  type FastifyRequest,
   LogController,
 } from 'fastify'
 import type { AppContext } from '../app.js'
@@ -12,27 +11,13 @@ import { MCP_DOCS, registerMcpRoute } from '../mcp/http.js'
 import { registerHttpOperations } from '../ops/http.js'
 import { type ExtraPath, openApiDocument } from '../ops/openapi.js'
 import { OPERATIONS } from '../ops/registry.js'
-import { ping } from '../store/database.js'
-import { registerTransferRoutes } from '../transfers/http.js'
 import { registerDashboard } from '../web/dashboard.js'
 import { capConnectionsPerAddress } from './connections.js'
 import { toBatonError } from './errors.js'
 import { assertSafeParams, parseJsonBody } from './json-guard.js'
-import { OpenApiBuilder, type RouteDoc } from './openapi.js'
 
-/** A route: its documentation and its handler; the answer is sent as JSON with `status`. */
-export interface RouteSpec extends RouteDoc {
-  /** The status of a successful answer (default 200). */
-  status?: number
-  bodyLimit?: number
-  /** Runs before the body is read: for checks that need only the method, URL and headers. */
-  onRequest?: (req: FastifyRequest, reply: FastifyReply) => Promise<void>
-  handler: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>
-}
-
-/** How features add routes: registered in fastify and documented in /openapi.json at once. */
+/** What features register their hooks and plain routes on; operations come from the registry. */
 export interface Api {
-  route(spec: RouteSpec): void
   app: FastifyInstance
 }
 
@@ -192,75 +177,22 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
     done()
   })
 
-  const openapi = new OpenApiBuilder()
-  const api: Api = {
-    app,
-    route(spec) {
-      openapi.add(spec)
-      app.route({
-        method: spec.method,
-        url: spec.url,
-        ...(spec.bodyLimit ? { bodyLimit: spec.bodyLimit } : {}),
-        ...(spec.onRequest ? { onRequest: spec.onRequest } : {}),
-        handler: async (req, reply) => {
-          // The route's status is the default; a status the handler sets wins.
-          reply.code(spec.status ?? 200)
-          const result = await spec.handler(req, reply)
-          if (reply.sent) return reply
-          return result
-        },
-      })
-    },
-  }
+  const api: Api = { app }
 
-  api.route({
-    method: 'GET',
-    url: '/healthz',
-    operationId: 'health',
-    summary: 'Liveness: the process answers',
-    tags: ['operations'],
-    security: 'none',
-    responses: { 200: { description: 'Alive' } },
-    handler: async () => ({ ok: true }),
-  })
-  api.route({
-    method: 'GET',
-    url: '/readyz',
-    operationId: 'ready',
-    summary: 'Readiness: the database answers and the hub is not shutting down',
-    tags: ['operations'],
-    security: 'none',
-    responses: { 200: { description: 'Ready' }, 503: { description: 'Not ready' } },
-    handler: async (_req, reply) => {
-      if (ctx.isClosing()) throw new BatonError('shutting_down', 'The hub is shutting down')
-      if (!(await ping(ctx.database))) {
-        throw new BatonError('unavailable', 'The database does not answer')
-      }
-      reply.code(200)
-      return { ok: true, store: ctx.database.caps.name }
-    },
-  })
   app.get('/metrics', async (_req, reply) => {
     reply.header('content-type', metrics.registry.contentType)
     return metrics.registry.metrics()
   })
 
-  registerHttpOperations(app, ctx, OPERATIONS)
   registerIdentityRoutes(api, ctx)
-  registerTransferRoutes(api, ctx)
+  registerHttpOperations(app, ctx, OPERATIONS)
   registerMcpRoute(api, ctx)
   registerDashboard(api, ctx)
 
-  const legacy = openapi.document({ title: 'Baton hub', version: ctx.version }) as {
-    paths: Record<string, Record<string, object>>
-  }
   const doc = openApiDocument(OPERATIONS, [...DOCUMENTED_ROUTES, ...MCP_DOCS], {
     version: ctx.version,
     serverUrl: ctx.config.identity.publicUrl ?? '/',
-  }) as { paths: Record<string, Record<string, object>> }
-  for (const [path, methods] of Object.entries(legacy.paths)) {
-    doc.paths[path] = { ...doc.paths[path], ...methods }
-  }
+  })
   app.get('/openapi.json', async () => doc)
 
   return app

@@ -3,7 +3,6 @@ import type { Logger } from 'pino'
 import { type Invoke, registerOperationTools } from '../ops/mcp.js'
 import type { Auth } from '../ops/operation.js'
 import { COMPOSITE_TOOLS, OPERATIONS } from '../ops/registry.js'
-import { registerTransferTools, type TransferOps } from '../transfers/mcp.js'
 
 /** Every operation the MCP tools reach, by feature. */
 export interface McpOps {
@@ -12,8 +11,6 @@ export interface McpOps {
   /** The kinds of auth this session can satisfy; it is offered the tools of those operations. */
   auths: ReadonlySet<Auth>
   log?: Pick<Logger, 'error'>
-  /** Session transfer (seed 004); never a token-minting tool. */
-  transfers?: TransferOps
 }
 
 /** Builds an MCP server with every agent-facing tool over the given operations. */
@@ -33,6 +30,5 @@ export function createMcpServer(ops: McpOps, version: string): McpServer {
     invoke: ops.invoke,
     ...(ops.log ? { log: ops.log } : {}),
   })
-  if (ops.transfers) registerTransferTools(server, ops.transfers)
   return server
 }

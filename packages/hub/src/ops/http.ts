@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { z } from 'zod'
 import type { AppContext } from '../app.js'
 import { bearerToken } from '../http/bearer.js'
-import { requirePrincipal } from '../identity/http.js'
+import { localOrigin, requestOrigin, requirePrincipal } from '../identity/http.js'
 import { parseIdempotencyKey } from '../store/idempotency.js'
 import { parseInput } from '../validation.js'
 import type { Caller, Operation, OperationInput } from './operation.js'
@@ -15,7 +15,11 @@ function httpCaller(ctx: AppContext, op: Operation, req: FastifyRequest, reply: 
   const abort = new AbortController()
   // The response closing before an answer is sent means the caller went away.
   reply.raw.once('close', () => abort.abort())
-  const caller: Caller = { ip: req.ip, signal: abort.signal }
+  const caller: Caller = {
+    ip: req.ip,
+    origin: requestOrigin(ctx, req) ?? localOrigin(req),
+    signal: abort.signal,
+  }
   switch (op.auth) {
     case 'handoff-token': {
       caller.token = bearerToken(req)
@@ -56,10 +60,11 @@ export function registerHttpOperations(
   ops: readonly Operation[],
 ): void {
   for (const op of ops) {
+    const bodyLimit = typeof op.bodyLimit === 'function' ? op.bodyLimit(ctx.config) : op.bodyLimit
     app.route({
       method: op.method,
       url: op.path,
-      ...(op.bodyLimit ? { bodyLimit: op.bodyLimit } : {}),
+      ...(bodyLimit ? { bodyLimit } : {}),
       handler: async (req, reply) => {
         const caller = httpCaller(ctx, op, req, reply)
         const input = httpInput(op, req)

@@ -142,7 +142,7 @@ function operationDoc(op: Operation): object {
     ...(op.body
       ? {
           requestBody: {
-            required: true,
+            required: !op.body.safeParse(undefined).success,
             content: { 'application/json': { schema: jsonSchema(op.body, 'input') } },
           },
         }

@@ -2,6 +2,7 @@ import type { ErrorCode } from '@baton/protocol'
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js'
 import type { z } from 'zod'
 import type { AppContext } from '../app.js'
+import type { Config } from '../config.js'
 import type { Principal } from '../identity/service.js'
 
 /**
@@ -14,6 +15,8 @@ export type Auth = 'none' | 'handoff-token' | 'signature' | 'operator'
 export interface Caller {
   /** The client address, for per-address quotas. */
   ip: string
+  /** The origin the caller reached the hub at, when the face knows it (HTTP). */
+  origin?: string | undefined
   /** The bearer token of a `handoff-token` operation. */
   token?: string | undefined
   /** The verified principal of a `signature` operation. */
@@ -74,8 +77,11 @@ export interface Operation<
   status?: number
   /** Every error code the operation itself can answer (the common ones are added by auth). */
   errors: ErrorCode[]
-  /** Largest body this operation reads, when smaller or larger than the hub's default. */
-  bodyLimit?: number
+  /**
+   * Largest body this operation reads, when smaller or larger than the hub's default; a function
+   * when the limit is configured (a snapshot's).
+   */
+  bodyLimit?: number | ((config: Config) => number)
   /** Whether an `Idempotency-Key` header makes the call safe to repeat. */
   idempotencyKey?: boolean
   /** How it appears as an MCP tool, or `false` for never. */
