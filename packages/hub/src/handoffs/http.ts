@@ -103,7 +103,7 @@ export function registerHandoffRoutes(api: Api, ctx: AppContext): void {
       const abort = new AbortController()
       // The response closing before an answer is sent means the caller went away.
       reply.raw.once('close', () => abort.abort())
-      return service.wait(id, bearerToken(req), seconds, version, abort.signal)
+      return service.wait(id, bearerToken(req), seconds, version, abort.signal, req.ip)
     },
   })
 }

@@ -70,7 +70,12 @@ export function registerMessageRoutes(api: Api, ctx: AppContext): void {
       const abort = new AbortController()
       // The response closing before an answer is sent means the caller went away.
       reply.raw.once('close', () => abort.abort())
-      return service.list(requirePrincipal(req).principal, req.query as InboxInput, abort.signal)
+      return service.list(
+        requirePrincipal(req).principal,
+        req.query as InboxInput,
+        abort.signal,
+        req.ip,
+      )
     },
   })
   api.route({

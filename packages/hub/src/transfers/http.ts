@@ -125,7 +125,7 @@ export function registerTransferRoutes(api: Api, ctx: AppContext): void {
       const { seconds, version } = req.query as { seconds?: string; version?: string }
       const abort = new AbortController()
       reply.raw.once('close', () => abort.abort())
-      return service.wait(who(req), idOf(req), seconds, version, abort.signal)
+      return service.wait(who(req), idOf(req), seconds, version, abort.signal, req.ip)
     },
   })
   api.route({
