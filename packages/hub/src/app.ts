@@ -3,6 +3,7 @@ import { type Clock, systemClock } from './clock.js'
 import type { Config } from './config.js'
 import { type EventBus, MemoryEventBus } from './events/bus.js'
 import { PgEventBus } from './events/pg-bus.js'
+import { WaitRegistry } from './events/wait.js'
 import { GrantService } from './grants/service.js'
 import { Notifier } from './handoffs/notify.js'
 import { prune as pruneOutbox } from './handoffs/outbox-store.js'
@@ -37,6 +38,8 @@ export interface AppContext {
   database: Database
   batcher: WriteBatcher
   bus: EventBus
+  /** Every long poll: shared reads per topic, and the caps on concurrent waits. */
+  waits: WaitRegistry
   notifier: Notifier
   handoffs: HandoffService
   identity: IdentityService
@@ -105,6 +108,7 @@ async function assemble(
   const closingSignal = new Promise<void>((r) => {
     release = r
   })
+  const waits = new WaitRegistry(bus, closingSignal, config.waits)
   const handoffs = new HandoffService({
     database,
     batcher,
@@ -113,7 +117,7 @@ async function assemble(
     config: config.handoff,
     notify: notifier,
     allowLoopbackNotify: config.notify.allowLoopback,
-    closing: closingSignal,
+    waits,
     onMove: (outcome) => metrics.handoffMoves.inc({ outcome }),
   })
   const identity = new IdentityService({
@@ -152,7 +156,7 @@ async function assemble(
     config: config.messages,
     messagesPerDay: config.identity.quotas.messagesPerDay,
     signer: hubSigner,
-    closing: closingSignal,
+    waits,
   })
   const home = new HomeService({
     database,
@@ -172,7 +176,7 @@ async function assemble(
     config: config.transfer,
     keyring: await TokenKeyring.load(database, config.transfer.tokenKeys, clock.now()),
     log,
-    closing: closingSignal,
+    waits,
   })
   // seed 004: insolvent transfers end within seconds of their grace, not at the next cron.
   const reaperJob = startPeriodic(
@@ -208,6 +212,7 @@ async function assemble(
     database,
     batcher,
     bus,
+    waits,
     notifier,
     handoffs,
     identity,

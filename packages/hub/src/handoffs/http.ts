@@ -96,14 +96,20 @@ export function registerHandoffRoutes(api: Api, ctx: AppContext): void {
         schema: { type: 'integer', minimum: 0 },
       },
     },
-    responses: { 200: { description: 'The handoff, with `changed`', schema: WaitView }, ...errors },
+    responses: {
+      200: { description: 'The handoff, with `changed`', schema: WaitView },
+      ...errors,
+      429: {
+        description: 'rate_limited: too many waits open on this handoff or from this address',
+      },
+    },
     handler: (req, reply) => {
       const { id, seconds } = req.params as { id: string; seconds: string }
       const { version } = req.query as { version?: string }
       const abort = new AbortController()
       // The response closing before an answer is sent means the caller went away.
       reply.raw.once('close', () => abort.abort())
-      return service.wait(id, bearerToken(req), seconds, version, abort.signal)
+      return service.wait(id, bearerToken(req), seconds, version, abort.signal, req.ip)
     },
   })
 }

@@ -64,13 +64,21 @@ export function registerMessageRoutes(api: Api, ctx: AppContext): void {
       200: { description: '`{ messages, nextAfter }`' },
       400: { description: 'invalid_request' },
       ...signed,
-      429: { description: 'rate_limited: polled again too soon after an empty read; Retry-After' },
+      429: {
+        description:
+          'rate_limited: polled again too soon after an empty read, or too many waits open; Retry-After',
+      },
     },
     handler: (req, reply) => {
       const abort = new AbortController()
       // The response closing before an answer is sent means the caller went away.
       reply.raw.once('close', () => abort.abort())
-      return service.list(requirePrincipal(req).principal, req.query as InboxInput, abort.signal)
+      return service.list(
+        requirePrincipal(req).principal,
+        req.query as InboxInput,
+        abort.signal,
+        req.ip,
+      )
     },
   })
   api.route({

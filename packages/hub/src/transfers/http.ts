@@ -120,12 +120,19 @@ export function registerTransferRoutes(api: Api, ctx: AppContext): void {
       seconds: { description: 'How long to wait; larger values are clamped' },
       version: { description: 'The version the caller has seen' },
     },
-    responses: { 200: { description: 'The transfer, with `changed`' }, ...signed },
+    responses: {
+      200: { description: 'The transfer, with `changed`' },
+      ...signed,
+      403: { description: 'principal_suspended or admission_rejected, also ending an open wait' },
+      429: {
+        description: 'rate_limited: too many waits open on this transfer or from this address',
+      },
+    },
     handler: (req, reply) => {
       const { seconds, version } = req.query as { seconds?: string; version?: string }
       const abort = new AbortController()
       reply.raw.once('close', () => abort.abort())
-      return service.wait(who(req), idOf(req), seconds, version, abort.signal)
+      return service.wait(who(req), idOf(req), seconds, version, abort.signal, req.ip)
     },
   })
   api.route({
