@@ -91,7 +91,11 @@ async function assemble(
   // One instance hears its own events in memory; many instances share them through PostgreSQL.
   const bus =
     opts.bus ??
-    (config.databaseUrl ? await PgEventBus.connect(config.databaseUrl, log) : new MemoryEventBus())
+    (config.databaseUrl
+      ? await PgEventBus.connect(config.databaseUrl, log, (up) =>
+          metrics.eventListenerUp.set(up ? 1 : 0),
+        )
+      : new MemoryEventBus())
   opened(bus)
   const notifier = new Notifier({
     ...config.notify,

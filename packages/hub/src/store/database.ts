@@ -51,6 +51,20 @@ const postgresCaps: Capabilities = {
   writeConcurrency: 2,
 }
 
+/**
+ * Makes a pool's connection losses harmless. pg forwards an idle client's 'error' to the pool,
+ * but a checked-out client emits it on itself, and an 'error' event without a listener ends the
+ * process: so every client gets its own listener when it connects. The query in flight rejects
+ * with the same error (answered 503 `unavailable`) and the pool discards the broken client, so
+ * the next query opens a fresh connection once the database is back.
+ */
+export function guardPool(pool: pg.Pool): void {
+  pool.on('error', () => {})
+  pool.on('connect', (client) => {
+    client.on('error', () => {})
+  })
+}
+
 /** An open database: the kysely instance, its capabilities, and how to close it. */
 export interface Database {
   db: Kysely<Schema>
@@ -87,7 +101,7 @@ export async function openDatabase(opts: {
             : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
       },
     })
-    pool.on('error', () => {})
+    guardPool(pool)
     const url = new URL(opts.databaseUrl)
     database = {
       db: new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) }),
