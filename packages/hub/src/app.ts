@@ -15,7 +15,6 @@ import { createLogger } from './log.js'
 import { MessageService } from './messages/service.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import { ResourceService } from './resources/service.js'
-import { ownedBytes } from './resources/store.js'
 import { type Database, openDatabase } from './store/database.js'
 import { pruneIdempotencyKeys } from './store/idempotency.js'
 import { pruneQuotaCounters } from './store/quota.js'
@@ -162,8 +161,6 @@ async function assemble(
     bus,
     config: config.home,
     storedBytesQuota: config.identity.quotas.storedBytes,
-    // One stored-bytes quota covers a principal's resources and its home files.
-    storedElsewhere: ownedBytes,
   })
   const transfers = new TransferService({
     database,

@@ -204,5 +204,5 @@ export async function restartableHub(
       }),
       { ...(clock ? { clock } : {}), log: pino({ level: 'silent' }) },
     )
-  return { start, drop: db.drop }
+  return { start, drop: db.drop, env: { ...db.env, ...env } }
 }

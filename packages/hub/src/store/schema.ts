@@ -201,6 +201,12 @@ export interface DashboardSignoutRow {
   expires_at: number
 }
 
+/** Stored bytes of one principal over its resources and home files (migration 008). */
+export interface UsageCounterRow {
+  principal: string
+  stored_bytes: number
+}
+
 export interface Schema {
   dashboard_signouts: DashboardSignoutRow
   resources: ResourceRow
@@ -222,4 +228,5 @@ export interface Schema {
   transfer_usage: TransferUsageRow
   transfer_token_uses: TransferTokenUseRow
   transfer_token_keys: TransferTokenKeyRow
+  usage_counters: UsageCounterRow
 }
