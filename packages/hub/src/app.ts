@@ -18,6 +18,7 @@ import { ResourceService } from './resources/service.js'
 import { type Database, openDatabase } from './store/database.js'
 import { pruneIdempotencyKeys } from './store/idempotency.js'
 import { pruneQuotaCounters } from './store/quota.js'
+import { KeySealer } from './store/sealing.js'
 import { transaction, WriteBatcher } from './store/transaction.js'
 import { TransferService } from './transfers/service.js'
 import { TokenKeyring } from './transfers/tokens.js'
@@ -33,6 +34,8 @@ export interface AppContext {
   clock: Clock
   metrics: Metrics
   database: Database
+  /** Seals the hub's keys at rest. */
+  sealer: KeySealer
   batcher: WriteBatcher
   bus: EventBus
   notifier: Notifier
@@ -60,10 +63,16 @@ export async function createApp(
   const log = opts.log ?? createLogger(config.logLevel)
   const clock = opts.clock ?? systemClock
   const metrics = createMetrics()
-  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+  // Before the database opens: PostgreSQL without BATON_HUB_KEY_SECRET refuses to start.
+  const sealer = KeySealer.load({ ...config, hubKeySecret: config.identity.hubKeySecret, log })
+  const database = await openDatabase({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    log,
+  })
   let bus: EventBus | undefined
   try {
-    return await assemble(config, opts, { log, clock, metrics, database }, (b) => {
+    return await assemble(config, opts, { log, clock, metrics, database, sealer }, (b) => {
       bus = b
     })
   } catch (error) {
@@ -77,10 +86,10 @@ export async function createApp(
 async function assemble(
   config: Config,
   opts: { clock?: Clock; log?: Logger; bus?: EventBus },
-  base: { log: Logger; clock: Clock; metrics: Metrics; database: Database },
+  base: { log: Logger; clock: Clock; metrics: Metrics; database: Database; sealer: KeySealer },
   opened: (bus: EventBus) => void,
 ): Promise<AppContext> {
-  const { log, clock, metrics, database } = base
+  const { log, clock, metrics, database, sealer } = base
   const batcher = new WriteBatcher(
     database,
     config.maxBatch,
@@ -126,6 +135,7 @@ async function assemble(
     version: VERSION,
     usage: principalUsage,
     bus,
+    sealer,
   })
   await identity.init()
   const grants = new GrantService({
@@ -168,7 +178,7 @@ async function assemble(
     clock,
     bus,
     config: config.transfer,
-    keyring: await TokenKeyring.load(database, config.transfer.tokenKeys, clock.now()),
+    keyring: await TokenKeyring.load(database, config.transfer.tokenKeys, clock.now(), sealer),
     log,
     closing: closingSignal,
   })
@@ -198,6 +208,7 @@ async function assemble(
     clock,
     metrics,
     database,
+    sealer,
     batcher,
     bus,
     notifier,
