@@ -17,10 +17,10 @@ import { createLogger } from './log.js'
 import { MessageService } from './messages/service.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import { ResourceService } from './resources/service.js'
-import { ownedBytes } from './resources/store.js'
 import { type Database, openDatabase } from './store/database.js'
 import { pruneIdempotencyKeys } from './store/idempotency.js'
 import { pruneQuotaCounters } from './store/quota.js'
+import { KeySealer } from './store/sealing.js'
 import { transaction, WriteBatcher } from './store/transaction.js'
 import { TransferService } from './transfers/service.js'
 import { TokenKeyring } from './transfers/tokens.js'
@@ -36,6 +36,8 @@ export interface AppContext {
   clock: Clock
   metrics: Metrics
   database: Database
+  /** Seals the hub's keys at rest. */
+  sealer: KeySealer
   batcher: WriteBatcher
   bus: EventBus
   /** Every long poll: shared reads per topic, and the caps on concurrent waits. */
@@ -65,10 +67,16 @@ export async function createApp(
   const log = opts.log ?? createLogger(config.logLevel)
   const clock = opts.clock ?? systemClock
   const metrics = createMetrics()
-  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+  // Before the database opens: PostgreSQL without BATON_HUB_KEY_SECRET refuses to start.
+  const sealer = KeySealer.load({ ...config, hubKeySecret: config.identity.hubKeySecret, log })
+  const database = await openDatabase({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    log,
+  })
   let bus: EventBus | undefined
   try {
-    return await assemble(config, opts, { log, clock, metrics, database }, (b) => {
+    return await assemble(config, opts, { log, clock, metrics, database, sealer }, (b) => {
       bus = b
     })
   } catch (error) {
@@ -82,10 +90,10 @@ export async function createApp(
 async function assemble(
   config: Config,
   opts: { clock?: Clock; log?: Logger; bus?: EventBus },
-  base: { log: Logger; clock: Clock; metrics: Metrics; database: Database },
+  base: { log: Logger; clock: Clock; metrics: Metrics; database: Database; sealer: KeySealer },
   opened: (bus: EventBus) => void,
 ): Promise<AppContext> {
-  const { log, clock, metrics, database } = base
+  const { log, clock, metrics, database, sealer } = base
   const batcher = new WriteBatcher(
     database,
     config.maxBatch,
@@ -95,7 +103,11 @@ async function assemble(
   // One instance hears its own events in memory; many instances share them through PostgreSQL.
   const bus =
     opts.bus ??
-    (config.databaseUrl ? await PgEventBus.connect(config.databaseUrl, log) : new MemoryEventBus())
+    (config.databaseUrl
+      ? await PgEventBus.connect(config.databaseUrl, log, (up) =>
+          metrics.eventListenerUp.set(up ? 1 : 0),
+        )
+      : new MemoryEventBus())
   opened(bus)
   const notifier = new Notifier(database, clock, {
     ...config.notify,
@@ -129,6 +141,7 @@ async function assemble(
     version: VERSION,
     usage: principalUsage,
     bus,
+    sealer,
   })
   await identity.init()
   const grants = new GrantService({
@@ -165,8 +178,6 @@ async function assemble(
     bus,
     config: config.home,
     storedBytesQuota: config.identity.quotas.storedBytes,
-    // One stored-bytes quota covers a principal's resources and its home files.
-    storedElsewhere: ownedBytes,
   })
   const transfers = new TransferService({
     database,
@@ -174,7 +185,7 @@ async function assemble(
     clock,
     bus,
     config: config.transfer,
-    keyring: await TokenKeyring.load(database, config.transfer.tokenKeys, clock.now()),
+    keyring: await TokenKeyring.load(database, config.transfer.tokenKeys, clock.now(), sealer),
     log,
     waits,
   })
@@ -210,6 +221,7 @@ async function assemble(
     clock,
     metrics,
     database,
+    sealer,
     batcher,
     bus,
     waits,

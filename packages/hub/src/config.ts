@@ -181,7 +181,7 @@ export const ENV_DOC: Record<string, string> = {
   BATON_PUBLIC_URL:
     'external origin (https://host[:port]) clients sign @target-uri against; unset: the listen address only (set it behind a proxy)',
   BATON_HUB_KEY_SECRET:
-    'seal the hub private key in the database under this secret (32+ characters; every instance needs it)',
+    'seal the hub private key and transfer token keys in the database under this secret (32+ characters; every instance needs it; required with DATABASE_URL; default for SQLite: a key file hub.kek in BATON_DATA_DIR)',
   BATON_ADMIN_TOKEN:
     'operator bearer secret (at least 32 characters) for /admin/v1; unset turns the admin API off',
   BATON_QUOTA_REQUESTS_PER_DAY: 'signed requests per principal per UTC day (default 10000)',
