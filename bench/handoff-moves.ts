@@ -216,7 +216,9 @@ async function startBaton(
       BATON_DATA_DIR: path.join(where.dir, 'hub'),
       BATON_LOG_LEVEL: 'silent',
       BATON_HANDOFF_DAILY_QUOTA: '1000000000',
-      ...(store === 'postgres' ? { DATABASE_URL: where.url } : {}),
+      ...(store === 'postgres'
+        ? { DATABASE_URL: where.url, BATON_HUB_KEY_SECRET: 'the hub key secret of benchmark hubs' }
+        : {}),
       ...(opts.maxBatch ? { BATON_MAX_BATCH: String(opts.maxBatch) } : {}),
     }),
   )

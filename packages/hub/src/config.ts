@@ -71,6 +71,13 @@ export interface Config {
   shutdownGraceMs: number
   /** Limits on client connections, against slow and piled-up senders. */
   connections: ConnectionsConfig
+  /** Caps on concurrent long polls, per hub instance. */
+  waits: {
+    /** Most waits open on one handoff, inbox or transfer. */
+    maxPerTopic: number
+    /** Most waits open from one client address. */
+    maxPerAddress: number
+  }
   identity: {
     /** `approval` (default): new keys wait for an operator; `open`: approved at once. */
     admission: 'approval' | 'open'
@@ -163,6 +170,10 @@ export const ENV_DOC: Record<string, string> = {
   BATON_HOME_MAX_FILE_BYTES: 'largest home file content in UTF-8 bytes (default 262144)',
   BATON_MAX_BATCH: 'most writes committed together in one transaction (default 256)',
   BATON_SHUTDOWN_GRACE_MS: 'how long shutdown waits for in-flight requests (default 10000)',
+  BATON_WAIT_MAX_PER_TOPIC:
+    'most long polls open at once on one handoff, inbox or transfer, per instance; more answer 429 (default 100)',
+  BATON_WAIT_MAX_PER_ADDRESS:
+    'most long polls open at once from one client address, per instance; more answer 429 (default 1000)',
   BATON_ADMISSION:
     'approval (default: new keys wait for an operator) or open (approved at once; local use)',
   BATON_SIGNATURE_SKEW_SECONDS:
@@ -170,7 +181,7 @@ export const ENV_DOC: Record<string, string> = {
   BATON_PUBLIC_URL:
     'external origin (https://host[:port]) clients sign @target-uri against; unset: the listen address only (set it behind a proxy)',
   BATON_HUB_KEY_SECRET:
-    'seal the hub private key in the database under this secret (32+ characters; every instance needs it)',
+    'seal the hub private key and transfer token keys in the database under this secret (32+ characters; every instance needs it; required with DATABASE_URL; default for SQLite: a key file hub.kek in BATON_DATA_DIR)',
   BATON_ADMIN_TOKEN:
     'operator bearer secret (at least 32 characters) for /admin/v1; unset turns the admin API off',
   BATON_QUOTA_REQUESTS_PER_DAY: 'signed requests per principal per UTC day (default 10000)',
@@ -300,6 +311,10 @@ export function loadConfig(
     maxBatch: int(merged, 'BATON_MAX_BATCH', 256, 1),
     shutdownGraceMs: int(merged, 'BATON_SHUTDOWN_GRACE_MS', 10_000, 0),
     connections: connectionsConfig(merged),
+    waits: {
+      maxPerTopic: int(merged, 'BATON_WAIT_MAX_PER_TOPIC', 100, 1),
+      maxPerAddress: int(merged, 'BATON_WAIT_MAX_PER_ADDRESS', 1000, 1),
+    },
     identity: identityConfig(merged),
   }
 }

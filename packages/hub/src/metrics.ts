@@ -1,4 +1,4 @@
-import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client'
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
 
 /** The hub's Prometheus metrics, one registry per hub so several hubs can share a process. */
 export function createMetrics() {
@@ -40,6 +40,11 @@ export function createMetrics() {
     connectionsRefused: new Counter({
       name: 'baton_connections_refused_total',
       help: 'Connections closed on accept because their client address held the most allowed',
+      registers: [registry],
+    }),
+    eventListenerUp: new Gauge({
+      name: 'baton_event_listener_up',
+      help: 'Whether the PostgreSQL LISTEN session of the event bus is connected (1) or reconnecting (0)',
       registers: [registry],
     }),
   }

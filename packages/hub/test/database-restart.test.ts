@@ -4,7 +4,7 @@ import pino from 'pino'
 import { startPostgres } from '../../../scripts/postgres.js'
 import { loadConfig } from '../src/config.js'
 import { type RunningHub, startHub } from '../src/hub.js'
-import { call } from './support.js'
+import { call, PG_KEY_SECRET } from './support.js'
 
 const H = '/services/v1/handoff'
 
@@ -15,7 +15,12 @@ describe('the database restarts under a running hub (postgres)', () => {
   before(async () => {
     pg = await startPostgres()
     hub = await startHub(
-      loadConfig({ BATON_PORT: '0', BATON_LOG_LEVEL: 'silent', DATABASE_URL: pg.url }),
+      loadConfig({
+        BATON_PORT: '0',
+        BATON_LOG_LEVEL: 'silent',
+        DATABASE_URL: pg.url,
+        BATON_HUB_KEY_SECRET: PG_KEY_SECRET,
+      }),
       { log: pino({ level: 'silent' }) },
     )
   })

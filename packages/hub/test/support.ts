@@ -19,6 +19,9 @@ export interface TestStore {
 
 const pgUrl = process.env.BATON_TEST_PG_URL
 
+/** The hub key secret of PostgreSQL test hubs, which refuse to start without one. */
+export const PG_KEY_SECRET = 'the hub key secret of postgres test hubs'
+
 async function createPgDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
   if (!pgUrl) {
     throw new Error(
@@ -61,7 +64,14 @@ export const testStores: TestStore[] = [
     name: 'postgres',
     async fresh() {
       const db = await createPgDatabase()
-      return { env: { DATABASE_URL: db.url, BATON_DATA_DIR: tmpdir() }, drop: db.drop }
+      return {
+        env: {
+          DATABASE_URL: db.url,
+          BATON_DATA_DIR: tmpdir(),
+          BATON_HUB_KEY_SECRET: PG_KEY_SECRET,
+        },
+        drop: db.drop,
+      }
     },
   },
 ]
@@ -220,7 +230,7 @@ export async function restartableHub(
       }),
       { ...(clock ? { clock } : {}), log: pino({ level: 'silent' }) },
     )
-  return { start, drop: db.drop }
+  return { start, drop: db.drop, env: { ...db.env, ...env } }
 }
 
 /**

@@ -142,7 +142,7 @@ for (const store of testStores) {
     })
 
     test('without BATON_TRANSFER_TOKEN_KEYS every instance loads the same key from the database', async () => {
-      const again = await TokenKeyring.load(hub.ctx.database, undefined, Date.now())
+      const again = await TokenKeyring.load(hub.ctx.database, undefined, Date.now(), hub.ctx.sealer)
       const minted = await hub.ctx.transfers.mint(
         (
           await hub.ctx.transfers.create('did:key:zOwner', {

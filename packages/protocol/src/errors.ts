@@ -354,6 +354,10 @@ export const ERRORS = {
   // server
   shutting_down: { status: 503, fix: 'The hub is restarting; retry in a moment.' },
   unavailable: { status: 503, fix: 'The hub cannot reach its database; retry in a moment.' },
+  hub_key_secret_required: {
+    status: 500,
+    fix: 'Set BATON_HUB_KEY_SECRET (32+ characters, the same on every instance) to start the hub on PostgreSQL: it seals the hub keys kept in the database.',
+  },
   internal: {
     status: 500,
     fix: 'Retry the request; if it keeps failing, report it to the hub operator.',

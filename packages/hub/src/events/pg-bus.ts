@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto'
 import pg from 'pg'
 import type { Logger } from 'pino'
+import { guardPool } from '../store/database.js'
 import { type BatonEvent, type EventBus, type Listener, MemoryEventBus } from './bus.js'
 
 const CHANNEL = 'baton_events'
 // PostgreSQL refuses NOTIFY payloads of 8000 bytes or more; events are hints, so a larger one is
 // sent without its data and listeners re-read the database as they always must.
 const MAX_PAYLOAD = 7000
+const RETRY_MS = 1000
 
 /**
  * The event bus across hub instances: local listeners hear an event at once, and every other
@@ -22,14 +24,22 @@ export class PgEventBus implements EventBus {
   private constructor(
     private readonly url: string,
     private readonly log?: Logger,
+    private readonly onListening?: (up: boolean) => void,
   ) {
     this.pool = new pg.Pool({ connectionString: url, max: 2 })
-    this.pool.on('error', () => {})
+    guardPool(this.pool)
   }
 
-  /** Connects the listening session and answers the bus once it listens. */
-  static async connect(url: string, log?: Logger): Promise<PgEventBus> {
-    const bus = new PgEventBus(url, log)
+  /**
+   * Connects the listening session and answers the bus once it listens; `onListening` hears
+   * each loss and return of that session.
+   */
+  static async connect(
+    url: string,
+    log?: Logger,
+    onListening?: (up: boolean) => void,
+  ): Promise<PgEventBus> {
+    const bus = new PgEventBus(url, log, onListening)
     await bus.listen()
     return bus
   }
@@ -45,16 +55,53 @@ export class PgEventBus implements EventBus {
         // a malformed notification is not ours to act on
       }
     })
+    // One handler for the client's whole life: a connection lost at any point (even while the
+    // connect or the LISTEN is in flight) is an 'error' here, never an unhandled event.
+    let lost = false
     client.on('error', (err) => {
+      if (lost) return
+      lost = true
       this.log?.warn({ err }, 'event listener connection lost')
-      this.listener = undefined
+      if (this.listener === client) this.listener = undefined
+      this.onListening?.(false)
       void client.end().catch(() => {})
-      if (!this.closed) setTimeout(() => void this.listen().catch(() => {}), 1000).unref()
+      this.relisten()
     })
-    await client.connect()
-    await client.query(`listen ${CHANNEL}`)
+    try {
+      await client.connect()
+      await client.query(`listen ${CHANNEL}`)
+    } catch (error) {
+      lost = true
+      void client.end().catch(() => {})
+      throw error
+    }
+    if (this.closed) {
+      await client.end().catch(() => {})
+      return
+    }
     this.listener = client
+    this.onListening?.(true)
   }
+
+  // Tries again every second until the listening session is back or the bus is closed: the
+  // database may stay away for a while (a restart, a failover), so one failed attempt is no end.
+  private relisten(): void {
+    if (this.closed || this.retrying) return
+    this.retrying = true
+    const attempt = () => {
+      if (this.closed) return
+      this.listen().then(
+        () => {
+          this.retrying = false
+          if (!this.closed) this.log?.info('event listener reconnected')
+        },
+        () => setTimeout(attempt, RETRY_MS).unref(),
+      )
+    }
+    setTimeout(attempt, RETRY_MS).unref()
+  }
+
+  private retrying = false
 
   publish(event: BatonEvent): void {
     this.local.publish(event)

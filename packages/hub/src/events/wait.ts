@@ -1,58 +1,340 @@
+import { setImmediate as yieldToIo } from 'node:timers/promises'
+import { BatonError } from '@baton/protocol'
 import type { EventBus } from './bus.js'
 
-/** What a long poll needs: where to listen, how to read, and when the answer is ready. */
-export interface WaitOptions<V> {
-  bus: EventBus
-  topic: string
-  /** Reads the truth from the database; events are only hints to call it again. */
-  read: () => Promise<V>
-  /** Whether `value` answers the wait, given the first read. */
-  ready: (value: V, first: V) => boolean
-  /** How long to wait after the first read, in milliseconds; 0 answers at once. */
-  timeoutMs: (first: V) => number
-  /** Resolves when the hub shuts down, which answers every waiter. */
-  closing: Promise<void>
-  signal?: AbortSignal | undefined
+/** Caps on concurrent long polls, counted per hub instance. */
+export interface WaitLimits {
+  /** Most waits held open on one topic (one handoff, inbox or transfer). */
+  maxPerTopic: number
+  /** Most waits held open by one client address. */
+  maxPerAddress: number
 }
 
 /**
- * The race-free long poll every wait in the hub uses: subscribe before the first read, re-arm
- * before every re-read (so an event during a read is not lost), and answer as soon as a read is
- * ready, the time is up, the caller goes away or the hub shuts down.
+ * One long poll. Waiters with the same `key` share every read, so `key` must name everything
+ * `read` depends on; what differs between them (a token, a caller) is applied by `view`.
  */
-export async function waitForChange<V>(o: WaitOptions<V>): Promise<{ first: V; last: V }> {
-  let wake: () => void = () => {}
-  let woken = new Promise<void>((r) => {
-    wake = r
-  })
-  const unsubscribe = o.bus.subscribe(o.topic, () => wake())
-  let timer: NodeJS.Timeout | undefined
-  try {
-    const first = await o.read()
-    const ms = o.timeoutMs(first)
-    if (ms <= 0 || o.ready(first, first)) return { first, last: first }
-    let done = false
-    const timeout = new Promise<void>((r) => {
-      timer = setTimeout(r, ms)
-    }).then(() => {
-      done = true
+export interface WaitSpec<S, V> {
+  key: string
+  /** Topics whose events are hints to re-read; the first one is the topic the cap counts. */
+  topics: readonly [string, ...string[]]
+  /** Reads the truth from the database, once for every waiter of the key. */
+  read: () => Promise<S>
+  /** This waiter's answer from a shared read; throws the waiter's own refusal. */
+  view: (shared: S) => V
+  /** Whether `value` answers the wait, given the first one. */
+  ready: (value: V, first: V) => boolean
+  /** How long to wait after the first read, in milliseconds; 0 answers at once. */
+  timeoutMs: (first: V) => number
+  /** The client address the per-address cap counts; none for local callers (stdio). */
+  address?: string | undefined
+  signal?: AbortSignal | undefined
+}
+
+// The registry stores waiters of every value type side by side; each spec only ever sees its own.
+type AnySpec = WaitSpec<unknown, unknown>
+type Result = { ok: true; value: unknown } | { ok: false; error: unknown }
+
+// Deadlines are kept in buckets of this many milliseconds under one interval timer, armed only
+// while some wait is open: for 5,000 waiters, a timer each took 20-35 ms to arm and clear and
+// about 0.5 MiB more heap, buckets 2-7 ms. A wait ends at most one bucket after its deadline.
+const TICK_MS = 100
+
+// Waiters answered between turns of the event loop: thousands answered by one read must not hold
+// off every other request (a /healthz, a move) while their responses are written.
+const ANSWER_SLICE = 256
+
+interface Waiter {
+  spec: AnySpec
+  /** The first read generation that may answer it: one that started after it joined. */
+  from: number
+  hasFirst: boolean
+  first: unknown
+  /** Time is up, the hub is closing or the caller left: the next read answers it as it is. */
+  due: boolean
+  holdsTopicSlot: boolean
+  group: Group
+  /** The deadline bucket it is in, while it waits. */
+  tick: number | undefined
+  onAbort: (() => void) | undefined
+  resolve: (answer: { first: unknown; last: unknown }) => void
+  reject: (error: unknown) => void
+}
+
+interface Group {
+  key: string
+  read: () => Promise<unknown>
+  waiters: Set<Waiter>
+  /** Reads started so far. */
+  gen: number
+  reading: boolean
+  /** Something asked for a read while one ran: exactly one more runs after it. */
+  again: boolean
+  unsubscribe: (() => void)[]
+}
+
+/**
+ * Every long poll of the hub: per key one bus subscription and at most one read in flight,
+ * shared by every waiter of the key (single-flight). An event, a new waiter or a timeout during
+ * a read schedules exactly one more read after it, so no change is missed and a burst of
+ * waiters or events costs two reads, not one per waiter. Events are only hints; every answer
+ * comes from a read of the database.
+ */
+export class WaitRegistry {
+  private readonly groups = new Map<string, Group>()
+  private readonly perTopic = new Map<string, number>()
+  private readonly perAddress = new Map<string, number>()
+  private readonly deadlines = new Map<number, Set<Waiter>>()
+  private ticker: NodeJS.Timeout | undefined
+  private lastTick = 0
+  private closed = false
+  /** Shared reads run so far; for tests and metrics. */
+  reads = 0
+  /** Waits held open past their first read (what the per-topic cap counts); for tests, metrics. */
+  waiting = 0
+
+  constructor(
+    private readonly bus: EventBus,
+    closing: Promise<void>,
+    private readonly limits: WaitLimits,
+  ) {
+    void closing.then(() => {
+      this.closed = true
+      for (const group of this.groups.values()) this.dueNow(group, [...group.waiters])
     })
-    const stop = Promise.race([
-      new Promise<void>((r) => o.signal?.addEventListener('abort', () => r(), { once: true })),
-      o.closing,
-    ]).then(() => {
-      done = true
-    })
-    for (;;) {
-      await Promise.race([woken, timeout, stop])
-      woken = new Promise<void>((r) => {
-        wake = r
-      })
-      const last = await o.read()
-      if (done || o.ready(last, first)) return { first, last }
-    }
-  } finally {
-    clearTimeout(timer)
-    unsubscribe()
   }
+
+  /**
+   * Waits until a read is `ready`, the time is up (answered by one more read), the caller goes
+   * away or the hub shuts down. Over a cap it is refused with `rate_limited` and Retry-After.
+   */
+  wait<S, V>(spec: WaitSpec<S, V>): Promise<{ first: V; last: V }> {
+    const { address } = spec
+    if (address !== undefined) {
+      const n = this.perAddress.get(address) ?? 0
+      if (n >= this.limits.maxPerAddress) {
+        return Promise.reject(tooMany('client address', this.limits.maxPerAddress))
+      }
+      this.perAddress.set(address, n + 1)
+    }
+    return new Promise((resolve, reject) => {
+      const anySpec = spec as unknown as AnySpec
+      let group = this.groups.get(spec.key)
+      if (!group) group = this.open(anySpec)
+      const waiter: Waiter = {
+        spec: anySpec,
+        from: group.gen + 1,
+        hasFirst: false,
+        first: undefined,
+        due: this.closed,
+        holdsTopicSlot: false,
+        group,
+        tick: undefined,
+        onAbort: undefined,
+        resolve: resolve as Waiter['resolve'],
+        reject,
+      }
+      group.waiters.add(waiter)
+      if (spec.signal) {
+        waiter.onAbort = () => this.abort(waiter.group, waiter)
+        spec.signal.addEventListener('abort', waiter.onAbort, { once: true })
+      }
+      this.requestRead(group)
+    })
+  }
+
+  private open(spec: AnySpec): Group {
+    const group: Group = {
+      key: spec.key,
+      read: spec.read,
+      waiters: new Set(),
+      gen: 0,
+      reading: false,
+      again: false,
+      unsubscribe: [],
+    }
+    // Subscribed before the first read, so an event committed during it is not lost.
+    for (const topic of spec.topics) {
+      group.unsubscribe.push(this.bus.subscribe(topic, () => this.requestRead(group)))
+    }
+    this.groups.set(spec.key, group)
+    return group
+  }
+
+  private requestRead(group: Group): void {
+    if (group.reading) {
+      group.again = true
+      return
+    }
+    void this.run(group)
+  }
+
+  private async run(group: Group): Promise<void> {
+    group.reading = true
+    do {
+      group.again = false
+      const gen = ++group.gen
+      this.reads++
+      let result: Result
+      try {
+        result = { ok: true, value: await group.read() }
+      } catch (error) {
+        result = { ok: false, error }
+      }
+      let answered = 0
+      for (const waiter of group.waiters) {
+        if (waiter.from > gen) continue
+        this.apply(group, waiter, result)
+        if (++answered % ANSWER_SLICE === 0) await yieldToIo()
+      }
+    } while (group.again && group.waiters.size > 0)
+    group.reading = false
+    if (group.waiters.size === 0) this.close(group)
+  }
+
+  private apply(group: Group, w: Waiter, result: Result): void {
+    if (!result.ok) {
+      this.finish(group, w, result.error)
+      return
+    }
+    let value: unknown
+    try {
+      value = w.spec.view(result.value)
+    } catch (error) {
+      this.finish(group, w, error)
+      return
+    }
+    if (w.hasFirst) {
+      if (w.due || w.spec.ready(value, w.first)) this.settle(group, w, value)
+      return
+    }
+    w.first = value
+    w.hasFirst = true
+    const ms = w.due ? 0 : w.spec.timeoutMs(value)
+    if (ms <= 0 || w.spec.ready(value, value)) {
+      this.settle(group, w, value)
+      return
+    }
+    // Counted only once the first read let the caller in: a stranger's wait (a wrong token, an
+    // id it may not see) is answered at once and never takes a slot from the topic's own callers.
+    const topic = w.spec.topics[0]
+    const n = this.perTopic.get(topic) ?? 0
+    if (n >= this.limits.maxPerTopic) {
+      this.finish(group, w, tooMany('topic', this.limits.maxPerTopic))
+      return
+    }
+    this.perTopic.set(topic, n + 1)
+    w.holdsTopicSlot = true
+    this.waiting++
+    this.arm(w, ms)
+  }
+
+  private arm(w: Waiter, ms: number): void {
+    // Always a bucket after the current one, so never one the ticker has already passed.
+    const tick = Math.ceil((Date.now() + ms) / TICK_MS)
+    let bucket = this.deadlines.get(tick)
+    if (!bucket) {
+      bucket = new Set()
+      this.deadlines.set(tick, bucket)
+    }
+    bucket.add(w)
+    w.tick = tick
+    if (!this.ticker) {
+      this.lastTick = Math.floor(Date.now() / TICK_MS)
+      this.ticker = setInterval(() => this.onTick(), TICK_MS)
+      this.ticker.unref()
+    }
+  }
+
+  private disarm(w: Waiter): void {
+    if (w.tick === undefined) return
+    const bucket = this.deadlines.get(w.tick)
+    bucket?.delete(w)
+    if (bucket?.size === 0) this.deadlines.delete(w.tick)
+    w.tick = undefined
+    this.stopTickerIfIdle()
+  }
+
+  private onTick(): void {
+    const now = Math.floor(Date.now() / TICK_MS)
+    const due = new Map<Group, Waiter[]>()
+    for (let tick = this.lastTick + 1; tick <= now; tick++) {
+      const bucket = this.deadlines.get(tick)
+      if (!bucket) continue
+      this.deadlines.delete(tick)
+      for (const w of bucket) {
+        w.tick = undefined
+        const list = due.get(w.group)
+        if (list) list.push(w)
+        else due.set(w.group, [w])
+      }
+    }
+    this.lastTick = now
+    for (const [group, waiters] of due) this.dueNow(group, waiters)
+    this.stopTickerIfIdle()
+  }
+
+  private stopTickerIfIdle(): void {
+    if (this.deadlines.size > 0 || !this.ticker) return
+    clearInterval(this.ticker)
+    this.ticker = undefined
+  }
+
+  /** Answers these waiters with the next read, whatever it says. */
+  private dueNow(group: Group, waiters: Waiter[]): void {
+    for (const w of waiters) {
+      w.due = true
+      w.from = group.gen + 1
+    }
+    this.requestRead(group)
+  }
+
+  private abort(group: Group, w: Waiter): void {
+    // Nothing will read the answer; one already read is enough, else the pending read ends it.
+    if (w.hasFirst) this.settle(group, w, w.first)
+    else w.due = true
+  }
+
+  private settle(group: Group, w: Waiter, last: unknown): void {
+    this.release(group, w)
+    w.resolve({ first: w.first, last })
+  }
+
+  private finish(group: Group, w: Waiter, error: unknown): void {
+    this.release(group, w)
+    w.reject(error)
+  }
+
+  private release(group: Group, w: Waiter): void {
+    if (!group.waiters.delete(w)) return
+    this.disarm(w)
+    if (w.onAbort) w.spec.signal?.removeEventListener('abort', w.onAbort)
+    if (w.holdsTopicSlot) {
+      decrement(this.perTopic, w.spec.topics[0])
+      this.waiting--
+    }
+    if (w.spec.address !== undefined) decrement(this.perAddress, w.spec.address)
+    if (group.waiters.size === 0 && !group.reading) this.close(group)
+  }
+
+  private close(group: Group): void {
+    if (this.groups.get(group.key) !== group) return
+    this.groups.delete(group.key)
+    for (const unsubscribe of group.unsubscribe) unsubscribe()
+  }
+}
+
+function decrement(counts: Map<string, number>, key: string): void {
+  const n = (counts.get(key) ?? 1) - 1
+  if (n <= 0) counts.delete(key)
+  else counts.set(key, n)
+}
+
+function tooMany(scope: 'topic' | 'client address', limit: number): BatonError {
+  return new BatonError(
+    'rate_limited',
+    `Too many waits open on this ${scope === 'topic' ? 'item' : scope}; at most ${limit}`,
+    { retry_after: 1, limit, scope: scope === 'topic' ? 'topic' : 'address' },
+    { 'retry-after': '1' },
+  )
 }

@@ -121,6 +121,7 @@ export const waitHandoff = defineOperation({
         params.seconds,
         query.version,
         caller.signal,
+        caller.ip,
       ),
     ),
 })

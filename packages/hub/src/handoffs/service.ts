@@ -12,7 +12,7 @@ import {
 import type { Clock } from '../clock.js'
 import type { Config } from '../config.js'
 import type { EventBus } from '../events/bus.js'
-import { waitForChange } from '../events/wait.js'
+import type { WaitRegistry } from '../events/wait.js'
 import type { Database } from '../store/database.js'
 import { onceByKey } from '../store/idempotency.js'
 import { consumeDailyQuota } from '../store/quota.js'
@@ -50,8 +50,8 @@ export interface HandoffDeps {
   config: Config['handoff']
   notify: NotifySink
   allowLoopbackNotify: boolean
-  /** Resolves when the hub begins shutting down, releasing waiters. */
-  closing: Promise<void>
+  /** Every long poll of the hub; answers waiters when the hub begins shutting down. */
+  waits: WaitRegistry
   onMove?: (outcome: 'moved' | 'repeated' | 'conflict') => void
 }
 
@@ -355,20 +355,32 @@ export class HandoffService {
     seconds: unknown,
     seenVersion?: unknown,
     signal?: AbortSignal,
+    address?: string,
   ): Promise<WaitView> {
     const secs = parseWholeNumber(seconds, 'seconds')
     const seen = seenVersion === undefined ? undefined : parseWholeNumber(seenVersion, 'version')
     const waitMs = Math.min(secs, this.deps.config.maxWaitSeconds) * 1000
+    if (!token) throw missingToken()
+    if (!isHandoffId(id)) throw notFound(id)
     const changed = (v: HandoffView, first: HandoffView) => v.version > (seen ?? first.version)
-    const { first, last } = await waitForChange({
-      bus: this.deps.bus,
-      topic: handoffTopic(id),
-      read: () => this.read(id, token),
+    const { first, last } = await this.deps.waits.wait({
+      key: handoffTopic(id),
+      topics: [handoffTopic(id)],
+      // One read per change for every waiter of the handoff, whichever token each one holds.
+      read: async () => {
+        const { db } = this.deps.database
+        const row = await store.findHandoff(db, id)
+        return row ? { row, view: toView(row, await store.listMoves(db, id)) } : undefined
+      },
+      view: (shared) => {
+        this.checkAccess(shared?.row, id, token, this.deps.clock.now())
+        return shared!.view
+      },
       ready: (v, first) => changed(v, first) || v.ended,
       // A handoff that expires while waited on answers then (with 410).
       timeoutMs: (first) =>
         waitMs === 0 ? 0 : Math.min(waitMs, Date.parse(first.expires_at) - this.deps.clock.now()),
-      closing: this.deps.closing,
+      address,
       signal,
     })
     return { ...last, changed: changed(last, first) }

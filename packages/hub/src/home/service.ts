@@ -8,12 +8,12 @@ import {
   isHomePath,
   WriteHomeFileInput,
 } from '@baton/protocol'
-import type { Kysely } from 'kysely'
 import type { Clock } from '../clock.js'
 import type { Config } from '../config.js'
 import type { EventBus } from '../events/bus.js'
 import type { Database } from '../store/database.js'
-import type { HomeFileRow, Schema } from '../store/schema.js'
+import { changeStoredBytes } from '../store/quota.js'
+import type { HomeFileRow } from '../store/schema.js'
 import type { Tx, WriteBatcher } from '../store/transaction.js'
 import { parseInput } from '../validation.js'
 import * as store from './store.js'
@@ -25,10 +25,8 @@ export interface HomeDeps {
   clock: Clock
   bus: EventBus
   config: Config['home']
-  /** Bytes a principal may store, over home files and whatever `storedElsewhere` counts. */
+  /** Bytes a principal may store, over its home files and its resources (one quota). */
   storedBytesQuota: number
-  /** Bytes the principal stores outside its home (e.g. resources), read in the same transaction. */
-  storedElsewhere?: (db: Kysely<Schema>, principal: string) => Promise<number>
 }
 
 /** The event topic of a principal's home; an event is a hint to re-read. */
@@ -70,7 +68,11 @@ export class HomeService {
         }
         const currentRevision = current?.revision ?? 0
         if (currentRevision !== expected) throw conflict(path, currentRevision, expected)
-        await this.assertQuota(tx.db, principal, size - (current?.size ?? 0))
+        await changeStoredBytes(tx.db, {
+          principal,
+          delta: size - (current?.size ?? 0),
+          limit: this.deps.storedBytesQuota,
+        })
         const row: HomeFileRow = {
           principal,
           path,
@@ -158,24 +160,10 @@ export class HomeService {
         if (!now2) throw notFound(path)
         throw conflict(path, now2.revision, expected)
       }
+      await changeStoredBytes(tx.db, { principal, delta: -current.size })
       this.published(tx, principal, path, 0, this.deps.clock.now())
       return { path, revision: expected, deleted: true }
     })
-  }
-
-  private async assertQuota(db: Kysely<Schema>, principal: string, adding: number): Promise<void> {
-    if (adding <= 0) return
-    const limit = this.deps.storedBytesQuota
-    const used =
-      (await store.homeBytes(db, principal)) +
-      (this.deps.storedElsewhere ? await this.deps.storedElsewhere(db, principal) : 0)
-    if (used + adding > limit) {
-      throw new BatonError(
-        'storage_quota_exceeded',
-        `Storing ${adding} more bytes would pass the quota of ${limit} bytes`,
-        { limit, used },
-      )
-    }
   }
 
   private published(tx: Tx, principal: string, path: string, revision: number, at: number): void {

@@ -1,12 +1,8 @@
 import {
-  createCipheriv,
-  createDecipheriv,
   createHash,
   createPrivateKey,
   generateKeyPairSync,
-  hkdfSync,
   type KeyObject,
-  randomBytes,
   timingSafeEqual,
 } from 'node:crypto'
 import type { HttpMessage } from '@baton/client'
@@ -37,6 +33,7 @@ import {
   windowQuotaExceeded,
 } from '../store/quota.js'
 import type { PrincipalRow } from '../store/schema.js'
+import type { KeySealer } from '../store/sealing.js'
 import type { BatchGroup, GroupOutcome, Tx, WriteBatcher } from '../store/transaction.js'
 import * as store from './store.js'
 import { didKeyResolver, hubPolicy, type VerifiedSignature, verifySignedHeaders } from './verify.js'
@@ -67,6 +64,8 @@ export interface IdentityDeps {
     principal: string,
     dayStart: number,
   ) => Promise<{ storedBytes: number; messagesToday: number }>
+  /** Seals the hub's private key at rest; needed by `init` (the admin command does without). */
+  sealer?: KeySealer
 }
 
 /**
@@ -89,8 +88,6 @@ export const REQUEST_QUOTA_SCOPE = 'principal.requests'
 export const ENROL_QUOTA_SCOPE = 'enrol.address'
 
 const HOUR_MS = 60 * 60 * 1000
-
-const SEALED = 'sealed:v1:'
 const HUB_KEY_SLOT = 'primary'
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
 
@@ -192,11 +189,11 @@ export class IdentityService {
       row = await store.findHubKey(db, HUB_KEY_SLOT)
     }
     if (!row) throw new Error('The hub key could not be stored')
-    // A key stored in the clear before a secret was configured is sealed now (once, by whichever
-    // instance gets there first); a sealed key needs the secret to start at all.
-    this.unseal(row.private_jwk)
-    if (this.deps.config.hubKeySecret && !row.private_jwk.startsWith(SEALED)) {
-      await store.resealHubKey(db, HUB_KEY_SLOT, row.private_jwk, this.seal(row.private_jwk))
+    // A key an older hub stored in the clear (or under another KEK) is sealed now, once, by
+    // whichever instance gets there first; a sealed key needs its KEK to start at all.
+    const plain = this.unseal(row.private_jwk)
+    if (!this.sealer.isCurrent(row.private_jwk)) {
+      await store.resealHubKey(db, HUB_KEY_SLOT, row.private_jwk, this.seal(plain))
     }
     this.hubJwk = {
       ...(JSON.parse(row.public_jwk) as PublicJwk),
@@ -213,39 +210,17 @@ export class IdentityService {
     return createPrivateKey({ key: JSON.parse(this.unseal(row.private_jwk)), format: 'jwk' })
   }
 
-  private sealingKey(): Buffer | undefined {
-    const secret = this.deps.config.hubKeySecret
-    return secret
-      ? Buffer.from(hkdfSync('sha256', secret, 'baton hub key', 'seal v1', 32))
-      : undefined
+  private get sealer(): KeySealer {
+    if (!this.deps.sealer) throw new Error('The identity service has no key sealer')
+    return this.deps.sealer
   }
 
-  /** The stored form of the private JWK: sealed when a secret is configured, else as is. */
   private seal(privateJwk: string): string {
-    const key = this.sealingKey()
-    if (!key) return privateJwk
-    const iv = randomBytes(12)
-    const cipher = createCipheriv('aes-256-gcm', key, iv)
-    const body = Buffer.concat([cipher.update(privateJwk, 'utf8'), cipher.final()])
-    return SEALED + Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url')
+    return this.sealer.seal('hub key', privateJwk)
   }
 
   private unseal(stored: string): string {
-    if (!stored.startsWith(SEALED)) return stored
-    const key = this.sealingKey()
-    if (!key) {
-      throw new Error('The hub key is sealed: start the hub with the same BATON_HUB_KEY_SECRET')
-    }
-    const blob = Buffer.from(stored.slice(SEALED.length), 'base64url')
-    try {
-      const decipher = createDecipheriv('aes-256-gcm', key, blob.subarray(0, 12))
-      decipher.setAuthTag(blob.subarray(12, 28))
-      return Buffer.concat([decipher.update(blob.subarray(28)), decipher.final()]).toString('utf8')
-    } catch {
-      throw new Error(
-        'The hub key cannot be unsealed: BATON_HUB_KEY_SECRET is not the one it was sealed with',
-      )
-    }
+    return this.sealer.unseal('hub key', stored)
   }
 
   /**

@@ -66,7 +66,7 @@ export const listMessages = defineOperation({
     withProgress(
       caller,
       Math.min(Number(query.wait) || 0, ctx.config.messages.maxWaitSeconds),
-      ctx.messages.list(signer(caller), query, caller.signal),
+      ctx.messages.list(signer(caller), query, caller.signal, caller.ip),
     ),
 })
 

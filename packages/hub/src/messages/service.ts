@@ -13,7 +13,8 @@ import {
 import type { Clock } from '../clock.js'
 import type { Config } from '../config.js'
 import type { EventBus } from '../events/bus.js'
-import { waitForChange } from '../events/wait.js'
+import type { WaitRegistry } from '../events/wait.js'
+import { assertAdmitted, principalTopic } from '../identity/admission.js'
 import type { HubSigner } from '../identity/hub-key.js'
 import { findPrincipal } from '../identity/store.js'
 import type { Database } from '../store/database.js'
@@ -34,8 +35,8 @@ export interface MessageDeps {
   messagesPerDay: number
   /** The hub's key, which signs every receipt. */
   signer: HubSigner
-  /** Resolves when the hub begins shutting down, releasing waiters. */
-  closing: Promise<void>
+  /** Every long poll of the hub; answers waiters when the hub begins shutting down. */
+  waits: WaitRegistry
 }
 
 /** The quota scope counting a principal's sent messages. */
@@ -170,7 +171,12 @@ export class MessageService {
    * Reads the caller's own inbox after an exclusive global sequence, oldest first. With `wait`
    * it answers as soon as a message for the caller commits, or empty when the time is up.
    */
-  async list(recipient: string, input: InboxInput, signal?: AbortSignal): Promise<MessagePageView> {
+  async list(
+    recipient: string,
+    input: InboxInput,
+    signal?: AbortSignal,
+    address?: string,
+  ): Promise<MessagePageView> {
     const after = parseWhole(input.after, 'after', 0)
     const limit = parseWhole(input.limit, 'limit', MESSAGE_LIMITS.defaultPageSize)
     if (limit < 1 || limit > MESSAGE_LIMITS.maxPageSize) {
@@ -184,17 +190,13 @@ export class MessageService {
       Math.min(parseWhole(input.wait, 'wait', 0), this.deps.config.maxWaitSeconds) * 1000
     const startedAt = this.deps.clock.now()
     this.assertPollInterval(recipient, startedAt)
+    const query = { recipient, after, limit, unacked }
     const read = async () => {
-      const rows = await store.listInbox(this.deps.database.db, {
-        recipient,
-        after,
-        limit,
-        unacked,
-      })
+      const rows = await store.listInbox(this.deps.database.db, query)
       return rows.map(toMessageView)
     }
     const messages =
-      waitMs === 0 ? await read() : await this.waitFor(recipient, read, waitMs, signal)
+      waitMs === 0 ? await read() : await this.waitFor(query, waitMs, signal, address)
     if (messages.length === 0) this.rememberEmptyPoll(recipient, startedAt)
     else this.emptyPolls.delete(recipient)
     return { messages, nextAfter: messages.at(-1)?.sequence ?? after }
@@ -250,20 +252,30 @@ export class MessageService {
     this.emptyPolls.set(principal, at)
   }
 
-  /** Waits for the caller's inbox to hold something new (the hub's one long-poll helper). */
+  /**
+   * Waits for the caller's inbox to hold something new. Every waiter of the same query shares
+   * one read per change, and each read checks first that the caller is still admitted, so a
+   * suspension ends the wait with the refusal a new request would get, never with messages.
+   */
   private async waitFor(
-    recipient: string,
-    read: () => Promise<MessageView[]>,
+    query: { recipient: string; after: number; limit: number; unacked: boolean },
     waitMs: number,
     signal?: AbortSignal,
+    address?: string,
   ): Promise<MessageView[]> {
-    const { last } = await waitForChange({
-      bus: this.deps.bus,
-      topic: inboxTopic(recipient),
-      read,
+    const { recipient, after, limit, unacked } = query
+    const { last } = await this.deps.waits.wait({
+      key: `${inboxTopic(recipient)} ${after} ${limit} ${unacked}`,
+      topics: [inboxTopic(recipient), principalTopic(recipient)],
+      read: async () => {
+        await assertAdmitted(this.deps.database.db, recipient)
+        const rows = await store.listInbox(this.deps.database.db, query)
+        return rows.map(toMessageView)
+      },
+      view: (messages) => messages,
       ready: (messages) => messages.length > 0,
       timeoutMs: () => waitMs,
-      closing: this.deps.closing,
+      address,
       signal,
     })
     return last

@@ -10,9 +10,9 @@ import type { Kysely } from 'kysely'
 import type { Clock } from '../clock.js'
 import type { EventBus } from '../events/bus.js'
 import type { GrantService } from '../grants/service.js'
-import { homeBytes } from '../home/store.js'
 import type { Database } from '../store/database.js'
 import { onceByKey } from '../store/idempotency.js'
+import { changeStoredBytes } from '../store/quota.js'
 import type { ResourceRow, Schema } from '../store/schema.js'
 import type { WriteBatcher } from '../store/transaction.js'
 import { parseInput } from '../validation.js'
@@ -72,22 +72,9 @@ export class ResourceService {
     return { json, size }
   }
 
-  private async assertStoredBytes(
-    db: Kysely<Schema>,
-    owner: string,
-    adding: number,
-  ): Promise<void> {
-    const quota = this.deps.storedBytesQuota
-    if (quota === undefined || adding <= 0) return
-    // One stored-bytes quota covers resource data and home files alike.
-    const used = (await store.ownedBytes(db, owner)) + (await homeBytes(db, owner))
-    if (used + adding > quota) {
-      throw new BatonError(
-        'storage_quota_exceeded',
-        `Storing ${adding} more bytes would pass the quota of ${quota} bytes`,
-        { limit: quota, used },
-      )
-    }
+  // One stored-bytes quota covers resource data and home files alike, counted against the owner.
+  private async changeStoredBytes(db: Kysely<Schema>, owner: string, delta: number): Promise<void> {
+    await changeStoredBytes(db, { principal: owner, delta, limit: this.deps.storedBytesQuota })
   }
 
   /** Creates a resource at version 1; an Idempotency-Key makes a retry answer the first result. */
@@ -104,7 +91,7 @@ export class ResourceService {
         now,
       }
       return onceByKey(tx.db, once, async () => {
-        await this.assertStoredBytes(tx.db, owner, size)
+        await this.changeStoredBytes(tx.db, owner, size)
         const row: ResourceRow = {
           id: `rs_${randomBytes(16).toString('base64url')}`,
           owner,
@@ -194,7 +181,7 @@ export class ResourceService {
           { currentVersion: row.version, expectedVersion: body.expectedVersion },
         )
       }
-      await this.assertStoredBytes(tx.db, row.owner, size - row.size)
+      await this.changeStoredBytes(tx.db, row.owner, size - row.size)
       const moved = await store.casUpdate(tx.db, {
         id,
         expectVersion: row.version,

@@ -73,7 +73,7 @@ export async function listVisible(
   return query.orderBy('id', 'asc').limit(q.limit).execute()
 }
 
-/** Total bytes of resource data a principal owns, for the stored-bytes quota. */
+/** Total bytes of resource data a principal owns, summed from the rows (the quota keeps a counter). */
 export async function ownedBytes(db: Kysely<Schema>, owner: string): Promise<number> {
   const row = await db
     .selectFrom('resources')

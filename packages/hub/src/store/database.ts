@@ -1,8 +1,9 @@
-import { mkdirSync } from 'node:fs'
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs'
 import path from 'node:path'
 import SQLite from 'better-sqlite3'
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely'
 import pg from 'pg'
+import type { Logger } from 'pino'
 import { migrate } from './migrations.js'
 import type { Schema } from './schema.js'
 
@@ -51,6 +52,20 @@ const postgresCaps: Capabilities = {
   writeConcurrency: 2,
 }
 
+/**
+ * Makes a pool's connection losses harmless. pg forwards an idle client's 'error' to the pool,
+ * but a checked-out client emits it on itself, and an 'error' event without a listener ends the
+ * process: so every client gets its own listener when it connects. The query in flight rejects
+ * with the same error (answered 503 `unavailable`) and the pool discards the broken client, so
+ * the next query opens a fresh connection once the database is back.
+ */
+export function guardPool(pool: pg.Pool): void {
+  pool.on('error', () => {})
+  pool.on('connect', (client) => {
+    client.on('error', () => {})
+  })
+}
+
 /** An open database: the kysely instance, its capabilities, and how to close it. */
 export interface Database {
   db: Kysely<Schema>
@@ -73,6 +88,7 @@ export async function openDatabase(opts: {
   databaseUrl?: string | undefined
   dataDir: string
   poolSize?: number
+  log?: Logger | undefined
 }): Promise<Database> {
   let database: Database
   if (opts.databaseUrl) {
@@ -87,7 +103,7 @@ export async function openDatabase(opts: {
             : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
       },
     })
-    pool.on('error', () => {})
+    guardPool(pool)
     const url = new URL(opts.databaseUrl)
     database = {
       db: new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) }),
@@ -98,8 +114,8 @@ export async function openDatabase(opts: {
       },
     }
   } else {
-    mkdirSync(opts.dataDir, { recursive: true })
     const file = sqlitePath(opts.dataDir)
+    prepareDataDir(opts.dataDir, file, opts.log)
     const sqlite = new SQLite(file)
     sqlite.pragma('journal_mode = WAL')
     sqlite.pragma('synchronous = FULL')
@@ -117,6 +133,27 @@ export async function openDatabase(opts: {
   }
   await migrate(database.db as unknown as Kysely<unknown>)
   return database
+}
+
+/**
+ * Keeps the data directory 0700 and its files 0600: the database holds every principal's data.
+ * A new SQLite file is created 0600 before SQLite opens it, and SQLite gives its `-wal` and
+ * `-shm` files the mode of the database file; what an older hub left wider is tightened, said
+ * in a log line.
+ */
+function prepareDataDir(dataDir: string, file: string, log: Logger | undefined): void {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+  const tighten = (target: string, mode: number) => {
+    const was = statSync(target).mode & 0o777
+    if ((was & 0o077) === 0) return
+    chmodSync(target, mode)
+    log?.warn({ path: target, was: was.toString(8), now: mode.toString(8) }, 'tightened file mode')
+  }
+  tighten(dataDir, 0o700)
+  if (!existsSync(file)) closeSync(openSync(file, 'a', 0o600))
+  for (const f of [file, `${file}-wal`, `${file}-shm`]) {
+    if (existsSync(f)) tighten(f, 0o600)
+  }
 }
 
 /**

@@ -351,6 +351,26 @@ const migrations: Record<string, Migration> = {
         .execute()
     },
   },
+  '008_usage_counters': {
+    async up(db: Kysely<unknown>) {
+      // The stored bytes of each principal over its resources and home files, kept in the
+      // transaction of every write by a conditional update, so a quota holds across instances.
+      await db.schema
+        .createTable('usage_counters')
+        .addColumn('principal', 'text', (c) => c.primaryKey())
+        .addColumn('stored_bytes', 'bigint', (c) => c.notNull())
+        .execute()
+      await sql`
+        insert into usage_counters (principal, stored_bytes)
+        select principal, sum(size) from (
+          select owner as principal, size from resources
+          union all
+          select principal, size from home_files
+        ) as owned
+        group by principal
+      `.execute(db)
+    },
+  },
 }
 
 const provider: MigrationProvider = { getMigrations: async () => migrations }

@@ -132,3 +132,54 @@ export function windowQuotaExceeded(
     { 'retry-after': String(retryAfter) },
   )
 }
+
+/**
+ * Changes a principal's stored bytes by `delta` inside the caller's transaction: a growth commits
+ * only if the total stays within `limit`, checked and written in one conditional statement (the
+ * row lock of that update orders writers on every instance; never read-then-write). A shrink
+ * always commits. Throws `storage_quota_exceeded` with what is used when over the limit.
+ */
+export async function changeStoredBytes(
+  db: Kysely<Schema>,
+  c: { principal: string; delta: number; limit?: number | undefined },
+): Promise<void> {
+  if (c.delta === 0) return
+  const { delta, limit } = c
+  const guarded = delta > 0 && limit !== undefined
+  if (guarded && delta > limit)
+    throw storageQuotaExceeded(delta, limit, await storedBytes(db, c.principal))
+  const row = await db
+    .insertInto('usage_counters')
+    .values({ principal: c.principal, stored_bytes: Math.max(0, delta) })
+    .onConflict((oc) => {
+      const update = oc.column('principal').doUpdateSet((eb) => ({
+        stored_bytes: eb('usage_counters.stored_bytes', '+', delta),
+      }))
+      return guarded
+        ? update.where((eb) => eb(eb('usage_counters.stored_bytes', '+', delta), '<=', limit))
+        : update
+    })
+    .returning('stored_bytes')
+    .executeTakeFirst()
+  if (!row && guarded) {
+    throw storageQuotaExceeded(delta, limit, await storedBytes(db, c.principal))
+  }
+}
+
+/** A principal's stored bytes over its resources and home files, 0 when it stores nothing. */
+export async function storedBytes(db: Kysely<Schema>, principal: string): Promise<number> {
+  const row = await db
+    .selectFrom('usage_counters')
+    .select('stored_bytes')
+    .where('principal', '=', principal)
+    .executeTakeFirst()
+  return Number(row?.stored_bytes ?? 0)
+}
+
+function storageQuotaExceeded(adding: number, limit: number, used: number): BatonError {
+  return new BatonError(
+    'storage_quota_exceeded',
+    `Storing ${adding} more bytes would pass the quota of ${limit} bytes`,
+    { limit, used },
+  )
+}

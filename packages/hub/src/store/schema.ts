@@ -221,6 +221,12 @@ export interface NotifyOutboxRow {
   done_at: number | null
 }
 
+/** Stored bytes of one principal over its resources and home files (migration 008). */
+export interface UsageCounterRow {
+  principal: string
+  stored_bytes: number
+}
+
 export interface Schema {
   notify_outbox: NotifyOutboxRow
   dashboard_signouts: DashboardSignoutRow
@@ -243,4 +249,5 @@ export interface Schema {
   transfer_usage: TransferUsageRow
   transfer_token_uses: TransferTokenUseRow
   transfer_token_keys: TransferTokenKeyRow
+  usage_counters: UsageCounterRow
 }

@@ -173,6 +173,7 @@ export const waitTransfer = defineOperation({
         query.seconds,
         query.version,
         caller.signal,
+        caller.ip,
       ),
     ),
 })

@@ -27,7 +27,8 @@ import type { Logger } from 'pino'
 import type { Clock } from '../clock.js'
 import type { TransferConfig } from '../config.js'
 import type { EventBus } from '../events/bus.js'
-import { waitForChange } from '../events/wait.js'
+import type { WaitRegistry } from '../events/wait.js'
+import { assertAdmitted, principalTopic } from '../identity/admission.js'
 import type { Database } from '../store/database.js'
 import type { TransferEventRow, TransferRow } from '../store/schema.js'
 import type { Tx, WriteBatcher } from '../store/transaction.js'
@@ -50,8 +51,8 @@ export interface TransferDeps {
   config: TransferConfig
   keyring: TokenKeyring
   log: Logger
-  /** Resolves when the hub begins shutting down, releasing waiters. */
-  closing: Promise<void>
+  /** Every long poll of the hub; answers waiters when the hub begins shutting down. */
+  waits: WaitRegistry
 }
 
 const iso = (ms: number) => new Date(ms).toISOString()
@@ -595,7 +596,9 @@ export class TransferService {
 
   /**
    * Waits up to `seconds` (clamped) for the transfer's version to pass `seenVersion` or for it to
-   * end; an event is a hint to re-read, the database is the truth.
+   * end; an event is a hint to re-read, the database is the truth. Waiters of one caller on one
+   * transfer share each read, and each read checks first that the caller is still admitted, so
+   * a suspension ends the wait with the refusal a new request would get, never with data.
    */
   async wait(
     caller: string,
@@ -603,15 +606,23 @@ export class TransferService {
     seconds: unknown,
     seenVersion?: unknown,
     signal?: AbortSignal,
+    address?: string,
   ): Promise<TransferWaitView> {
     const secs = wholeNumber(seconds ?? 0, 'seconds')
     const seen = seenVersion === undefined ? undefined : wholeNumber(seenVersion, 'version')
     const waitMs = Math.min(secs, this.deps.config.maxWaitSeconds) * 1000
+    if (!isTransferId(id)) throw notFound(id)
     const changed = (v: TransferView, first: TransferView) => v.version > (seen ?? first.version)
-    const { first, last } = await waitForChange({
-      bus: this.deps.bus,
-      topic: transferTopic(id),
-      read: () => this.get(caller, id),
+    const topics: [string, ...string[]] = [transferTopic(id)]
+    if (caller !== OPERATOR) topics.push(principalTopic(caller))
+    const { first, last } = await this.deps.waits.wait({
+      key: `${transferTopic(id)} ${caller}`,
+      topics,
+      read: async () => {
+        if (caller !== OPERATOR) await assertAdmitted(this.deps.database.db, caller)
+        return this.get(caller, id)
+      },
+      view: (v) => v,
       ready: (v, first) => changed(v, first) || v.state === 'terminated',
       // A pending expiry is a change too: wake when it falls due so the read writes it.
       timeoutMs: (first) =>
@@ -624,7 +635,7 @@ export class TransferService {
                 first.expiresAt ? Date.parse(first.expiresAt) - this.deps.clock.now() + 5 : waitMs,
               ),
             ),
-      closing: this.deps.closing,
+      address,
       signal,
     })
     return { ...last, changed: changed(last, first) }

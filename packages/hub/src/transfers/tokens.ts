@@ -1,6 +1,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import { BatonError, type TransferTokenScope } from '@baton/protocol'
 import type { Database } from '../store/database.js'
+import type { KeySealer } from '../store/sealing.js'
 
 /**
  * Transfer tokens (seed 004): `v1.<kid>.<base64url(payload JSON)>.<base64url(HMAC-SHA256)>`, the
@@ -45,12 +46,14 @@ export class TokenKeyring {
 
   /**
    * The keys from config, or else the keys kept in the database, generating the first one there
-   * (so every hub instance on the same database shares it).
+   * (so every hub instance on the same database shares it). Kept keys are sealed at rest; one an
+   * older hub stored in the clear is sealed now, keeping its kid and secret.
    */
   static async load(
     database: Database,
     configured: { kid: string; secret: string }[] | undefined,
     now: number,
+    sealer: KeySealer,
   ): Promise<TokenKeyring> {
     if (configured) {
       return new TokenKeyring(
@@ -72,7 +75,7 @@ export class TokenKeyring {
           .values({
             // A fixed id: instances starting together collide on it and all keep the winner's key.
             kid: 'db1',
-            secret: randomBytes(32).toString('base64url'),
+            secret: sealer.seal(PURPOSE, randomBytes(32).toString('base64url')),
             created_at: now,
           })
           .execute()
@@ -81,11 +84,25 @@ export class TokenKeyring {
       }
       rows = await read()
     }
-    return new TokenKeyring(
-      rows.map((r) => ({ kid: r.kid, secret: Buffer.from(r.secret, 'utf8') })),
-    )
+    const keys: TokenKey[] = []
+    for (const row of rows) {
+      const secret = sealer.unseal(PURPOSE, row.secret)
+      if (!sealer.isCurrent(row.secret)) {
+        // Compare-and-set on the stored form: instances starting together seal it once.
+        await database.db
+          .updateTable('transfer_token_keys')
+          .set({ secret: sealer.seal(PURPOSE, secret) })
+          .where('kid', '=', row.kid)
+          .where('secret', '=', row.secret)
+          .execute()
+      }
+      keys.push({ kid: row.kid, secret: Buffer.from(secret, 'utf8') })
+    }
+    return new TokenKeyring(keys)
   }
 }
+
+const PURPOSE = 'transfer token key'
 
 const mac = (secret: Buffer, signed: string) =>
   createHmac('sha256', secret).update(signed, 'ascii').digest()
