@@ -22,9 +22,9 @@ import { pruneQuotaCounters } from './store/quota.js'
 import { transaction, WriteBatcher } from './store/transaction.js'
 import { TransferService } from './transfers/service.js'
 import { TokenKeyring } from './transfers/tokens.js'
+import { VERSION } from './version.js'
 
-/** The hub's version, reported in discovery, MCP and OpenAPI. */
-export const VERSION = '0.1.0'
+export { VERSION }
 
 /** Every service of the hub, built once from config; HTTP, MCP and jobs all use this one object. */
 export interface AppContext {

@@ -9,7 +9,7 @@ import {
   TransferClient,
 } from '@baton/client'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
-import { VERSION } from '../app.js'
+import { VERSION } from '../version.js'
 import { homeOpsFromClient } from '../home/mcp.js'
 import { createMcpServer } from '../mcp/server.js'
 import { messageOpsFromClient } from '../messages/mcp.js'
