@@ -13,7 +13,7 @@ import { principalUsage } from './identity/usage.js'
 import { startPeriodic } from './jobs/cleanup.js'
 import { createLogger } from './log.js'
 import { MessageService } from './messages/service.js'
-import { createMetrics, type Metrics } from './metrics.js'
+import { countingBus, createMetrics, type Metrics } from './metrics.js'
 import { ResourceService } from './resources/service.js'
 import { ownedBytes } from './resources/store.js'
 import { type Database, openDatabase } from './store/database.js'
@@ -87,17 +87,29 @@ async function assemble(
     config.maxBatch,
     (n) => metrics.batchSize.observe(n),
     database.caps.writeConcurrency,
+    (seconds) => metrics.commitDuration.observe(seconds),
   )
   // One instance hears its own events in memory; many instances share them through PostgreSQL.
   const bus =
     opts.bus ??
     (config.databaseUrl ? await PgEventBus.connect(config.databaseUrl, log) : new MemoryEventBus())
   opened(bus)
+  // The only subscriptions of these features are their long-poll waits.
+  const waitBus = countingBus(bus, metrics.openWaits)
   const notifier = new Notifier({
     ...config.notify,
     log,
-    onOutcome: (outcome) => metrics.notifyDeliveries.inc({ outcome }),
+    onOutcome: (outcome) => {
+      metrics.notifyPending.dec()
+      metrics.notifyDeliveries.inc({ outcome })
+    },
   })
+  const notify = {
+    enqueue: (...args: Parameters<Notifier['enqueue']>) => {
+      metrics.notifyPending.inc()
+      notifier.enqueue(...args)
+    },
+  }
   let closing = false
   let release: () => void = () => {}
   const closingSignal = new Promise<void>((r) => {
@@ -107,9 +119,9 @@ async function assemble(
     database,
     batcher,
     clock,
-    bus,
+    bus: waitBus,
     config: config.handoff,
-    notify: notifier,
+    notify,
     allowLoopbackNotify: config.notify.allowLoopback,
     closing: closingSignal,
     onMove: (outcome) => metrics.handoffMoves.inc({ outcome }),
@@ -145,7 +157,7 @@ async function assemble(
     database,
     batcher,
     clock,
-    bus,
+    bus: waitBus,
     config: config.messages,
     messagesPerDay: config.identity.quotas.messagesPerDay,
     signer: await loadHubSigner(identity),
@@ -165,7 +177,7 @@ async function assemble(
     database,
     batcher,
     clock,
-    bus,
+    bus: waitBus,
     config: config.transfer,
     keyring: await TokenKeyring.load(database, config.transfer.tokenKeys, clock.now()),
     log,
@@ -188,6 +200,7 @@ async function assemble(
     return removed
   }
   const cleanupJob = startPeriodic('cleanup', config.handoff.cleanupIntervalMs, cleanupAll, log)
+  metrics.countTransfersWith(() => transfers.countByState())
   log.info({ store: database.describe }, 'database ready')
 
   return {
@@ -198,7 +211,8 @@ async function assemble(
     metrics,
     database,
     batcher,
-    bus,
+    // The dashboard's event streams are the bus's only wildcard subscribers.
+    bus: countingBus(bus, metrics.sseClients, (topic) => topic === '*'),
     notifier,
     handoffs,
     identity,
