@@ -32,8 +32,11 @@ function run(
   })
 }
 
+// Under `npm test`, the npm that started the run; otherwise the npm on PATH.
 const npm = (args: string[], cwd: string) =>
-  run(process.execPath, [path.join(path.dirname(process.execPath), 'npm'), ...args], cwd)
+  process.env.npm_execpath
+    ? run(process.execPath, [process.env.npm_execpath, ...args], cwd)
+    : run('npm', args, cwd)
 
 describe('npm pack and install', () => {
   let dir: string
