@@ -14,6 +14,11 @@ const commands: Record<string, { run: Command; summary: string }> = {
     run: async (argv, io) => (await import('./serve.js')).serveCommand(argv, io),
     summary: 'run the hub (SQLite under ./data unless DATABASE_URL is set)',
   },
+  dev: {
+    run: async (argv, io) => (await import('./dev-command.js')).devCommand(argv, io),
+    summary:
+      'a hub for a first look: open admission, a fresh admin token, a signed-in dashboard link',
+  },
   handoff: {
     run: async (argv, io) => (await import('./handoff-command.js')).handoffCommand(argv, io),
     summary: 'create, read, advance and wait on token handoffs',
