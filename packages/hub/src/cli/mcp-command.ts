@@ -9,11 +9,11 @@ import {
   TransferClient,
 } from '@baton/client'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
-import { VERSION } from '../app.js'
 import { homeOpsFromClient } from '../home/mcp.js'
 import { createMcpServer } from '../mcp/server.js'
 import { messageOpsFromClient } from '../messages/mcp.js'
 import { transferOpsFromClient } from '../transfers/mcp.js'
+import { VERSION } from '../version.js'
 import { type Io, UsageError } from './io.js'
 
 /** `baton mcp --hub URL`: an MCP server over stdio whose tools call a hub through the SDK. */
