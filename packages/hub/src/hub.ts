@@ -18,10 +18,16 @@ export interface RunningHub {
 /** Starts a hub listening on the configured host and port. */
 export async function startHub(
   config: Config,
-  opts: { clock?: Clock; log?: Logger } = {},
+  opts: {
+    clock?: Clock
+    log?: Logger
+    /** Adds routes before the hub listens (`baton dev` adds its one-time sign-in link). */
+    extend?: (app: FastifyInstance, ctx: AppContext) => void
+  } = {},
 ): Promise<RunningHub> {
   const ctx = await createApp(config, opts)
   const app = await buildServer(ctx)
+  opts.extend?.(app, ctx)
   await app.listen({ host: config.host, port: config.port })
   const addr = app.server.address()
   const port = typeof addr === 'object' && addr ? addr.port : config.port

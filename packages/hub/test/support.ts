@@ -47,7 +47,7 @@ async function createPgDatabase(): Promise<{ url: string; drop(): Promise<void> 
 }
 
 /** Both stores; a PostgreSQL store without a server fails the test instead of skipping it. */
-export const testStores: TestStore[] = [
+const bothStores: TestStore[] = [
   {
     name: 'sqlite',
     async fresh() {
@@ -75,6 +75,11 @@ export const testStores: TestStore[] = [
     },
   },
 ]
+
+/** The stores hub tests run against: both, or the one BATON_TEST_STORES names. */
+export const testStores: TestStore[] = bothStores.filter(
+  (s) => !process.env.BATON_TEST_STORES || s.name === process.env.BATON_TEST_STORES,
+)
 
 /** A hub on loopback with a fresh database of the given store. */
 export interface TestHub extends RunningHub {

@@ -1,17 +1,32 @@
-import { handoffCommand } from './handoff-command.js'
-import { type Io, processIo, reportError } from './io.js'
-import { mcpCommand } from './mcp-command.js'
-import { serveCommand } from './serve.js'
+import type { Io } from './io.js'
+
+// Each subcommand, and the error reporting (which loads the protocol's schemas), is imported only
+// when needed, so `baton --help` and `baton --version` load nothing but this file.
+const stdio: Io = {
+  stdout: (s) => process.stdout.write(s.endsWith('\n') ? s : `${s}\n`),
+  stderr: (s) => process.stderr.write(s.endsWith('\n') ? s : `${s}\n`),
+}
 
 type Command = (argv: string[], io: Io) => Promise<number>
 
 const commands: Record<string, { run: Command; summary: string }> = {
   serve: {
-    run: serveCommand,
+    run: async (argv, io) => (await import('./serve.js')).serveCommand(argv, io),
     summary: 'run the hub (SQLite under ./data unless DATABASE_URL is set)',
   },
-  handoff: { run: handoffCommand, summary: 'create, read, advance and wait on token handoffs' },
-  mcp: { run: mcpCommand, summary: 'an MCP server over stdio that calls a hub' },
+  dev: {
+    run: async (argv, io) => (await import('./dev-command.js')).devCommand(argv, io),
+    summary:
+      'a hub for a first look: open admission, a fresh admin token, a signed-in dashboard link',
+  },
+  handoff: {
+    run: async (argv, io) => (await import('./handoff-command.js')).handoffCommand(argv, io),
+    summary: 'create, read, advance and wait on token handoffs',
+  },
+  mcp: {
+    run: async (argv, io) => (await import('./mcp-command.js')).mcpCommand(argv, io),
+    summary: 'an MCP server over stdio that calls a hub',
+  },
   receipt: {
     run: async (argv, io) => (await import('./receipt-command.js')).receiptCommand(argv, io),
     summary: 'verify a saved message receipt against the hub key (discovery or a JWK file)',
@@ -49,14 +64,18 @@ ${Object.entries(commands)
   .map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`)
   .join('\n')}
 
-Run baton <command> --help for a command's options.`
+Run baton <command> --help for a command's options; baton --version prints the version.`
 
 /** The `baton` command: dispatches to a subcommand and answers the exit code. */
-export async function main(argv: string[], io: Io = processIo): Promise<number> {
+export async function main(argv: string[], io: Io = stdio): Promise<number> {
   const [name, ...rest] = argv
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     io.stdout(USAGE)
     return name ? 0 : 64
+  }
+  if (name === '--version' || name === '-v' || name === 'version') {
+    io.stdout((await import('../version.js')).VERSION)
+    return 0
   }
   const command = commands[name]
   if (!command) {
@@ -71,6 +90,7 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       io.stderr(`baton ${name}: ${(error as Error).message}`)
       return 64
     }
+    const { reportError } = await import('./io.js')
     return reportError(error, io, rest.includes('--json'))
   }
 }

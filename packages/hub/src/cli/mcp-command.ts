@@ -1,10 +1,10 @@
 import { parseArgs } from 'node:util'
 import { requestJson, type SignedBody, SignedClient } from '@baton/client'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
-import { VERSION } from '../app.js'
 import { createMcpServer } from '../mcp/server.js'
 import type { Auth } from '../ops/operation.js'
 import { remoteInvoke } from '../ops/remote.js'
+import { VERSION } from '../version.js'
 import { type Io, UsageError } from './io.js'
 
 /** `baton mcp --hub URL`: an MCP server over stdio whose tools call a hub through the SDK. */

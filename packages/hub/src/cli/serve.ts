@@ -37,6 +37,21 @@ export async function serveCommand(argv: string[], io: Io): Promise<number> {
   }
   const hub = await startHub(config)
   hub.ctx.log.info({ url: hub.url, store: hub.ctx.database.caps.name }, 'hub listening')
+  if (config.identity.adminToken) {
+    hub.ctx.log.info(
+      { dashboard: `${hub.url}/dashboard/`, signIn: 'with the BATON_ADMIN_TOKEN value' },
+      'dashboard on',
+    )
+  } else {
+    hub.ctx.log.info(
+      {
+        dashboard: 'off',
+        turnOn:
+          'set BATON_ADMIN_TOKEN (32+ characters) and restart, or run baton dev for a first look',
+      },
+      'dashboard off',
+    )
+  }
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       hub.ctx.log.info({ signal }, 'shutting down')

@@ -66,7 +66,11 @@ interface Slot {
   timer?: NodeJS.Timeout
 }
 
-const ENTRY = new URL('./worker-entry.mjs', import.meta.url)
+// Built, the worker is plain JavaScript beside this file; from sources (tests, benchmarks) a
+// worker thread does not inherit the TypeScript loader, so an entry registers it first.
+const ENTRY = import.meta.url.endsWith('.ts')
+  ? new URL('./worker-entry.mjs', import.meta.url)
+  : new URL('./worker.js', import.meta.url)
 
 /** Starts a pool of compute workers. */
 export function createComputePool(options: ComputePoolOptions = {}): ComputePool {

@@ -137,6 +137,7 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
 
   app.setErrorHandler((error, req, reply) => {
     const e = toBatonError(error)
+    metrics.recordError(e.code)
     if (e.code === 'internal') req.log.error({ err: error }, 'unhandled error')
     reply.headers(e.headers).code(e.status).send(e.toBody())
   })

@@ -101,6 +101,7 @@ export class WriteBatcher {
     private readonly maxBatch = 256,
     private readonly onBatch?: (size: number) => void,
     private readonly inFlight = 1,
+    private readonly onCommitted?: (seconds: number) => void,
   ) {}
 
   /** Queues a write and answers once it has committed (or failed on its own). */
@@ -144,7 +145,9 @@ export class WriteBatcher {
       const batch = this.queue.splice(0, this.maxBatch)
       this.active++
       this.onBatch?.(batch.length)
+      const started = performance.now()
       void this.commit(batch).finally(() => {
+        this.onCommitted?.((performance.now() - started) / 1000)
         this.active--
         if (this.queue.length > 0) this.pump()
         else if (this.active === 0) for (const r of this.idle.splice(0)) r()

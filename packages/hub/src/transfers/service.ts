@@ -126,6 +126,11 @@ const isDue = (row: TransferRow, now: number) =>
 export class TransferService {
   constructor(private readonly deps: TransferDeps) {}
 
+  /** How many transfers are stored in each state, for the metrics. */
+  countByState(): Promise<Record<string, number>> {
+    return store.countByState(this.deps.database.db)
+  }
+
   /** Snapshots a session as `owner`; a repeat with the same key and snapshot answers the first. */
   async create(owner: string, input: unknown, headerKey?: string): Promise<CreatedTransferView> {
     const body = parseSnapshotInput(input)

@@ -273,3 +273,13 @@ export async function listFor(
   if (q.state) query = query.where('state', '=', q.state)
   return query.execute()
 }
+
+/** How many transfers are stored in each state; states with none are absent. */
+export async function countByState(db: Db): Promise<Record<string, number>> {
+  const rows = await db
+    .selectFrom('transfers')
+    .select(['state', db.fn.countAll<string | number>().as('n')])
+    .groupBy('state')
+    .execute()
+  return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]))
+}

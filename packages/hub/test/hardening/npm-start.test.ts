@@ -46,6 +46,8 @@ test('SIGTERM to `npm start` ends the hub gracefully', { timeout: 60_000 }, asyn
       npm.once('exit', (code) => reject(new Error(`npm start exited ${code}: ${out}`)))
     })
     assert.equal((await fetch(`${url}/healthz`)).status, 200)
+    // It says the dashboard is off (no BATON_ADMIN_TOKEN) and how to turn it on.
+    assert.match(out, /"dashboard":"off","turnOn":"[^"]+"/)
 
     npm.kill('SIGTERM')
     await exited(npm)

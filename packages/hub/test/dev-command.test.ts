@@ -1,0 +1,81 @@
+// `baton dev`: one command for a first look at a hub and its dashboard.
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { after, before, describe, test } from 'node:test'
+import { batonBin, exited, repoRoot, signedAgent } from './support.js'
+
+describe('baton dev', () => {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'baton-dev-'))
+  let child: ReturnType<typeof spawn>
+  let out = ''
+  const field = (label: string) => new RegExp(`^\\s+${label}\\s+(\\S+)`, 'm').exec(out)?.[1]
+
+  before(async () => {
+    child = spawn(process.execPath, [batonBin, 'dev', '--port', '0', '--data-dir', dataDir], {
+      cwd: repoRoot,
+      env: { ...process.env, BATON_HOST: '127.0.0.1', DATABASE_URL: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    await new Promise<void>((resolve, reject) => {
+      child.stdout!.on('data', (chunk) => {
+        out += chunk
+        if (/^\s+data\s/m.test(out)) resolve()
+      })
+      child.once('exit', (code) => reject(new Error(`baton dev exited ${code}: ${out}`)))
+    })
+  })
+  after(async () => {
+    child.kill('SIGTERM')
+    await exited(child)
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  test('prints the dashboard link, the admin token, both MCP transports and the data folder', () => {
+    const link = field('dashboard')!
+    const token = field('admin token')!
+    assert.match(link, /^http:\/\/127\.0\.0\.1:\d+\/dashboard\/dev-signin\/[A-Za-z0-9_-]{32}$/)
+    assert.ok(token.length >= 32)
+    assert.equal(link.includes(token), false, 'the admin token is never in the link')
+    const hub = new URL(link).origin
+    assert.equal(field('MCP \\(HTTP\\)'), `${hub}/mcp`)
+    assert.match(out, new RegExp(`baton mcp --hub ${hub}`))
+    assert.equal(field('data'), dataDir)
+    assert.ok(existsSync(path.join(dataDir, 'baton.sqlite')))
+  })
+
+  test('the link signs a browser in once; the session opens the dashboard API', async () => {
+    const link = field('dashboard')!
+    const hub = new URL(link).origin
+    const first = await fetch(link, { redirect: 'manual' })
+    assert.equal(first.status, 303)
+    const cookie = (first.headers.get('set-cookie') ?? '').split(';')[0]!
+    assert.match(cookie, /^baton_session=v1\./)
+    const session = await fetch(`${hub}/dashboard/api/session`, { headers: { cookie } })
+    assert.equal(session.status, 200)
+    assert.equal(((await session.json()) as { admission: string }).admission, 'open')
+
+    const again = await fetch(link, { redirect: 'manual' })
+    assert.equal(again.status, 303)
+    assert.equal(again.headers.get('set-cookie'), null)
+    const forged = await fetch(`${hub}/dashboard/dev-signin/${'A'.repeat(32)}`, {
+      redirect: 'manual',
+    })
+    assert.equal(forged.headers.get('set-cookie'), null)
+  })
+
+  test('admission is open: a new agent is approved at once', async () => {
+    const hub = new URL(field('dashboard')!).origin
+    const agent = await signedAgent({ url: hub })
+    const me = await agent.request('GET', '/v1/me')
+    assert.equal(me.status, 200)
+    assert.equal((me.body as { state: string }).state, 'approved')
+
+    const admin = await fetch(`${hub}/admin/v1/principals`, {
+      headers: { authorization: `Bearer ${field('admin token')}` },
+    })
+    assert.equal(admin.status, 200)
+  })
+})

