@@ -52,6 +52,15 @@ const postgresCaps: Capabilities = {
   writeConcurrency: 2,
 }
 
+/** What `guardPool` needs of a pg pool, kept structural so no pg type is in the declarations. */
+interface PoolEvents {
+  on(event: 'error', listener: (error: Error) => void): unknown
+  on(
+    event: 'connect',
+    listener: (client: { on(event: 'error', listener: (error: Error) => void): unknown }) => void,
+  ): unknown
+}
+
 /**
  * Makes a pool's connection losses harmless. pg forwards an idle client's 'error' to the pool,
  * but a checked-out client emits it on itself, and an 'error' event without a listener ends the
@@ -59,7 +68,7 @@ const postgresCaps: Capabilities = {
  * with the same error (answered 503 `unavailable`) and the pool discards the broken client, so
  * the next query opens a fresh connection once the database is back.
  */
-export function guardPool(pool: pg.Pool): void {
+export function guardPool(pool: PoolEvents): void {
   pool.on('error', () => {})
   pool.on('connect', (client) => {
     client.on('error', () => {})
