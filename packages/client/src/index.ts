@@ -34,6 +34,7 @@ export {
   SignedClient,
   type SignedClientOptions,
 } from './signed-client.js'
+export { type FetchLike, type SignedFetchOptions, signedFetch } from './signed-fetch.js'
 export {
   componentValue,
   defaultComponents,

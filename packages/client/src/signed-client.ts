@@ -15,6 +15,8 @@ export interface SignedClientOptions {
 /** Per-request options: `onUploadProgress` streams the body in chunks and reports bytes sent. */
 export interface RequestOptions {
   onUploadProgress?: (sent: number, total: number) => void
+  /** Aborts the request (and a retry after a 429) when signalled. */
+  signal?: AbortSignal
 }
 
 const UPLOAD_CHUNK = 256 * 1024
@@ -148,6 +150,7 @@ export class SignedClient {
       headers: signed.headers,
       ...(payload ? { body: payload } : {}),
       ...(payload instanceof ReadableStream ? { duplex: 'half' } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
     } as RequestInit)
     const text = await res.text()
     let parsed: unknown

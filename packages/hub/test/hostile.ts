@@ -88,13 +88,20 @@ export const hostileParam = fc.oneof(
   fc.string({ maxLength: 20 }).map(encodeURIComponent),
 )
 
+/**
+ * True for a refusal body with a registered code, or — from `/mcp`, which answers malformed
+ * JSON-RPC in JSON-RPC — a JSON-RPC error object with one of its standard codes.
+ */
+export function isRegisteredRefusal(body: unknown): boolean {
+  const b = body as { code?: unknown; jsonrpc?: unknown; error?: { code?: unknown } } | undefined
+  if (b?.jsonrpc === '2.0') return [-32700, -32600].includes(Number(b.error?.code))
+  return Object.hasOwn(ERRORS, String(b?.code))
+}
+
 /** Asserts an answer is not a 5xx and that a refusal carries a registered code. */
 export function assertAnswered(what: string, status: number, body: unknown): void {
   assert.ok(status < 500, `${what} -> ${status} ${JSON.stringify(body)}`)
-  if (status >= 400) {
-    const code = (body as { code?: unknown } | undefined)?.code
-    assert.ok(Object.hasOwn(ERRORS, String(code)), `${what}: ${JSON.stringify(body)}`)
-  }
+  if (status >= 400) assert.ok(isRegisteredRefusal(body), `${what}: ${JSON.stringify(body)}`)
 }
 
 // Tables of what callers store; signature nonces, quota counters and enrolment are bookkeeping

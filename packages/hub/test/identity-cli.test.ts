@@ -4,7 +4,7 @@ import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import { batonBin, startTestHub, type TestHub, testStores } from './support.js'
+import { batonBin, PG_KEY_SECRET, startTestHub, type TestHub, testStores } from './support.js'
 
 const ADMIN_TOKEN = 'op-secret-0123456789abcdefghijklmnopqrstuv'
 
@@ -19,7 +19,15 @@ function baton(args: string[], cwd: string, env: Record<string, string> = {}): P
     execFile(
       process.execPath,
       [batonBin, ...args],
-      { cwd, env: { ...process.env, ...env }, timeout: 60_000 },
+      {
+        cwd,
+        env: {
+          ...process.env,
+          ...(args.includes('--database-url') ? { BATON_HUB_KEY_SECRET: PG_KEY_SECRET } : {}),
+          ...env,
+        },
+        timeout: 60_000,
+      },
       (error, stdout, stderr) => {
         const code = error ? ((error as { code?: number }).code ?? 2) : 0
         resolve({ code: typeof code === 'number' ? code : 2, stdout, stderr })

@@ -6,7 +6,14 @@ import { after, before, describe, test } from 'node:test'
 import { createIdentity, ResourceClient, SignedClient, saveIdentity } from '@baton/client'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
-import { batonBin, repoRoot, startTestHub, type TestHub, testStores } from './support.js'
+import {
+  batonBin,
+  repoRoot,
+  startTestHub,
+  type TestHub,
+  testStores,
+  toolAnswer,
+} from './support.js'
 
 for (const store of testStores) {
   describe(`MCP tools acting as an identity, over stdio (${store.name})`, () => {
@@ -17,10 +24,7 @@ for (const store of testStores) {
     let ownerPrincipal: string
     const tool = async (name: string, args: Record<string, unknown>) => {
       const res = await client.callTool({ name, arguments: args })
-      return {
-        isError: res.isError === true,
-        body: res.structuredContent as Record<string, unknown>,
-      }
+      return toolAnswer(res)
     }
 
     before(async () => {

@@ -3,13 +3,21 @@ import { after, before, describe, test } from 'node:test'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
-import { batonBin, call, repoRoot, startTestHub, type TestHub, testStores } from './support.js'
+import {
+  batonBin,
+  call,
+  repoRoot,
+  startTestHub,
+  type TestHub,
+  testStores,
+  toolAnswer,
+} from './support.js'
 
 type Structured = Record<string, unknown>
 
 async function tool(client: Client, name: string, args: Record<string, unknown>) {
   const res = await client.callTool({ name, arguments: args })
-  return { isError: res.isError === true, body: res.structuredContent as Structured }
+  return toolAnswer(res) as { isError: boolean; body: Structured }
 }
 
 const transports = {

@@ -6,9 +6,9 @@ import { after, before, describe, test } from 'node:test'
 import {
   createIdentity,
   fetchDiscovery,
-  HomeClient,
   MessagesClient,
   messageBodyDigest,
+  requestJson,
   type SignedBody,
   SignedClient,
   verifyMessageReceipt,
@@ -23,9 +23,10 @@ import type {
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js'
 import { main } from '../src/cli/main.js'
-import { homeOpsFor, homeOpsFromClient } from '../src/home/mcp.js'
 import { createMcpServer } from '../src/mcp/server.js'
-import { messageOpsFor, messageOpsFromClient } from '../src/messages/mcp.js'
+import { localInvoke } from '../src/ops/local.js'
+import type { Auth } from '../src/ops/operation.js'
+import { remoteInvoke } from '../src/ops/remote.js'
 import {
   call,
   restartableHub,
@@ -33,6 +34,7 @@ import {
   startTestHub,
   type TestHub,
   testStores,
+  toolAnswer,
 } from './support.js'
 
 const ADMIN_TOKEN = 'op-secret-0123456789abcdefghijklmnopqrstuv'
@@ -458,9 +460,16 @@ for (const store of testStores) {
     test('MCP tools act as the bound principal with the same rules', async () => {
       const server = createMcpServer(
         {
-          handoffs: {} as never,
-          messages: messageOpsFor(hub.ctx.messages, owner.principal),
-          home: homeOpsFor(hub.ctx.home, owner.principal),
+          invoke: localInvoke(hub.ctx, {
+            ip: '127.0.0.1',
+            principal: {
+              principal: owner.principal,
+              state: 'approved',
+              enrolledAt: 0,
+              decidedAt: 0,
+            },
+          }),
+          auths: new Set<Auth>(['none', 'signature']),
         },
         'test',
       )
@@ -482,10 +491,7 @@ for (const store of testStores) {
         }
         const tool = async (name: string, args: Record<string, unknown>) => {
           const res = await client.callTool({ name, arguments: args })
-          return {
-            isError: res.isError === true,
-            body: res.structuredContent as Record<string, unknown>,
-          }
+          return toolAnswer(res)
         }
         const sent = await tool('send_message', {
           recipient: peer.principal,
@@ -509,12 +515,16 @@ for (const store of testStores) {
         const ack = await tool('ack_message', { id: sent.body.id })
         assert.equal(ack.body.code, 'message_not_found', 'the sender cannot ack')
 
-        // The same tools backed by the SDK, as `baton mcp --identity` would run them for the peer.
+        // The same tools over HTTP, signed, as `baton mcp --identity` runs them for the peer.
         const sdkServer = createMcpServer(
           {
-            handoffs: {} as never,
-            messages: messageOpsFromClient(peer.messages),
-            home: homeOpsFromClient(new HomeClient(peer.client)),
+            invoke: remoteInvoke({
+              plain: (method, path, body, headers, signal) =>
+                requestJson(hub.url, method, path, body, { headers, signal }),
+              signed: (method, path, body, headers, signal) =>
+                peer.client.request(method, path, body as SignedBody, headers, { signal }),
+            }),
+            auths: new Set<Auth>(['none', 'signature']),
           },
           'test',
         )

@@ -41,7 +41,7 @@ for (const store of testStores) {
       assert.match(text, /baton_write_batch_size_count \d+/)
       assert.match(
         text,
-        /baton_http_requests_total\{method="POST",route="\/services\/v1\/handoff\/:id\/:state",status="409"\} 1/,
+        /baton_http_requests_total\{method="POST",route="\/services\/v1\/handoff\/:handoff_id\/:state",status="409"\} 1/,
       )
     })
 
@@ -52,15 +52,15 @@ for (const store of testStores) {
       }
       assert.equal(doc.openapi, '3.1.0')
       assert.ok(doc.paths['/services/v1/handoff']?.post?.requestBody)
-      assert.ok(doc.paths['/services/v1/handoff/{id}']?.get)
-      assert.ok(doc.paths['/services/v1/handoff/{id}/{state}']?.post?.requestBody)
-      assert.ok(doc.paths['/services/v1/handoff/{id}/wait/{seconds}']?.get)
+      assert.ok(doc.paths['/services/v1/handoff/{handoff_id}']?.get)
+      assert.ok(doc.paths['/services/v1/handoff/{handoff_id}/{state}']?.post?.requestBody)
+      assert.ok(doc.paths['/services/v1/handoff/{handoff_id}/wait/{seconds}']?.get)
       assert.ok(doc.paths['/mcp']?.post)
       const text = JSON.stringify(doc)
       for (const m of text.matchAll(/"\$ref":"([^"]+)"/g)) {
         assert.equal(m[1], '#/components/schemas/Error', 'every $ref resolves inside the document')
       }
-      const read = doc.paths['/services/v1/handoff/{id}']?.get as unknown as {
+      const read = doc.paths['/services/v1/handoff/{handoff_id}']?.get as unknown as {
         responses: Record<
           string,
           { content?: { 'application/json': { schema: { required: string[] } } } }

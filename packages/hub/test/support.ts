@@ -237,3 +237,20 @@ export async function restartableHub(
     )
   return { start, drop: db.drop, env: { ...db.env, ...env } }
 }
+
+/**
+ * A tool call's answer as a test reads it: a success's structured content, or the error body
+ * `{ error, code, fix, ...context }` that an `isError` result carries as JSON text.
+ */
+export function toolAnswer(answer: object): {
+  isError: boolean
+  body: Record<string, unknown> & { code?: string }
+} {
+  const res = answer as { isError?: unknown; structuredContent?: unknown; content?: unknown }
+  const isError = res.isError === true
+  if (res.structuredContent && !isError) {
+    return { isError, body: res.structuredContent as Record<string, unknown> }
+  }
+  const first = (res.content as { type: string; text?: string }[] | undefined)?.[0]
+  return { isError, body: JSON.parse(first?.text ?? '{}') as Record<string, unknown> }
+}

@@ -47,36 +47,44 @@ export const WriteHomeFileInput = z.strictObject({
 export type WriteHomeFileInput = z.infer<typeof WriteHomeFileInput>
 
 /** The answer of a home write. */
-export interface HomeFileWriteView {
-  path: string
-  revision: number
-  size: number
-  updatedAt: string
-}
+export const HomeFileWriteView = z.object({
+  path: z.string(),
+  revision: z.number().int(),
+  size: z.number().int(),
+  updatedAt: z.iso.datetime(),
+})
+/** A committed write. */
+export type HomeFileWriteView = z.infer<typeof HomeFileWriteView>
 
 /** The answer of `GET /v1/home/file`. */
-export interface HomeFileView extends HomeFileWriteView {
-  content: string
-}
+export const HomeFileView = HomeFileWriteView.extend({ content: z.string() })
+/** A file with its content. */
+export type HomeFileView = z.infer<typeof HomeFileView>
 
 /** One entry of `GET /v1/home/files`: no content. */
-export interface HomeFileEntryView {
-  path: string
-  revision: number
-  size: number
-  updatedAt: string
-}
+export const HomeFileEntryView = z.object({
+  path: z.string(),
+  revision: z.number().int(),
+  size: z.number().int(),
+  updatedAt: z.iso.datetime(),
+})
+/** A listed file. */
+export type HomeFileEntryView = z.infer<typeof HomeFileEntryView>
 
 /** The answer of `GET /v1/home/files`, ordered by path; `nextAfter` is null on the last page. */
-export interface HomeFileListView {
-  files: HomeFileEntryView[]
-  nextAfter: string | null
-}
+export const HomeFileListView = z.object({
+  files: z.array(HomeFileEntryView),
+  nextAfter: z.string().nullable(),
+})
+/** A page of home files. */
+export type HomeFileListView = z.infer<typeof HomeFileListView>
 
 /** The answer of `DELETE /v1/home/file`. */
-export interface HomeFileDeleteView {
-  path: string
+export const HomeFileDeleteView = z.object({
+  path: z.string(),
   /** The revision that was deleted. */
-  revision: number
-  deleted: true
-}
+  revision: z.number().int(),
+  deleted: z.literal(true),
+})
+/** A deleted file. */
+export type HomeFileDeleteView = z.infer<typeof HomeFileDeleteView>

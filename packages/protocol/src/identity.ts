@@ -74,55 +74,72 @@ export const IdentityFile = z.object({
 export type IdentityFile = z.infer<typeof IdentityFile>
 
 /** One quota with its limit and what the principal used of it. */
-export interface QuotaUsage {
-  limit: number
-  used: number
-}
+export const QuotaUsage = z.object({ limit: z.number().int(), used: z.number().int() })
+/** One quota's use. */
+export type QuotaUsage = z.infer<typeof QuotaUsage>
 
 /** The answer of `GET /v1/me`. */
-export interface MeView {
-  principal: string
-  state: AdmissionState
-  enrolledAt: string
-  decidedAt: string | null
-  quotas: {
-    requestsPerDay: QuotaUsage & { resetsAt: string }
-    storedBytes: QuotaUsage
-    messagesPerDay: QuotaUsage & { resetsAt: string }
-  }
-}
+export const MeView = z.object({
+  principal: z.string(),
+  state: AdmissionState,
+  enrolledAt: z.iso.datetime(),
+  decidedAt: z.iso.datetime().nullable(),
+  quotas: z.object({
+    requestsPerDay: QuotaUsage.extend({ resetsAt: z.iso.datetime() }),
+    storedBytes: QuotaUsage,
+    messagesPerDay: QuotaUsage.extend({ resetsAt: z.iso.datetime() }),
+  }),
+})
+/** The signing principal as `GET /v1/me` answers it. */
+export type MeView = z.infer<typeof MeView>
 
 /** A principal as the admin API shows it. */
-export interface PrincipalView {
-  principal: string
-  state: AdmissionState
-  enrolledAt: string
-  decidedAt: string | null
-}
+export const PrincipalView = z.object({
+  principal: z.string(),
+  state: AdmissionState,
+  enrolledAt: z.iso.datetime(),
+  decidedAt: z.iso.datetime().nullable(),
+})
+/** A principal as the admin API shows it. */
+export type PrincipalView = z.infer<typeof PrincipalView>
+
+/** One page of enrolled principals; `next_cursor` is null on the last page. */
+export const PrincipalPageView = z.object({
+  principals: z.array(PrincipalView),
+  next_cursor: z.string().nullable(),
+})
+/** One page of principals. */
+export type PrincipalPageView = z.infer<typeof PrincipalPageView>
 
 /** The discovery document a hub serves at `/.well-known/agent-net`. */
-export interface DiscoveryDocument {
-  name: string
-  protocolVersion: string
-  hubVersion: string
+export const DiscoveryDocument = z.object({
+  name: z.string(),
+  protocolVersion: z.string(),
+  hubVersion: z.string(),
   /** The origin that request paths such as `/v1/me` are appended to. */
-  apiBase: string
-  openapi: string
-  signatures: {
-    scheme: 'rfc9421'
-    algorithm: 'ed25519'
-    label: string
-    keyid: 'did:key'
-    components: readonly string[]
-    bodyComponents: readonly string[]
+  apiBase: z.string(),
+  openapi: z.string(),
+  signatures: z.object({
+    scheme: z.literal('rfc9421'),
+    algorithm: z.literal('ed25519'),
+    label: z.string(),
+    keyid: z.literal('did:key'),
+    components: z.array(z.string()).readonly(),
+    bodyComponents: z.array(z.string()).readonly(),
     /** Fields covered whenever the request carries them (absent from older hubs). */
-    presentComponents?: readonly string[]
-    parameters: readonly string[]
-    contentDigest: 'sha-256'
-    skewSeconds: number
-  }
-  admission: { mode: AdmissionMode }
-  limits: { bodyLimitBytes: number }
-  quotas: { requestsPerDay: number; storedBytes: number; messagesPerDay: number }
-  hubKey: PublicJwk & { kid: string }
-}
+    presentComponents: z.array(z.string()).readonly().optional(),
+    parameters: z.array(z.string()).readonly(),
+    contentDigest: z.literal('sha-256'),
+    skewSeconds: z.number(),
+  }),
+  admission: z.object({ mode: AdmissionMode }),
+  limits: z.object({ bodyLimitBytes: z.number().int() }),
+  quotas: z.object({
+    requestsPerDay: z.number().int(),
+    storedBytes: z.number().int(),
+    messagesPerDay: z.number().int(),
+  }),
+  hubKey: PublicJwk.extend({ kid: z.string() }),
+})
+/** The discovery document. */
+export type DiscoveryDocument = z.infer<typeof DiscoveryDocument>

@@ -55,38 +55,46 @@ export interface MessageReceiptPayload {
 }
 
 /** The answer of `POST /v1/messages`: identical, byte for byte, for every replay of the key. */
-export interface SentMessageView {
-  id: string
-  sequence: number
-  sender: string
-  recipient: string
-  bodyDigest: string
-  createdAt: string
+export const SentMessageView = z.object({
+  id: z.string(),
+  sequence: z.number().int(),
+  sender: z.string(),
+  recipient: z.string(),
+  bodyDigest: z.string(),
+  createdAt: z.iso.datetime(),
   /** A compact JWS (`alg: EdDSA`, `kid` of the hub key) over a `MessageReceiptPayload`. */
-  receipt: string
-}
+  receipt: z.string(),
+})
+/** A sent message with its receipt. */
+export type SentMessageView = z.infer<typeof SentMessageView>
 
 /** One inbox message. */
-export interface MessageView {
-  id: string
-  sequence: number
-  sender: string
-  recipient: string
-  body: unknown
-  createdAt: string
-  ackedAt: string | null
-}
+export const MessageView = z.object({
+  id: z.string(),
+  sequence: z.number().int(),
+  sender: z.string(),
+  recipient: z.string(),
+  body: z.unknown(),
+  createdAt: z.iso.datetime(),
+  ackedAt: z.iso.datetime().nullable(),
+})
+/** An inbox message. */
+export type MessageView = z.infer<typeof MessageView>
 
 /** The answer of `GET /v1/messages`: oldest first; `nextAfter` is the cursor for the next page. */
-export interface MessagePageView {
-  messages: MessageView[]
+export const MessagePageView = z.object({
+  messages: z.array(MessageView),
   /** The last sequence answered, or the given `after` when none was. */
-  nextAfter: number
-}
+  nextAfter: z.number().int(),
+})
+/** A page of the inbox. */
+export type MessagePageView = z.infer<typeof MessagePageView>
 
 /** The answer of `POST /v1/messages/{id}/ack`; repeating an ack answers the same `ackedAt`. */
-export interface AckView {
-  id: string
-  sequence: number
-  ackedAt: string
-}
+export const AckView = z.object({
+  id: z.string(),
+  sequence: z.number().int(),
+  ackedAt: z.iso.datetime(),
+})
+/** An acknowledgement. */
+export type AckView = z.infer<typeof AckView>

@@ -47,37 +47,69 @@ export const CreateGrantInput = z.strictObject({
 export type CreateGrantInput = z.infer<typeof CreateGrantInput>
 
 /** A versioned shared resource as answered on the wire. */
-export interface ResourceView {
-  id: string
-  owner: string
-  namespace: string
-  kind: string
-  data: unknown
-  version: number
-  createdAt: string
-  updatedAt: string
-  updatedBy: string
-}
+export const ResourceView = z.object({
+  id: z.string(),
+  owner: z.string(),
+  namespace: z.string(),
+  kind: z.string(),
+  data: z.unknown(),
+  version: z.number().int(),
+  createdAt: z.iso.datetime(),
+  updatedAt: z.iso.datetime(),
+  updatedBy: z.string(),
+})
+/** A resource as answered. */
+export type ResourceView = z.infer<typeof ResourceView>
+
+/** The answer of an update: the resource, with `repeated: true` for a repeat of a committed one. */
+export const UpdatedResourceView = ResourceView.extend({ repeated: z.boolean().optional() })
+/** An update's answer. */
+export type UpdatedResourceView = z.infer<typeof UpdatedResourceView>
 
 /** One version in a resource's history. */
-export interface ResourceVersionView {
-  version: number
-  data: unknown
-  actor: string
-  at: string
-}
+export const ResourceVersionView = z.object({
+  version: z.number().int(),
+  data: z.unknown(),
+  actor: z.string(),
+  at: z.iso.datetime(),
+})
+/** A version of a resource. */
+export type ResourceVersionView = z.infer<typeof ResourceVersionView>
+
+/** The answer of `GET /v1/resources/{id}/history`: every version, oldest first. */
+export const ResourceHistoryView = z.object({
+  resourceId: z.string(),
+  versions: z.array(ResourceVersionView),
+})
+/** A resource's history. */
+export type ResourceHistoryView = z.infer<typeof ResourceHistoryView>
+
+/** The answer of `GET /v1/resources`; `next` is the cursor of the next page, null on the last. */
+export const ResourceListView = z.object({
+  resources: z.array(ResourceView),
+  next: z.string().nullable(),
+})
+/** A page of resources. */
+export type ResourceListView = z.infer<typeof ResourceListView>
 
 /** A grant (capability) as answered on the wire. */
-export interface GrantView {
-  id: string
-  resourceId: string
-  issuer: string
-  subject: string
-  actions: ResourceAction[]
-  delegable: boolean
-  expiresAt: string
-  revokedAt: string | null
-  parentId: string | null
-  createdAt: string
-  status: 'active' | 'expired' | 'revoked'
-}
+export const GrantView = z.object({
+  id: z.string(),
+  resourceId: z.string(),
+  issuer: z.string(),
+  subject: z.string(),
+  actions: z.array(z.enum(RESOURCE_ACTIONS)),
+  delegable: z.boolean(),
+  expiresAt: z.iso.datetime(),
+  revokedAt: z.iso.datetime().nullable(),
+  parentId: z.string().nullable(),
+  createdAt: z.iso.datetime(),
+  status: z.enum(['active', 'expired', 'revoked']),
+})
+/** A grant as answered. */
+export type GrantView = z.infer<typeof GrantView>
+
+/** The answer of `GET /v1/capabilities`. */
+export const GrantListView = z.object({ capabilities: z.array(GrantView) })
+/** The grants a principal issued or holds. */
+export type GrantListView = z.infer<typeof GrantListView>

@@ -162,86 +162,108 @@ export const TerminateInput = z.strictObject({
 export type TerminateInput = z.infer<typeof TerminateInput>
 
 /** One entry of a transfer's ordered event log. */
-export interface TransferEventView {
-  seq: number
-  type: string
-  from: TransferState | null
-  to: TransferState
-  actor: string
-  at: string
-  data: Record<string, unknown>
-}
+export const TransferEventView = z.object({
+  seq: z.number().int(),
+  type: z.string(),
+  from: z.enum(TRANSFER_STATES).nullable(),
+  to: z.enum(TRANSFER_STATES),
+  actor: z.string(),
+  at: z.iso.datetime(),
+  data: z.record(z.string(), z.unknown()),
+})
+/** One entry of a transfer's event log. */
+export type TransferEventView = z.infer<typeof TransferEventView>
 
 /** A transfer with its budget and ordered event log (seed 004 get_status). */
-export interface TransferView {
-  transferId: string
-  state: TransferState
-  version: number
-  owner: string
-  runtime: string | null
-  tier: string | null
-  budgetMicros: number | null
-  rateMicrosPerSecond: number | null
-  spentMicros: number
-  remainingMicros: number | null
-  checksum: string
-  snapshotBytes: number
-  createdAt: string
-  updatedAt: string
+export const TransferView = z.object({
+  transferId: z.string(),
+  state: z.enum(TRANSFER_STATES),
+  version: z.number().int(),
+  owner: z.string(),
+  runtime: z.string().nullable(),
+  tier: z.string().nullable(),
+  budgetMicros: z.number().int().nullable(),
+  rateMicrosPerSecond: z.number().int().nullable(),
+  spentMicros: z.number().int(),
+  remainingMicros: z.number().int().nullable(),
+  checksum: z.string(),
+  snapshotBytes: z.number().int(),
+  createdAt: z.iso.datetime(),
+  updatedAt: z.iso.datetime(),
   /** When a staged, provisioned or pushed transfer expires; null once active or ended. */
-  expiresAt: string | null
-  graceEndsAt: string | null
+  expiresAt: z.iso.datetime().nullable(),
+  graceEndsAt: z.iso.datetime().nullable(),
   /** Why a terminated transfer ended: `expired`, `insolvent` or `orchestrator`. */
-  endReason: string | null
-  events: TransferEventView[]
-}
+  endReason: z.string().nullable(),
+  events: z.array(TransferEventView),
+})
+/** A transfer as read. */
+export type TransferView = z.infer<typeof TransferView>
 
 /** The answer to a snapshot: the transfer, and whether it repeats an earlier create. */
-export interface CreatedTransferView extends TransferView {
-  repeated: boolean
-}
+export const CreatedTransferView = TransferView.extend({ repeated: z.boolean() })
+/** A snapshot's answer. */
+export type CreatedTransferView = z.infer<typeof CreatedTransferView>
 
 /** A waited-for transfer: `changed` tells whether its version passed the one seen. */
-export interface TransferWaitView extends TransferView {
-  changed: boolean
-}
+export const TransferWaitView = TransferView.extend({ changed: z.boolean() })
+/** A wait's answer. */
+export type TransferWaitView = z.infer<typeof TransferWaitView>
+
+/** The transfers a caller owns or runs, newest first, without their event logs. */
+export const TransferListView = z.object({ transfers: z.array(TransferView) })
+/** A transfer listing. */
+export type TransferListView = z.infer<typeof TransferListView>
+
+/** The answer to a claim of the next transfer of a tier: null when none waits. */
+export const ClaimNextView = z.object({ transfer: TransferView.nullable() })
+/** A claim-next answer. */
+export type ClaimNextView = z.infer<typeof ClaimNextView>
 
 /** The answer to a usage report: where the budget stands and whether the runtime must stop. */
-export interface UsageView {
-  transferId: string
-  state: TransferState
-  spentMicros: number
-  budgetMicros: number
-  remainingMicros: number
+export const UsageView = z.object({
+  transferId: z.string(),
+  state: z.enum(TRANSFER_STATES),
+  spentMicros: z.number().int(),
+  budgetMicros: z.number().int(),
+  remainingMicros: z.number().int(),
   /** True once the transfer is insolvent or terminated: the runtime must stop its agent. */
-  stop: boolean
-  graceEndsAt: string | null
+  stop: z.boolean(),
+  graceEndsAt: z.iso.datetime().nullable(),
   /** True when this key was already reported; nothing was charged again. */
-  repeated: boolean
-}
+  repeated: z.boolean(),
+})
+/** A usage report's answer. */
+export type UsageView = z.infer<typeof UsageView>
 
 /** A snapshot's content with its checksum, for the owner and the claiming runtime. */
-export interface SnapshotView {
-  transferId: string
-  checksum: string
-  snapshot: Snapshot
-}
+export const SnapshotView = z.object({
+  transferId: z.string(),
+  checksum: z.string(),
+  snapshot: Snapshot,
+})
+/** A snapshot as read. */
+export type SnapshotView = z.infer<typeof SnapshotView>
 
 /** A minted transfer token, shown once. */
-export interface MintedTokenView {
-  token: string
-  transferId: string
-  scope: TransferTokenScope
-  kid: string
-  jti: string
-  expiresAt: string
-}
+export const MintedTokenView = z.object({
+  token: z.string(),
+  transferId: z.string(),
+  scope: TransferTokenScope,
+  kid: z.string(),
+  jti: z.string(),
+  expiresAt: z.iso.datetime(),
+})
+/** A minted token. */
+export type MintedTokenView = z.infer<typeof MintedTokenView>
 
 /** A lease on running a transfer's agent, held by one runtime process. */
-export interface LeaseView {
-  transferId: string
-  instance: string
-  leaseEndsAt: string
+export const LeaseView = z.object({
+  transferId: z.string(),
+  instance: z.string(),
+  leaseEndsAt: z.iso.datetime(),
   /** True when this instance already held the lease (a renewal). */
-  renewed: boolean
-}
+  renewed: z.boolean(),
+})
+/** A lease's answer. */
+export type LeaseView = z.infer<typeof LeaseView>

@@ -1,11 +1,10 @@
 import { parseArgs } from 'node:util'
 import { requestJson } from '@baton/client'
 import { BatonError } from '@baton/protocol'
-import { systemClock } from '../clock.js'
+import { createApp } from '../app.js'
 import { loadConfig } from '../config.js'
-import { IdentityService, type PrincipalPage } from '../identity/service.js'
-import { openDatabase } from '../store/database.js'
-import { WriteBatcher } from '../store/transaction.js'
+import type { PrincipalPage } from '../identity/service.js'
+import { createLogger } from '../log.js'
 import { type Io, UsageError } from './io.js'
 
 const USAGE = `baton admin <command> (--hub URL [--token T] | --data-dir D | --database-url U)
@@ -102,26 +101,16 @@ export async function adminCommand(argv: string[], io: Io): Promise<number> {
       ...(values['data-dir'] ? { 'data-dir': values['data-dir'] } : {}),
       ...(values['database-url'] ? { 'database-url': values['database-url'] } : {}),
     })
-    const database = await openDatabase({
-      databaseUrl: config.databaseUrl,
-      dataDir: config.dataDir,
-    })
-    const batcher = new WriteBatcher(database)
-    const service = new IdentityService({
-      database,
-      batcher,
-      clock: systemClock,
-      config: config.identity,
-      bodyLimitBytes: config.bodyLimitBytes,
-      version: '',
+    // The same composition root as the server, so a decision here runs exactly the hub's rules.
+    const ctx = await createApp(config, {
+      log: createLogger('warn', { write: (line: string) => io.stderr(line) }),
     })
     try {
-      if (sub === 'list') result = await listPages((q) => service.list(q))
-      else if (sub === 'show') result = await service.get(principal!)
-      else result = await service.decide(principal!, sub)
+      if (sub === 'list') result = await listPages((q) => ctx.identity.list(q))
+      else if (sub === 'show') result = await ctx.identity.get(principal!)
+      else result = await ctx.identity.decide(principal!, sub)
     } finally {
-      await batcher.flush()
-      await database.close()
+      await ctx.close()
     }
   }
   io.stdout(JSON.stringify(result, null, 2))

@@ -3,48 +3,55 @@ import Fastify, {
   type FastifyBaseLogger,
   type FastifyInstance,
   type FastifyReply,
-  type FastifyRequest,
   LogController,
 } from 'fastify'
 import type { AppContext } from '../app.js'
-import { registerGrantRoutes } from '../grants/http.js'
-import { registerHandoffRoutes } from '../handoffs/http.js'
-import { registerHomeRoutes } from '../home/http.js'
 import { registerIdentityRoutes } from '../identity/http.js'
-import { registerMcpRoute } from '../mcp/http.js'
-import { registerMessageRoutes } from '../messages/http.js'
-import { registerResourceRoutes } from '../resources/http.js'
-import { ping } from '../store/database.js'
-import { registerTransferRoutes } from '../transfers/http.js'
+import { MCP_DOCS, registerMcpRoute } from '../mcp/http.js'
+import { registerHttpOperations } from '../ops/http.js'
+import { type ExtraPath, openApiDocument } from '../ops/openapi.js'
+import { OPERATIONS } from '../ops/registry.js'
 import { registerDashboard } from '../web/dashboard.js'
 import { capConnectionsPerAddress } from './connections.js'
 import { toBatonError } from './errors.js'
 import { assertSafeParams, parseJsonBody } from './json-guard.js'
-import { OpenApiBuilder, type RouteDoc } from './openapi.js'
 
-/** A route: its documentation and its handler; the answer is sent as JSON with `status`. */
-export interface RouteSpec extends RouteDoc {
-  /** The status of a successful answer (default 200). */
-  status?: number
-  bodyLimit?: number
-  /** Runs before the body is read: for checks that need only the method, URL and headers. */
-  onRequest?: (req: FastifyRequest, reply: FastifyReply) => Promise<void>
-  handler: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>
-}
-
-/** How features add routes: registered in fastify and documented in /openapi.json at once. */
+/** What features register their hooks and plain routes on; operations come from the registry. */
 export interface Api {
-  route(spec: RouteSpec): void
   app: FastifyInstance
 }
 
-/** The bearer token of a request, or undefined when there is none. */
-export function bearerToken(req: FastifyRequest): string | undefined {
-  const header = req.headers.authorization
-  if (typeof header !== 'string') return undefined
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header)
-  return match?.[1]
-}
+export { bearerToken } from './bearer.js'
+
+/** Routes that are not operations (a text answer, this document) but are documented. */
+const DOCUMENTED_ROUTES: ExtraPath[] = [
+  {
+    method: 'GET',
+    path: '/metrics',
+    operationId: 'metrics',
+    summary: 'Prometheus metrics',
+    tags: ['operations'],
+    responses: {
+      200: {
+        description: 'Metrics in the Prometheus text format',
+        content: { 'text/plain': { schema: { type: 'string' } } },
+      },
+    },
+  },
+  {
+    method: 'GET',
+    path: '/openapi.json',
+    operationId: 'openapi',
+    summary: 'This OpenAPI 3.1 document',
+    tags: ['operations'],
+    responses: {
+      200: {
+        description: 'The OpenAPI document',
+        content: { 'application/json': { schema: { type: 'object' } } },
+      },
+    },
+  },
+]
 
 /** Builds the hub's HTTP server from an assembled context. */
 export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
@@ -171,79 +178,22 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
     done()
   })
 
-  const openapi = new OpenApiBuilder()
-  const api: Api = {
-    app,
-    route(spec) {
-      openapi.add(spec)
-      app.route({
-        method: spec.method,
-        url: spec.url,
-        ...(spec.bodyLimit ? { bodyLimit: spec.bodyLimit } : {}),
-        ...(spec.onRequest ? { onRequest: spec.onRequest } : {}),
-        handler: async (req, reply) => {
-          // The route's status is the default; a status the handler sets wins.
-          reply.code(spec.status ?? 200)
-          const result = await spec.handler(req, reply)
-          if (reply.sent) return reply
-          return result
-        },
-      })
-    },
-  }
+  const api: Api = { app }
 
-  api.route({
-    method: 'GET',
-    url: '/healthz',
-    operationId: 'health',
-    summary: 'Liveness: the process answers',
-    tags: ['operations'],
-    security: 'none',
-    responses: { 200: { description: 'Alive' } },
-    handler: async () => ({ ok: true }),
-  })
-  api.route({
-    method: 'GET',
-    url: '/readyz',
-    operationId: 'ready',
-    summary: 'Readiness: the database answers and the hub is not shutting down',
-    tags: ['operations'],
-    security: 'none',
-    responses: { 200: { description: 'Ready' }, 503: { description: 'Not ready' } },
-    handler: async (_req, reply) => {
-      if (ctx.isClosing()) throw new BatonError('shutting_down', 'The hub is shutting down')
-      if (!(await ping(ctx.database))) {
-        throw new BatonError('unavailable', 'The database does not answer')
-      }
-      reply.code(200)
-      return { ok: true, store: ctx.database.caps.name }
-    },
-  })
   app.get('/metrics', async (_req, reply) => {
     reply.header('content-type', metrics.registry.contentType)
     return metrics.registry.metrics()
   })
-  openapi.add({
-    method: 'GET',
-    url: '/metrics',
-    operationId: 'metrics',
-    summary: 'Prometheus metrics',
-    tags: ['operations'],
-    security: 'none',
-    responses: { 200: { description: 'Metrics in the Prometheus text format' } },
-  })
 
-  registerHandoffRoutes(api, ctx)
   registerIdentityRoutes(api, ctx)
-  registerMessageRoutes(api, ctx)
-  registerHomeRoutes(api, ctx)
-  registerResourceRoutes(api, ctx)
-  registerGrantRoutes(api, ctx)
-  registerTransferRoutes(api, ctx)
+  registerHttpOperations(app, ctx, OPERATIONS)
   registerMcpRoute(api, ctx)
   registerDashboard(api, ctx)
 
-  const doc = openapi.document({ title: 'Baton hub', version: ctx.version })
+  const doc = openApiDocument(OPERATIONS, [...DOCUMENTED_ROUTES, ...MCP_DOCS], {
+    version: ctx.version,
+    serverUrl: ctx.config.identity.publicUrl ?? '/',
+  })
   app.get('/openapi.json', async () => doc)
 
   return app

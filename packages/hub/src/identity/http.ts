@@ -1,8 +1,8 @@
 import { type Readable, Transform } from 'node:stream'
-import { AdmissionDecision, BatonError, DISCOVERY_PATH } from '@baton/protocol'
+import { BatonError } from '@baton/protocol'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AppContext } from '../app.js'
-import { type Api, bearerToken } from '../http/server.js'
+import type { Api } from '../http/server.js'
 import type { Principal } from './service.js'
 import { BodyDigest } from './verify.js'
 
@@ -11,6 +11,20 @@ const verified = new WeakMap<FastifyRequest, Principal>()
 /** True for a path under `/v1`, where every request must be signed. */
 export function isSignedPath(url: string): boolean {
   return url === '/v1' || url.startsWith('/v1/') || url.startsWith('/v1?')
+}
+
+/**
+ * True for a path where a signature is optional but, when present, is judged as under `/v1`
+ * (nonce, enrolment, admission): MCP over Streamable HTTP, where a signed session reaches the
+ * agent tools and an unsigned one only the anonymous ones.
+ */
+export function isOptionallySignedPath(url: string): boolean {
+  return url === '/mcp' || url.startsWith('/mcp?')
+}
+
+/** The verified, admitted principal of a request, if it was signed and admitted. */
+export function verifiedPrincipal(req: FastifyRequest): Principal | undefined {
+  return verified.get(req)
 }
 
 /**
@@ -158,13 +172,10 @@ function checkedBody(
   return checked
 }
 
-const adminTags = ['admin']
-const principalParam = { principal: 'The principal, a did:key' }
-
 /**
- * Discovery, `GET /v1/me`, the admin API, and the hook that verifies every `/v1` request before
- * its body is read (so a tampered body is a 401, not a JSON error, and an unsigned one costs
- * nothing to refuse).
+ * The hook that verifies every signed request before its body is read (so a tampered body is a
+ * 401, not a JSON error, and an unsigned one costs nothing to refuse); the identity routes
+ * themselves are operations (`operations.ts`).
  */
 export function registerIdentityRoutes(api: Api, ctx: AppContext): void {
   const service = ctx.identity
@@ -195,7 +206,7 @@ export function registerIdentityRoutes(api: Api, ctx: AppContext): void {
       const limit = req.routeOptions.bodyLimit ?? ctx.config.bodyLimitBytes
       if (Number(req.headers['content-length']) > limit) throw tooLarge(limit)
       let afterBody: (() => Promise<void>) | undefined
-      if (signedPath) {
+      if (signedPath || isOptionallySignedPath(req.url)) {
         // The nonce, enrolment and admission are decided before the body is read: keys cost
         // nothing to make, so only an admitted principal may make the hub read a body at all.
         // The nonce is spent even if the body then fails its digest, as for any refused request.
@@ -228,99 +239,5 @@ export function registerIdentityRoutes(api: Api, ctx: AppContext): void {
       refuse()
       throw error
     }
-  })
-
-  api.route({
-    method: 'GET',
-    url: DISCOVERY_PATH,
-    operationId: 'discovery',
-    summary: 'Describe the hub: API base, signature scheme, admission, limits, quotas and its key',
-    tags: ['identity'],
-    security: 'none',
-    responses: { 200: { description: 'The discovery document' } },
-    handler: async (req) => service.discovery(requestOrigin(ctx, req) ?? localOrigin(req)),
-  })
-  api.route({
-    method: 'GET',
-    url: '/v1/me',
-    operationId: 'me',
-    summary:
-      'The signing principal, its admission state, quotas and usage (answers in every state)',
-    tags: ['identity'],
-    security: 'signature',
-    responses: {
-      200: { description: 'The principal' },
-      401: {
-        description:
-          'signature_missing, signature_malformed, unknown_key, signature_invalid, digest_mismatch, signature_stale or signature_replayed',
-      },
-    },
-    handler: (req) => service.me(requirePrincipal(req)),
-  })
-
-  const adminErrors = {
-    401: { description: 'admin_token_invalid' },
-    403: { description: 'admin_disabled (the hub has no BATON_ADMIN_TOKEN)' },
-  }
-  api.route({
-    method: 'GET',
-    url: '/admin/v1/principals',
-    operationId: 'listPrincipals',
-    summary:
-      'One page of enrolled principals, oldest enrolment first, optionally in one admission state (operator only)',
-    tags: adminTags,
-    security: 'bearer',
-    query: {
-      state: { description: 'pending, approved, rejected or suspended' },
-      limit: { description: 'Principals per page, 1 to 500 (default 100)' },
-      cursor: { description: 'The next_cursor of the page before; absent for the first page' },
-    },
-    responses: {
-      200: { description: '{ principals, next_cursor }: next_cursor is null on the last page' },
-      400: { description: 'invalid_request (state, limit or cursor)' },
-      ...adminErrors,
-    },
-    handler: async (req) => {
-      service.assertAdmin(bearerToken(req))
-      const { state, limit, cursor } = req.query as Record<string, string | undefined>
-      return service.list({ state, limit, cursor })
-    },
-  })
-  api.route({
-    method: 'GET',
-    url: '/admin/v1/principals/:principal',
-    operationId: 'readPrincipal',
-    summary: 'Read one principal (operator only)',
-    tags: adminTags,
-    security: 'bearer',
-    pathParams: principalParam,
-    responses: {
-      200: { description: 'The principal' },
-      ...adminErrors,
-      404: { description: 'principal_not_found' },
-    },
-    handler: async (req) => {
-      service.assertAdmin(bearerToken(req))
-      return service.get((req.params as { principal: string }).principal)
-    },
-  })
-  api.route({
-    method: 'POST',
-    url: '/admin/v1/principals/:principal/:decision',
-    operationId: 'decidePrincipal',
-    summary: `Approve, reject or suspend a principal (operator only): ${AdmissionDecision.options.join(', ')}`,
-    tags: adminTags,
-    security: 'bearer',
-    pathParams: { ...principalParam, decision: 'approve, reject or suspend' },
-    responses: {
-      200: { description: 'The principal after the decision' },
-      ...adminErrors,
-      404: { description: 'principal_not_found' },
-    },
-    handler: async (req) => {
-      service.assertAdmin(bearerToken(req))
-      const { principal, decision } = req.params as { principal: string; decision: string }
-      return service.decide(principal, decision)
-    },
   })
 }

@@ -5,7 +5,15 @@ import { after, before, describe, test } from 'node:test'
 import { createIdentity } from '@baton/client'
 import { ManualClock } from '../../src/clock.js'
 import { enrolPrincipals } from '../../src/identity/store.js'
-import { batonBin, call, signedAgent, startTestHub, type TestHub, testStores } from '../support.js'
+import {
+  batonBin,
+  call,
+  PG_KEY_SECRET,
+  signedAgent,
+  startTestHub,
+  type TestHub,
+  testStores,
+} from '../support.js'
 
 const ADMIN = 'paging-test-operator-token-0123456789abcdef'
 const admin = { authorization: `Bearer ${ADMIN}` }
@@ -17,7 +25,15 @@ function baton(args: string[], env: Record<string, string> = {}) {
     execFile(
       process.execPath,
       [batonBin, ...args],
-      { env: { ...process.env, ...env }, timeout: 60_000, maxBuffer: 64 << 20 },
+      {
+        env: {
+          ...process.env,
+          ...(args.includes('--database-url') ? { BATON_HUB_KEY_SECRET: PG_KEY_SECRET } : {}),
+          ...env,
+        },
+        timeout: 60_000,
+        maxBuffer: 64 << 20,
+      },
       (error, stdout, stderr) => {
         const code = error ? ((error as { code?: number }).code ?? 2) : 0
         resolve({ code: typeof code === 'number' ? code : 2, stdout, stderr })

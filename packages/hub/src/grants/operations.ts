@@ -1,0 +1,70 @@
+import { CreateGrantInput, GrantListView, GrantView } from '@baton/protocol'
+import { z } from 'zod'
+import { defineOperation } from '../ops/operation.js'
+import { signer } from '../ops/principal.js'
+
+const tags = ['grants']
+
+/** seed 000: a grant of actions on one resource to one principal, until `expiresAt`. */
+export const createGrant = defineOperation({
+  name: 'createGrant',
+  summary: 'Grant a principal actions on one resource until expiresAt',
+  tags,
+  method: 'POST',
+  path: '/v1/capabilities',
+  auth: 'signature',
+  body: CreateGrantInput,
+  output: GrantView,
+  status: 201,
+  idempotencyKey: true,
+  errors: ['invalid_grant', 'resource_forbidden', 'grant_forbidden'],
+  tool: {
+    name: 'grant_access',
+    title: 'Grant access to a resource',
+    description:
+      'Give one principal (a did:key) read and/or update access to one resource you own, until expiresAt (ISO 8601, in the future). Not delegable unless you say so.',
+  },
+  run: (ctx, caller, { body }) => ctx.grants.create(signer(caller), body, caller.idempotencyKey),
+})
+
+/** seed 000: the grants the caller issued or holds. */
+export const listGrants = defineOperation({
+  name: 'listGrants',
+  summary: 'Grants the caller issued or holds, with their status',
+  tags,
+  method: 'GET',
+  path: '/v1/capabilities',
+  auth: 'signature',
+  output: GrantListView,
+  errors: [],
+  tool: {
+    name: 'list_grants',
+    title: 'List grants',
+    description: 'Grants you issued or hold, with their status (active, expired, revoked).',
+    annotations: { readOnlyHint: true },
+  },
+  run: (ctx, caller) => ctx.grants.list(signer(caller)),
+})
+
+/** seed 000: revoking a grant revokes everything passed on from it; a repeat answers the same. */
+export const revokeGrant = defineOperation({
+  name: 'revokeGrant',
+  summary: 'Revoke a grant and everything passed on from it (idempotent)',
+  tags,
+  method: 'DELETE',
+  path: '/v1/capabilities/:id',
+  auth: 'signature',
+  params: z.strictObject({ id: z.string().max(256).describe('The grant id') }),
+  output: GrantView,
+  errors: ['grant_not_found', 'grant_forbidden'],
+  tool: {
+    name: 'revoke_grant',
+    title: 'Revoke a grant',
+    description: 'Revoke a grant you issued (and everything passed on from it). Safe to repeat.',
+    annotations: { idempotentHint: true },
+  },
+  run: (ctx, caller, { params }) => ctx.grants.revoke(signer(caller), params.id),
+})
+
+/** Every grant operation, in the order they are documented. */
+export const grantOperations = [createGrant, listGrants, revokeGrant]

@@ -1,0 +1,178 @@
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
+import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js'
+import type { Logger } from 'pino'
+import { z } from 'zod'
+import { toBatonError } from '../http/errors.js'
+import { parseInput } from '../validation.js'
+import type { Auth, Caller, Operation, OperationInput } from './operation.js'
+
+/**
+ * Runs one operation for a tool call: in the hub it is the operation's own `run`; in
+ * `baton mcp --hub URL` it is a request to a hub built from the operation's HTTP declaration.
+ */
+export type Invoke = (
+  op: Operation,
+  input: OperationInput<unknown, unknown, unknown>,
+  caller: Pick<Caller, 'token' | 'signal' | 'progress' | 'idempotencyKey'>,
+) => Promise<unknown>
+
+/**
+ * A tool that is not one operation: seed 002's `read_agent_handoff` reads or waits. It names the
+ * operations it reaches, so face coverage can account for them.
+ */
+export interface CompositeTool {
+  name: string
+  title: string
+  description: string
+  auth: Auth
+  input: z.ZodRawShape
+  output: z.ZodObject
+  ops: readonly Operation[]
+  annotations?: ToolAnnotations
+  call(
+    invoke: Invoke,
+    args: Record<string, unknown>,
+    caller: Pick<Caller, 'signal' | 'progress'>,
+  ): Promise<unknown>
+}
+
+/** What the flattened tool arguments of an operation are: path, query and body fields in one. */
+export function toolShape(op: Operation): Record<string, z.ZodType> {
+  const shape: Record<string, z.ZodType> = {
+    ...(op.params?.shape ?? {}),
+    ...(op.query?.shape ?? {}),
+  }
+  if (op.body instanceof z.ZodObject) Object.assign(shape, op.body.shape)
+  else if (op.body) shape.body = op.body
+  if (op.auth === 'handoff-token') {
+    shape.token = z.string().describe('The owner or receiver token')
+  }
+  return shape
+}
+
+/** Splits flattened tool arguments back into the operation's path, query and body. */
+export function splitToolArgs(
+  op: Operation,
+  args: Record<string, unknown>,
+): { input: OperationInput<unknown, unknown, unknown>; token?: string } {
+  const pick = (keys: string[]) =>
+    Object.fromEntries(keys.filter((k) => args[k] !== undefined).map((k) => [k, args[k]]))
+  const params = pick(Object.keys(op.params?.shape ?? {}))
+  const query = pick(Object.keys(op.query?.shape ?? {}))
+  let body: unknown
+  if (op.body instanceof z.ZodObject) body = pick(Object.keys(op.body.shape))
+  else if (op.body) body = args.body
+  return {
+    input: {
+      params: op.params ? parseInput(op.params, params, 'arguments') : {},
+      query: op.query ? parseInput(op.query, query, 'arguments') : {},
+      body: op.body ? parseInput(op.body, body, 'arguments') : undefined,
+    },
+    ...(typeof args.token === 'string' ? { token: args.token } : {}),
+  }
+}
+
+/**
+ * Shapes a tool's answer: the result as structured content and JSON text, or a domain failure as
+ * `isError: true` whose text is the same `{ error, code, fix, ...context }` as the HTTP body. An internal error is logged
+ * with its cause, as the HTTP face logs it, and answered without detail.
+ */
+export async function toolResult(
+  fn: () => Promise<unknown>,
+  log?: Pick<Logger, 'error'>,
+): Promise<CallToolResult> {
+  try {
+    const value = (await fn()) as Record<string, unknown>
+    return { content: [{ type: 'text', text: JSON.stringify(value) }], structuredContent: value }
+  } catch (error) {
+    const e = toBatonError(error)
+    if (e.code === 'internal') log?.error({ err: error }, 'unhandled error in an MCP tool')
+    // The error body rides as JSON text, not as structured content: a client checks structured
+    // content against the tool's output schema, which describes the success answer only.
+    return { isError: true, content: [{ type: 'text', text: JSON.stringify(e.toBody()) }] }
+  }
+}
+
+type ToolExtra = {
+  signal: AbortSignal
+  _meta?: { progressToken?: string | number } | undefined
+  sendNotification: (n: {
+    method: 'notifications/progress'
+    params: { progressToken: string | number; progress: number; total?: number; message?: string }
+  }) => Promise<void>
+}
+
+function progressOf(extra: ToolExtra): Caller['progress'] {
+  const token = extra._meta?.progressToken
+  if (token === undefined) return undefined
+  return (p) => {
+    void extra
+      .sendNotification({
+        method: 'notifications/progress',
+        params: { progressToken: token, ...p },
+      })
+      .catch(() => {})
+  }
+}
+
+/** Whether an operation is offered as a tool to a session with these kinds of auth. */
+export function offeredAsTool(op: Operation, auths: ReadonlySet<Auth>): boolean {
+  return op.tool !== false && op.auth !== 'operator' && auths.has(op.auth)
+}
+
+/**
+ * Registers every operation (and composite tool) a session may reach as an MCP tool, with its
+ * input and output schemas; minting tokens and admission (operator auth) are never tools.
+ */
+export function registerOperationTools(
+  server: McpServer,
+  opts: {
+    ops: readonly Operation[]
+    composites: readonly CompositeTool[]
+    auths: ReadonlySet<Auth>
+    invoke: Invoke
+    log?: Pick<Logger, 'error'>
+  },
+): void {
+  for (const op of opts.ops) {
+    if (!offeredAsTool(op, opts.auths) || op.tool === false) continue
+    const tool = op.tool
+    server.registerTool(
+      tool.name,
+      {
+        title: tool.title,
+        description: tool.description ?? op.summary,
+        inputSchema: toolShape(op),
+        ...(op.output instanceof z.ZodObject ? { outputSchema: op.output.shape } : {}),
+        ...(tool.annotations ? { annotations: tool.annotations } : {}),
+      },
+      async (args: Record<string, unknown>, extra: ToolExtra) =>
+        toolResult(() => {
+          const { input, token } = splitToolArgs(op, args)
+          return opts.invoke(op, input, {
+            token,
+            signal: extra.signal,
+            progress: progressOf(extra),
+          })
+        }, opts.log),
+    )
+  }
+  for (const c of opts.composites) {
+    if (!opts.auths.has(c.auth)) continue
+    server.registerTool(
+      c.name,
+      {
+        title: c.title,
+        description: c.description,
+        inputSchema: c.input,
+        outputSchema: c.output.shape,
+        ...(c.annotations ? { annotations: c.annotations } : {}),
+      },
+      async (args: Record<string, unknown>, extra: ToolExtra) =>
+        toolResult(
+          () => c.call(opts.invoke, args, { signal: extra.signal, progress: progressOf(extra) }),
+          opts.log,
+        ),
+    )
+  }
+}

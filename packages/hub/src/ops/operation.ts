@@ -1,0 +1,104 @@
+import type { ErrorCode } from '@baton/protocol'
+import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js'
+import type { z } from 'zod'
+import type { AppContext } from '../app.js'
+import type { Config } from '../config.js'
+import type { Principal } from '../identity/service.js'
+
+/**
+ * What a caller must show: nothing, a token handoff's bearer token, a signed request (RFC 9421)
+ * from an admitted principal, or the operator's bearer secret.
+ */
+export type Auth = 'none' | 'handoff-token' | 'signature' | 'operator'
+
+/** Who is calling and how, as every face hands it to an operation. */
+export interface Caller {
+  /** The client address, for per-address quotas. */
+  ip: string
+  /** The origin the caller reached the hub at, when the face knows it (HTTP). */
+  origin?: string | undefined
+  /** The bearer token of a `handoff-token` operation. */
+  token?: string | undefined
+  /** The verified principal of a `signature` operation. */
+  principal?: Principal | undefined
+  /** An `Idempotency-Key` the caller sent, for operations that accept one. */
+  idempotencyKey?: string | undefined
+  /** Aborts when the caller goes away (a closed connection, a cancelled MCP request). */
+  signal: AbortSignal
+  /** Reports progress of long work (waits, uploads); faces that cannot carry it ignore it. */
+  progress?: ((p: { progress: number; total?: number; message?: string }) => void) | undefined
+}
+
+/** An operation's validated input: path parameters, query and body, each by its own schema. */
+export interface OperationInput<P, Q, B> {
+  params: P
+  query: Q
+  body: B
+}
+
+/** How an operation appears as an MCP tool; `false` keeps it off MCP (operator-only work). */
+export interface ToolSpec {
+  name: string
+  title: string
+  /** What the tool does, for a model; the operation's summary when absent. */
+  description?: string
+  annotations?: ToolAnnotations
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: a registry holds operations of every input type
+type AnyObject = z.ZodObject<any>
+
+/**
+ * One operation, declared once: every face (HTTP routes, OpenAPI, MCP tools on both transports,
+ * the CLI, the authorization matrix) is generated from this declaration, and `run` is the only
+ * place it reaches the service.
+ */
+export interface Operation<
+  P extends AnyObject = AnyObject,
+  Q extends AnyObject = AnyObject,
+  B extends z.ZodType = z.ZodType,
+  O extends z.ZodType = z.ZodType,
+> {
+  /** The operationId: camelCase, unique. */
+  name: string
+  summary: string
+  description?: string
+  tags: string[]
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
+  /** The path with `:param` segments, as fastify takes it. */
+  path: string
+  auth: Auth
+  params?: P
+  query?: Q
+  body?: B
+  /** The answer's schema; MCP tools check their structured content against it. */
+  output: O
+  /** The status of a successful answer (default 200). */
+  status?: number
+  /** Every error code the operation itself can answer (the common ones are added by auth). */
+  errors: ErrorCode[]
+  /**
+   * Largest body this operation reads, when smaller or larger than the hub's default; a function
+   * when the limit is configured (a snapshot's).
+   */
+  bodyLimit?: number | ((config: Config) => number)
+  /** Whether an `Idempotency-Key` header makes the call safe to repeat. */
+  idempotencyKey?: boolean
+  /** How it appears as an MCP tool, or `false` for never. */
+  tool: ToolSpec | false
+  run(
+    ctx: AppContext,
+    caller: Caller,
+    input: OperationInput<z.output<P>, z.output<Q>, z.output<B>>,
+  ): Promise<z.output<O>>
+}
+
+/** Declares an operation, keeping its input and output types for `run`. */
+export function defineOperation<
+  P extends AnyObject,
+  Q extends AnyObject,
+  B extends z.ZodType,
+  O extends z.ZodType,
+>(op: Operation<P, Q, B, O>): Operation {
+  return op as unknown as Operation
+}

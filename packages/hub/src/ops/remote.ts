@@ -1,0 +1,66 @@
+import { BatonError } from '@baton/protocol'
+import type { Invoke } from './mcp.js'
+import type { Operation, OperationInput } from './operation.js'
+
+/** The path and query of an operation's HTTP request for a given input. */
+export function requestPath(
+  op: Operation,
+  input: OperationInput<unknown, unknown, unknown>,
+): string {
+  const params = (input.params ?? {}) as Record<string, unknown>
+  const path = op.path.replace(/:([A-Za-z_]+)/g, (_, name: string) =>
+    encodeURIComponent(String(params[name] ?? '')),
+  )
+  const query = new URLSearchParams()
+  for (const [k, v] of Object.entries((input.query ?? {}) as Record<string, unknown>)) {
+    if (v !== undefined) query.set(k, String(v))
+  }
+  const qs = query.toString()
+  return qs ? `${path}?${qs}` : path
+}
+
+/** How a remote face sends one request: signed as an identity, or plain with a bearer token. */
+export interface Transport {
+  /** Sends a signed request; absent when the face has no identity. */
+  signed?: (
+    method: string,
+    path: string,
+    body: unknown,
+    headers: Record<string, string>,
+    signal: AbortSignal,
+  ) => Promise<{ status: number; body: unknown }>
+  /** Sends an unsigned request, with a bearer token when given. */
+  plain: (
+    method: string,
+    path: string,
+    body: unknown,
+    headers: Record<string, string>,
+    signal: AbortSignal,
+  ) => Promise<{ status: number; body: unknown }>
+}
+
+/**
+ * An `Invoke` that reaches a hub over HTTP, built from each operation's declaration: the same
+ * operations the hub serves, so a stdio MCP server and the CLI need no per-route code.
+ */
+export function remoteInvoke(transport: Transport): Invoke {
+  return async (op, input, caller) => {
+    const path = requestPath(op, input)
+    const headers: Record<string, string> = {}
+    if (caller.idempotencyKey) headers['idempotency-key'] = caller.idempotencyKey
+    let answer: { status: number; body: unknown }
+    if (op.auth === 'signature') {
+      if (!transport.signed) {
+        throw new BatonError('signature_missing', `${op.name} needs an identity to sign with`)
+      }
+      answer = await transport.signed(op.method, path, input.body, headers, caller.signal)
+    } else {
+      if (op.auth === 'handoff-token' && caller.token) {
+        headers.authorization = `Bearer ${caller.token}`
+      }
+      answer = await transport.plain(op.method, path, input.body, headers, caller.signal)
+    }
+    if (answer.status >= 400) throw BatonError.fromBody(answer.body, answer.status)
+    return answer.body
+  }
+}

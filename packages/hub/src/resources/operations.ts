@@ -1,0 +1,137 @@
+import {
+  CreateResourceInput,
+  ResourceHistoryView,
+  ResourceListView,
+  ResourceView,
+  UpdatedResourceView,
+  UpdateResourceInput,
+} from '@baton/protocol'
+import { z } from 'zod'
+import { defineOperation } from '../ops/operation.js'
+import { signer } from '../ops/principal.js'
+
+const tags = ['resources']
+// The service decides what a well-formed id is and answers any other like an invisible one.
+const ResourceId = z.strictObject({ id: z.string().max(256).describe('The resource id') })
+const tooLarge = ['resource_too_large', 'storage_quota_exceeded'] as const
+
+/** seed 000: a resource owned by the caller, at version 1. */
+export const createResource = defineOperation({
+  name: 'createResource',
+  summary: 'Create a versioned resource owned by the caller (version 1)',
+  tags,
+  method: 'POST',
+  path: '/v1/resources',
+  auth: 'signature',
+  body: CreateResourceInput,
+  output: ResourceView,
+  status: 201,
+  idempotencyKey: true,
+  errors: [...tooLarge],
+  tool: {
+    name: 'create_resource',
+    title: 'Create a shared resource',
+    description:
+      'Create a versioned resource you own (version 1) in a namespace, with a kind and JSON data.',
+  },
+  run: (ctx, caller, { body }) => ctx.resources.create(signer(caller), body, caller.idempotencyKey),
+})
+
+/** seed 000: a listing is a read, so it shows what the caller may read. */
+export const listResources = defineOperation({
+  name: 'listResources',
+  summary: 'Resources the caller owns or holds a live read grant for',
+  tags,
+  method: 'GET',
+  path: '/v1/resources',
+  auth: 'signature',
+  query: z.object({
+    namespace: z.string().max(1024).optional().describe('Only this namespace'),
+    kind: z.string().max(1024).optional().describe('Only this kind'),
+    after: z
+      .string()
+      .max(1024)
+      .optional()
+      .describe('Continue after this resource id (from `next`)'),
+    limit: z.string().max(32).optional().describe('At most this many (1-100, default 100)'),
+  }),
+  output: ResourceListView,
+  errors: [],
+  tool: {
+    name: 'list_resources',
+    title: 'List shared resources',
+    description: 'Resources you own or hold a live grant for, optionally by namespace and kind.',
+    annotations: { readOnlyHint: true },
+  },
+  run: (ctx, caller, { query }) => ctx.resources.list(signer(caller), query),
+})
+
+/** seed 000: read by the owner or a holder of a live `resource:read` grant. */
+export const readResource = defineOperation({
+  name: 'readResource',
+  summary: 'Read a resource (owner or resource:read grant)',
+  tags,
+  method: 'GET',
+  path: '/v1/resources/:id',
+  auth: 'signature',
+  params: ResourceId,
+  output: ResourceView,
+  errors: ['resource_forbidden'],
+  tool: {
+    name: 'read_resource',
+    title: 'Read a shared resource',
+    description: 'Read a resource you own or hold a live grant for.',
+    annotations: { readOnlyHint: true },
+  },
+  run: (ctx, caller, { params }) => ctx.resources.get(signer(caller), params.id),
+})
+
+/** seed 000: PATCH replaces the whole data, only at `expectedVersion`. */
+export const updateResource = defineOperation({
+  name: 'updateResource',
+  summary: 'Replace the data, only at expectedVersion (owner or resource:update grant)',
+  tags,
+  method: 'PATCH',
+  path: '/v1/resources/:id',
+  auth: 'signature',
+  params: ResourceId,
+  body: UpdateResourceInput,
+  output: UpdatedResourceView,
+  errors: ['resource_forbidden', 'version_conflict', ...tooLarge],
+  tool: {
+    name: 'update_resource',
+    title: 'Update a shared resource',
+    description:
+      'Replace the whole data of a resource, only if it is still at expectedVersion. A conflict answers the current version; never increment blindly.',
+  },
+  run: (ctx, caller, { params, body }) => ctx.resources.update(signer(caller), params.id, body),
+})
+
+/** seed 000: every version with its data, actor and time. */
+export const resourceHistory = defineOperation({
+  name: 'resourceHistory',
+  summary: 'Every version with its data, actor and time (owner or resource:read grant)',
+  tags,
+  method: 'GET',
+  path: '/v1/resources/:id/history',
+  auth: 'signature',
+  params: ResourceId,
+  output: ResourceHistoryView,
+  errors: ['resource_forbidden'],
+  tool: {
+    name: 'resource_history',
+    title: 'Read a resource history',
+    description: 'Every version of a resource with its data, actor and time.',
+    annotations: { readOnlyHint: true },
+  },
+  run: (ctx, caller, { params }) => ctx.resources.history(signer(caller), params.id),
+})
+
+/** Every resource operation, in the order they are documented. */
+export const resourceOperations = [
+  createResource,
+  listResources,
+  readResource,
+  updateResource,
+  resourceHistory,
+]
