@@ -18,18 +18,138 @@ const SIZES = {
 type Body = Record<string, unknown> & { code?: string }
 
 /** The little of the DOM the page functions below touch (the test compiles without the DOM lib). */
+interface PageRect {
+  left: number
+  right: number
+  top: number
+  width: number
+  height: number
+}
 interface PageElement {
   textContent: string | null
+  innerText: string
+  tagName: string
+  id: string
+  className: unknown
+  title: string
+  scrollWidth: number
+  clientWidth: number
+  parentElement: PageElement | null
+  nextElementSibling: PageElement | null
   dataset: Record<string, string | undefined>
   getAttribute(name: string): string | null
+  getBoundingClientRect(): PageRect
+  closest(selector: string): PageElement | null
+  matches(selector: string): boolean
+  querySelector(selector: string): PageElement | null
+  querySelectorAll(selector: string): PageElement[]
+}
+interface PageText {
+  data: string
+}
+interface PageRange {
+  setStart(node: PageText, offset: number): void
+  setEnd(node: PageText, offset: number): void
+  getClientRects(): PageRect[]
 }
 interface PageWindow {
   document: {
+    documentElement: PageElement
     querySelector(selector: string): PageElement | null
+    querySelectorAll(selector: string): PageElement[]
     getElementById(id: string): PageElement | null
+    createRange(): PageRange
+    createTreeWalker(root: PageElement, what: number): { nextNode(): PageText | null }
   }
+  getComputedStyle(el: PageElement): {
+    display: string
+    visibility: string
+    overflowX: string
+    textOverflow: string
+  }
+  navigator: { clipboard: { readText(): Promise<string> } }
   location: { hash: string }
   marker?: number
+}
+
+/**
+ * What breaks the layout at the current viewport: the page scrolling sideways, an element
+ * outside the viewport horizontally (unless inside a box that scrolls sideways by design, such
+ * as a table or the handoff machine), and a box whose content is wider than it: spilling out,
+ * scrolling where only the machine and JSON may scroll, or clipped without an ellipsis and the
+ * whole value in its title.
+ */
+function layoutProblems(): string[] {
+  const w = globalThis as unknown as PageWindow
+  const doc = w.document
+  const problems: string[] = []
+  const vw = doc.documentElement.clientWidth
+  const describe = (el: PageElement) =>
+    `${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''}${typeof el.className === 'string' && el.className ? `.${el.className.trim().split(/\s+/).join('.')}` : ''} "${(el.textContent ?? '').trim().slice(0, 40)}"`
+  if (doc.documentElement.scrollWidth > vw + 1) {
+    problems.push(`the page scrolls sideways: ${doc.documentElement.scrollWidth} > ${vw}`)
+  }
+  const scrolls = (el: PageElement) => ['auto', 'scroll'].includes(w.getComputedStyle(el).overflowX)
+  for (const el of doc.querySelectorAll('body *')) {
+    if (el.closest('svg') && el.tagName.toLowerCase() !== 'svg') continue
+    if (el.closest('.skip, .visually-hidden, dialog:not([open])')) continue
+    const style = w.getComputedStyle(el)
+    if (style.display === 'none' || style.visibility === 'hidden') continue
+    const rect = el.getBoundingClientRect()
+    if (rect.width === 0 && rect.height === 0) continue
+    let box = el.parentElement
+    while (box && !scrolls(box)) box = box.parentElement
+    if (!box && (rect.left < -1 || rect.right > vw + 1)) {
+      problems.push(`${describe(el)} is outside the viewport: ${rect.left}..${rect.right} of ${vw}`)
+    }
+    if (style.display === 'inline' || el.tagName.toLowerCase() === 'svg') continue
+    if (el.scrollWidth <= el.clientWidth + 1) continue
+    if (style.overflowX === 'visible') {
+      problems.push(`${describe(el)} overflows its box: ${el.scrollWidth} > ${el.clientWidth}`)
+    } else if (style.overflowX === 'hidden' || style.overflowX === 'clip') {
+      if (!(style.textOverflow === 'ellipsis' && el.title)) {
+        problems.push(`${describe(el)} is cut: ${el.scrollWidth} > ${el.clientWidth}`)
+      }
+    } else if (!el.matches('.machine, pre')) {
+      problems.push(`${describe(el)} scrolls sideways: ${el.scrollWidth} > ${el.clientWidth}`)
+    }
+  }
+  return problems
+}
+
+/**
+ * On how many lines the first `prefix` in an element's text is drawn: the element `selector`
+ * picks, or with a `term`, the `dd` after the `dt` of that text inside it.
+ */
+function linesOf([selector, prefix, term]: readonly [string, string, string?]): number {
+  const doc = (globalThis as unknown as PageWindow).document
+  const root = term
+    ? ([...doc.querySelectorAll(`${selector} dt`)].find((d) => d.textContent === term)
+        ?.nextElementSibling ?? null)
+    : doc.querySelector(selector)
+  if (!root) return -1
+  // Text nodes in order with their offsets, so a prefix split over several spans is found too.
+  const walker = doc.createTreeWalker(root, 4)
+  const nodes: { node: PageText; start: number }[] = []
+  let text = ''
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    nodes.push({ node: n, start: text.length })
+    text += n.data
+  }
+  const at = text.indexOf(prefix)
+  if (at < 0) return -1
+  const point = (offset: number, end: boolean) => {
+    const hit = nodes.findLast((n) =>
+      end ? n.start < offset : n.start <= offset && offset < n.start + n.node.data.length,
+    )!
+    return [hit.node, offset - hit.start] as const
+  }
+  const range = doc.createRange()
+  range.setStart(...point(at, false))
+  range.setEnd(...point(at + prefix.length, true))
+  return new Set(
+    [...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top)),
+  ).size
 }
 
 /** Runs the `baton` command as a separate process and answers its exit code and output. */
@@ -101,17 +221,35 @@ for (const store of testStores) {
       }, hash)
       await settled()
     }
+    /**
+     * Looks at the page at each size: its layout must hold (nothing outside the viewport, no box
+     * overflowing), and on SQLite a full-page screenshot is kept under `artifacts/dashboard/`.
+     */
     const shoot = async (name: string) => {
-      if (!shots) return
       for (const [size, viewport] of Object.entries(SIZES)) {
         await page.setViewportSize(viewport)
-        await page.waitForTimeout(150)
-        await page.screenshot({
-          path: path.join(ARTIFACTS, `${name}-${size}.png`),
-          fullPage: true,
-        })
+        await page.waitForFunction(
+          (width) =>
+            (globalThis as unknown as PageWindow).document.documentElement.clientWidth <= width,
+          viewport.width,
+        )
+        assert.deepEqual(await page.evaluate(layoutProblems), [], `${name} at ${size}`)
+        if (shots) {
+          await page.screenshot({
+            path: path.join(ARTIFACTS, `${name}-${size}.png`),
+            fullPage: true,
+          })
+        }
       }
       await page.setViewportSize(SIZES.desktop)
+    }
+    const atSize = async <T>(size: keyof typeof SIZES, run: () => Promise<T>): Promise<T> => {
+      await page.setViewportSize(SIZES[size])
+      try {
+        return await run()
+      } finally {
+        await page.setViewportSize(SIZES.desktop)
+      }
     }
 
     before(async () => {
@@ -119,6 +257,10 @@ for (const store of testStores) {
       hub = await startTestHub(store, { BATON_ADMIN_TOKEN: TOKEN })
       browser = await launchBrowser()
       context = await browser.newContext({ viewport: SIZES.desktop })
+      await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: hub.url })
+      // tsx keeps function names by wrapping them in `__name(…)`; the page functions below are
+      // sent to the browser as their source, so the page gets a `__name` that does nothing.
+      await context.addInitScript('globalThis.__name = (fn) => fn')
       page = await context.newPage()
       page.on('pageerror', (e) => {
         pageErrors.push(e.message)
@@ -245,6 +387,67 @@ for (const store of testStores) {
       await hub.ctx.identity.decide(pending.principal, 'reject')
     })
 
+    test('at 390 px each principal shows its own end, with the whole value and a copy button', async () => {
+      const rows = [await agent(), await agent()]
+      await go('#/admission')
+      for (const c of rows) await page.waitForSelector(`tr[data-principal="${c.principal}"]`)
+      const shown = await atSize('phone', () =>
+        page.evaluate(
+          (principals) =>
+            principals.map((p) => {
+              const el = (globalThis as unknown as PageWindow).document.querySelector(
+                `tr[data-principal="${p}"] td .id`,
+              )
+              return {
+                // biome-ignore lint/performance/useDomNodeTextContent: the text as drawn, without what CSS hides
+                text: el?.innerText ?? '',
+                title: el?.title ?? '',
+                cut: el ? el.scrollWidth > el.clientWidth : true,
+              }
+            }),
+          rows.map((c) => c.principal),
+        ),
+      )
+      for (const [i, c] of rows.entries()) {
+        assert.equal(shown[i]!.cut, false, 'the shown text is not cut off')
+        assert.ok(shown[i]!.text.startsWith('did:key:'), shown[i]!.text)
+        assert.ok(shown[i]!.text.endsWith(c.principal.slice(-4)), 'the distinguishing end shows')
+        assert.equal(shown[i]!.title, c.principal, 'the whole value is in the title')
+      }
+      assert.notEqual(shown[0]!.text, shown[1]!.text, 'rows can be told apart')
+      await page.click(`tr[data-principal="${rows[1]!.principal}"] button[data-copy]`)
+      assert.equal(
+        await page.evaluate(() =>
+          (globalThis as unknown as PageWindow).navigator.clipboard.readText(),
+        ),
+        rows[1]!.principal,
+      )
+      for (const c of rows) await hub.ctx.identity.decide(c.principal, 'reject')
+    })
+
+    test('Reject and Suspend ask first; cancelling changes nothing', async () => {
+      const pending = await agent()
+      await go('#/admission')
+      const row = `tr[data-principal="${pending.principal}"]`
+      await page.waitForSelector(row)
+      await page.click(`${row} button[data-decide=reject]`)
+      await page.waitForSelector('dialog#confirm[open]', { timeout: 5_000 })
+      await shoot('admission-confirm')
+      await page.click('#confirm-cancel')
+      await page.waitForSelector('dialog#confirm', { state: 'hidden' })
+      assert.equal((await hub.ctx.identity.get(pending.principal)).state, 'pending')
+      // Escape closes the question as Cancel does.
+      await page.click(`${row} button[data-decide=reject]`)
+      await page.waitForSelector('dialog#confirm[open]')
+      await page.keyboard.press('Escape')
+      await page.waitForSelector('dialog#confirm', { state: 'hidden' })
+      assert.equal((await hub.ctx.identity.get(pending.principal)).state, 'pending')
+      await page.click(`${row} button[data-decide=reject]`)
+      await page.click('dialog#confirm[open] #confirm-ok')
+      await page.waitForSelector(row, { state: 'detached' })
+      assert.equal((await hub.ctx.identity.get(pending.principal)).state, 'rejected')
+    })
+
     test('approve a pending principal in the admission queue and see it admitted', async () => {
       const pending = await agent()
       assert.equal((await signed(pending, 'GET', '/v1/resources')).body.code, 'admission_pending')
@@ -264,8 +467,24 @@ for (const store of testStores) {
       assert.equal((await signed(pending, 'GET', '/v1/resources')).status, 200)
       await page.selectOption('#f-state', 'all')
       await waitText(row, 'approved')
-      // Keyboard: the decision buttons are reachable and usable without a mouse.
+      // Keyboard: the decision buttons and the question they ask work without a mouse; the
+      // question opens on Cancel, so a second Enter does not suspend by accident.
       await page.focus(`${row} button[data-decide=suspend]`)
+      await page.keyboard.press('Enter')
+      await page.waitForSelector('dialog#confirm[open]')
+      assert.equal(
+        await page.evaluate(
+          () => (globalThis as unknown as PageWindow).document.querySelector(':focus')?.id,
+        ),
+        'confirm-cancel',
+      )
+      await page.keyboard.press('Tab')
+      assert.equal(
+        await page.evaluate(
+          () => (globalThis as unknown as PageWindow).document.querySelector(':focus')?.id,
+        ),
+        'confirm-ok',
+      )
       await page.keyboard.press('Enter')
       await waitText(row, 'suspended')
       assert.equal((await hub.ctx.identity.get(pending.principal)).state, 'suspended')
@@ -479,6 +698,12 @@ for (const store of testStores) {
         )
       }
       await shoot('transfer')
+      // At 390 px the checksum's algorithm stays on one line, in the details and the timeline.
+      const checksumLines = await atSize('phone', async () => [
+        await page.evaluate(linesOf, ['#timeline', 'sha-256:'] as const),
+        await page.evaluate(linesOf, ['.meta', 'sha-256:', 'Checksum'] as const),
+      ])
+      assert.deepEqual(checksumLines, [1, 1])
       const last = await signed(runtime, 'POST', `/v1/transfers/${id}/usage`, {
         idempotencyKey: 'u4',
         amountMicros: 300_000,
@@ -495,6 +720,116 @@ for (const store of testStores) {
       await go('#/transfers')
       await page.waitForSelector(`a[href="#/transfers/${id}"]`)
       await shoot('transfers')
+    })
+
+    test('an unknown route shows a page saying so, with a link home', async () => {
+      for (const hash of ['#/no-such-page', '#/overview/extra', '#/handoffs/ho_nothing_here']) {
+        await go(hash)
+        assert.equal(
+          await page.evaluate(
+            () =>
+              (globalThis as unknown as PageWindow).document.getElementById('view')?.dataset.view,
+          ),
+          'not-found',
+          hash,
+        )
+        assert.equal(await page.locator('#not-found a[href="#/overview"]').count(), 1, hash)
+      }
+      await shoot('not-found')
+      await page.click('#not-found a[href="#/overview"]')
+      await waitText('h1.page', 'Overview')
+    })
+
+    // A handoff that is done and a transfer that is terminated, for the two tests below.
+    const ended = { handoffId: '', transferId: '' }
+
+    test('an ended transfer or handoff counts nothing down: it shows when it ended', async () => {
+      const owner = await admitted()
+      // A handoff that is done, and one still open.
+      const made = []
+      for (const note of ['finished', 'still open']) {
+        const created = await call(hub, 'POST', '/services/v1/handoff', {
+          body: { payload: { n: 1 }, note },
+        })
+        assert.equal(created.status, 201, JSON.stringify(created.body))
+        made.push(created.body as { handoff_id: string; receiver_token: string })
+      }
+      const done = await call(hub, 'POST', `/services/v1/handoff/${made[0]!.handoff_id}/done`, {
+        token: made[0]!.receiver_token,
+        body: { from: 'offered' },
+      })
+      assert.equal(done.status, 200, JSON.stringify(done.body))
+      // A transfer the operator terminated.
+      const staged = await signed(owner, 'POST', '/v1/transfers', {
+        snapshot: { systemPrompt: 'p', messages: [] },
+      })
+      assert.equal(staged.status, 201, JSON.stringify(staged.body))
+      const transferId = staged.body.transferId as string
+      const terminated = await call(hub, 'POST', `/admin/v1/transfers/${transferId}/terminate`, {
+        body: {},
+        headers: { authorization: `Bearer ${TOKEN}` },
+      })
+      assert.equal(terminated.status, 200, JSON.stringify(terminated.body))
+      ended.handoffId = made[0]!.handoff_id
+      ended.transferId = transferId
+
+      const future = () =>
+        page.evaluate(() =>
+          [
+            ...(globalThis as unknown as PageWindow).document.querySelectorAll(
+              '#content time[datetime], #content [data-countdown]',
+            ),
+          ]
+            .map((t) => t.getAttribute('datetime') ?? t.getAttribute('data-countdown') ?? '')
+            .filter((at) => Date.parse(at) > Date.now()),
+        )
+      await go(`#/transfers/${transferId}`)
+      await waitText('#transfer-state', 'terminated')
+      assert.deepEqual(await future(), [], 'an ended transfer counts nothing down')
+      assert.equal(await page.locator('#ended time[datetime]').count(), 1, 'it says when it ended')
+      await shoot('transfer-terminated')
+      await go(`#/handoffs/${made[0]!.handoff_id}`)
+      await waitText('#handoff-state', 'done')
+      assert.deepEqual(await future(), [], 'an ended handoff counts nothing down')
+      assert.equal(await page.locator('#ended time[datetime]').count(), 1)
+    })
+
+    test("the overview's open and running cards list only what they count", async () => {
+      assert.ok(ended.handoffId && ended.transferId, 'the test above made them')
+      await go('#/overview')
+      const cards = await page.evaluate(() => {
+        const doc = (globalThis as unknown as PageWindow).document
+        return ['Open handoffs', 'Running transfers'].map((label) => {
+          const value = doc.querySelector(`[data-stat="${label}"]`)
+          const chips = [...(value?.parentElement?.querySelectorAll('.breakdown .chip') ?? [])]
+          return {
+            value: Number((value?.textContent ?? '').replaceAll(',', '')),
+            chips: chips.map((c) => {
+              const words = (c.textContent ?? '').split(' ')
+              return { state: words.slice(0, -1).join(' '), n: Number(words.at(-1)) }
+            }),
+          }
+        })
+      })
+      const overview = (await page.evaluate(async () =>
+        (await fetch('/dashboard/api/overview')).json(),
+      )) as { handoffs: Record<string, number>; transfers: Record<string, number> }
+      assert.ok((overview.handoffs.done ?? 0) > 0 && (overview.transfers.terminated ?? 0) > 0)
+      const [handoffs, transfers] = cards
+      for (const card of cards) {
+        assert.equal(
+          card!.chips.reduce((a, c) => a + c.n, 0),
+          card!.value,
+          'the chips add up to the card',
+        )
+      }
+      for (const c of handoffs!.chips) {
+        assert.ok(!['done', 'failed', 'returned', 'expired'].includes(c.state), c.state)
+      }
+      assert.ok(handoffs!.chips.some((c) => c.state === 'offered'))
+      for (const c of transfers!.chips)
+        assert.ok(['active', 'insolvent'].includes(c.state), c.state)
+      await shoot('overview-ended')
     })
 
     test('sign-out ends the session', async () => {

@@ -83,10 +83,28 @@ async function series(
   return out
 }
 
+/**
+ * Open handoffs by state: not ended and not past expiry, the same test as the `open` filter of
+ * the handoff list, so a custom machine's final states are left out by the hub, not guessed.
+ */
+async function openHandoffsByState(db: Db, now: number): Promise<Record<string, number>> {
+  const rows = await db
+    .selectFrom('handoffs')
+    .select(['state', sql<number>`count(*)`.as('n')])
+    .where('ended', '=', 0)
+    .where('expires_at', '>', now)
+    .groupBy('state')
+    .execute()
+  const out: Record<string, number> = {}
+  for (const r of rows) out[r.state] = num(r.n)
+  return out
+}
+
 /** Counts that matter now, and activity per minute over the last hour. */
 export async function overview(db: Db, now: number) {
-  const [handoffs, transfers, principals] = await Promise.all([
+  const [handoffs, openHandoffs, transfers, principals] = await Promise.all([
     countBy(db, 'handoffs', now),
+    openHandoffsByState(db, now),
     countBy(db, 'transfers', now),
     countBy(db, 'principals', now),
   ])
@@ -115,6 +133,7 @@ export async function overview(db: Db, now: number) {
   return {
     at: iso(now),
     handoffs,
+    openHandoffs,
     transfers,
     principals,
     pendingAdmissions: principals.pending ?? 0,

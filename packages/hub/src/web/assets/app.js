@@ -17,7 +17,11 @@ async function api(path) {
     throw new Error('signed out')
   }
   const body = await res.json().catch(() => ({}))
-  if (!res.ok) throw Object.assign(new Error(body.error || `HTTP ${res.status}`), { body })
+  if (!res.ok)
+    throw Object.assign(new Error(body.error || `HTTP ${res.status}`), {
+      body,
+      status: res.status,
+    })
   return body
 }
 
@@ -59,6 +63,44 @@ const time = (isoTime) =>
   isoTime ? `<time datetime="${esc(isoTime)}" title="${esc(isoTime)}">${ago(isoTime)}</time>` : '—'
 const badge = (state) => `<span class="badge s-${esc(state)}">${esc(state)}</span>`
 const short = (id, cls = '') => `<span class="id ${cls}" title="${esc(id)}">${esc(id)}</span>`
+
+const copyIcon =
+  '<svg class="copy-icon" viewBox="0 0 16 16" width="14" height="14" aria-hidden="true" focusable="false"><rect x="5" y="5" width="9" height="9" rx="1.5" /><path d="M11 3.5V3a1 1 0 0 0-1-1H3a1 1 0 0 0-1 1v7a1 1 0 0 0 1 1h.5" /></svg>'
+
+/**
+ * A principal. Every Ed25519 did:key starts `did:key:z6Mk`, so cutting the end off leaves rows
+ * that cannot be told apart: narrow screens show the method and the key's last characters
+ * instead. The whole value is in the title and behind a copy button; `href` makes it a link.
+ */
+function who(value, { href = '', cls = '' } = {}) {
+  if (!value) return '—'
+  const v = String(value)
+  const did = /^(did:[a-z0-9]+:)(.{9,})$/.exec(v)
+  const tail = did ? `${did[1]}…${did[2].slice(-4)}` : ''
+  const label = did
+    ? `<span class="id who ${cls}" title="${esc(v)}" data-principal-text="${esc(v)}"><span class="full">${esc(v)}</span><span class="tail">${esc(tail)}</span></span>`
+    : short(v, cls)
+  const shown = href
+    ? `<a href="${esc(href)}" data-focus-key="who:${esc(href)}">${label}</a>`
+    : label
+  if (!did) return shown
+  return `<span class="who-wrap">${shown}<button type="button" class="copy" data-copy="${esc(v)}" aria-label="Copy ${esc(tail)}" title="Copy ${esc(v)}">${copyIcon}</button></span>`
+}
+
+/** A checksum such as `sha-256:…`: the algorithm stays whole, only the digest may break. */
+function checksum(value) {
+  if (!value) return '—'
+  const at = String(value).indexOf(':')
+  if (at < 0) return `<span class="digest">${esc(value)}</span>`
+  return `<span class="checksum"><span class="algo">${esc(value.slice(0, at + 1))}</span><span class="digest">${esc(value.slice(at + 1))}</span></span>`
+}
+
+/** Escaped JSON of event data, with any checksum's algorithm kept on one line. */
+const eventData = (data) =>
+  esc(JSON.stringify(data)).replace(
+    /(&quot;)(sha-\d+:)/g,
+    (_, q, algo) => `${q}<span class="algo">${algo}</span>`,
+  )
 const money = (micros) =>
   micros === null || micros === undefined
     ? '—'
@@ -242,6 +284,26 @@ const views = {
   },
 }
 
+/** Sections that have one page per id; the others have no pages below them. */
+const withIds = new Set(['handoffs', 'transfers', 'resources', 'messages'])
+
+const notFoundPage = (what) =>
+  `<div class="panel not-found" id="not-found"><p>There is nothing at <code>${esc(what)}</code>.</p><p><a href="#/overview" data-focus-key="home">Go to the overview</a></p></div>`
+
+const notFound = {
+  title: 'Not found',
+  shell: () => `<h1 class="page">Not found</h1><div id="content"></div>`,
+  load: async () => ({}),
+  draw: () => notFoundPage(location.hash || '#/'),
+}
+
+/** The view of a route: an unknown section, or an id below a section without ids, is not found. */
+function viewOf(r) {
+  const v = Object.hasOwn(views, r.section) ? views[r.section] : undefined
+  if (!v || (r.id && !withIds.has(r.section))) return notFound
+  return v
+}
+
 // ---- views ----------------------------------------------------------------------------------
 
 function stat(label, value, breakdown = '', attention = false) {
@@ -255,15 +317,18 @@ function byState(counts) {
     .join('')
 }
 
+/** The transfer states the "Running transfers" card counts. */
+const RUNNING = ['active', 'insolvent']
+
 function drawOverview(o) {
   const sum = (obj) => Object.values(obj).reduce((a, b) => a + b, 0)
-  const openHandoffs =
-    sum(o.handoffs) -
-    (o.handoffs.done ?? 0) -
-    (o.handoffs.failed ?? 0) -
-    (o.handoffs.returned ?? 0) -
-    (o.handoffs.expired ?? 0)
-  const runningTransfers = (o.transfers.active ?? 0) + (o.transfers.insolvent ?? 0)
+  // A card's chips break down exactly the number on the card, never the ended ones.
+  const open = o.openHandoffs ?? {}
+  const running = Object.fromEntries(
+    RUNNING.filter((s) => o.transfers[s]).map((s) => [s, o.transfers[s]]),
+  )
+  const openHandoffs = sum(open)
+  const runningTransfers = sum(running)
   const principals = sum(o.principals)
   const stats = [
     stat(
@@ -272,13 +337,8 @@ function drawOverview(o) {
       `<a href="#/admission">Review queue</a>`,
       o.pendingAdmissions > 0,
     ),
-    stat('Open handoffs', openHandoffs, byState(o.handoffs)),
-    stat(
-      'Running transfers',
-      runningTransfers,
-      byState(o.transfers),
-      (o.transfers.insolvent ?? 0) > 0,
-    ),
+    stat('Open handoffs', openHandoffs, byState(open)),
+    stat('Running transfers', runningTransfers, byState(running), (o.transfers.insolvent ?? 0) > 0),
     stat('Unacked messages', o.unackedMessages, `<a href="#/messages">By recipient</a>`),
     stat('Principals', principals, byState(o.principals)),
     stat(
@@ -322,7 +382,7 @@ function drawPrincipals({ principals, next_cursor }, r) {
   const rows = principals.map((p) => {
     const act = (decision, label, disabled) =>
       `<button type="button" class="${decision}" data-decide="${decision}" data-principal="${esc(p.principal)}" data-focus-key="${decision}:${esc(p.principal)}"${disabled ? ' disabled' : ''}>${label}</button>`
-    return `<tr data-principal="${esc(p.principal)}"><td>${short(p.principal, 'long')}</td><td>${badge(p.state)}</td><td class="hide-narrow">${time(p.enrolledAt)}</td><td class="hide-narrow">${time(p.decidedAt)}</td><td class="actions">${act('approve', 'Approve', p.state === 'approved')}${act('reject', 'Reject', p.state === 'rejected')}${act('suspend', 'Suspend', p.state === 'suspended')}</td></tr>`
+    return `<tr data-principal="${esc(p.principal)}"><td>${who(p.principal, { cls: 'long' })}</td><td>${badge(p.state)}</td><td class="hide-narrow">${time(p.enrolledAt)}</td><td class="hide-narrow">${time(p.decidedAt)}</td><td class="actions">${act('approve', 'Approve', p.state === 'approved')}${act('reject', 'Reject', p.state === 'rejected')}${act('suspend', 'Suspend', p.state === 'suspended')}</td></tr>`
   })
   return `${table(
     [
@@ -361,7 +421,7 @@ function drawHandoff(h) {
   const history = h.history
     .map(
       (m) =>
-        `<tr><td class="num">v${m.version}</td><td>${badge(m.from)} → ${badge(m.to)}</td><td>${esc(m.actor)}</td><td class="hide-narrow">${esc(m.note ?? '')}</td><td>${time(m.at)}</td></tr>`,
+        `<tr><td class="num">v${m.version}</td><td>${badge(m.from)} → ${badge(m.to)}</td><td>${who(m.actor)}</td><td class="hide-narrow">${esc(m.note ?? '')}</td><td>${time(m.at)}</td></tr>`,
     )
     .join('')
   return `<h1 class="page"><span class="mono">${esc(h.id)}</span> <span id="handoff-state">${badge(h.expired ? 'expired' : h.state)}</span> <span class="muted" id="handoff-version">version ${h.version}</span></h1>
@@ -369,7 +429,7 @@ function drawHandoff(h) {
     <div><dt>State</dt><dd>${esc(h.state)}${h.ended ? ' (ended)' : ''}</dd></div>
     <div><dt>Created</dt><dd>${time(h.createdAt)}</dd></div>
     <div><dt>Last change</dt><dd>${time(h.updatedAt)}</dd></div>
-    <div><dt>Expires</dt><dd>${time(h.expiresAt)}</dd></div>
+    ${h.ended ? `<div><dt>Ended</dt><dd id="ended">${time(h.updatedAt)} in ${esc(h.state)}</dd></div>` : `<div><dt>Expires</dt><dd>${time(h.expiresAt)}</dd></div>`}
     <div><dt>Note</dt><dd>${esc(h.note ?? '—')}</dd></div>
     <div><dt>Notify URL</dt><dd>${h.hasNotifyUrl ? 'set (hidden)' : 'none'}</dd></div>
   </dl>
@@ -385,7 +445,7 @@ function drawHandoff(h) {
 function drawTransfers({ transfers }) {
   const rows = transfers.map(
     (t) =>
-      `<tr><td><a href="#/transfers/${enc(t.id)}" data-focus-key="t:${esc(t.id)}">${short(t.id)}</a></td><td>${badge(t.state)}</td><td class="hide-narrow">${short(t.owner)}</td><td class="hide-narrow">${esc(t.tier ?? '—')}</td><td>${budgetBar(t.spentMicros, t.budgetMicros, t.state, true)}</td><td class="num hide-narrow">${money(t.spentMicros)} / ${money(t.budgetMicros)}</td><td class="hide-narrow">${time(t.updatedAt)}</td></tr>`,
+      `<tr><td><a href="#/transfers/${enc(t.id)}" data-focus-key="t:${esc(t.id)}">${short(t.id)}</a></td><td>${badge(t.state)}</td><td class="hide-narrow">${who(t.owner)}</td><td class="hide-narrow">${esc(t.tier ?? '—')}</td><td>${budgetBar(t.spentMicros, t.budgetMicros, t.state, true)}</td><td class="num hide-narrow">${money(t.spentMicros)} / ${money(t.budgetMicros)}</td><td class="hide-narrow">${time(t.updatedAt)}</td></tr>`,
   )
   return table(
     [
@@ -402,7 +462,17 @@ function drawTransfers({ transfers }) {
   )
 }
 
+/** How a transfer ended, by its `endReason`. */
+const endReasons = {
+  orchestrator: 'terminated by the operator',
+  insolvent: 'out of budget after the grace period',
+  expired: 'expired before it was activated',
+}
+
 function drawTransfer(t) {
+  // An ended transfer counts nothing down: it shows when and how it ended instead.
+  const ended = t.state === 'terminated'
+  const endedAt = ended ? t.events.findLast((e) => e.to === 'terminated')?.at : null
   const remaining = t.budgetMicros === null ? null : t.budgetMicros - t.spentMicros
   const grace =
     t.state === 'insolvent' && t.graceEndsAt
@@ -413,7 +483,7 @@ function drawTransfer(t) {
   const events = t.events
     .map(
       (e) =>
-        `<li><span class="seq">#${e.seq}</span><div><strong>${esc(e.type)}</strong> ${e.from ? `${badge(e.from)} → ` : ''}${badge(e.to)} <span class="muted">by ${short(e.actor)} · ${time(e.at)}</span>${Object.keys(e.data ?? {}).length ? `<div class="muted mono data">${esc(JSON.stringify(e.data))}</div>` : ''}</div></li>`,
+        `<li><span class="seq">#${e.seq}</span><div><strong>${esc(e.type)}</strong> ${e.from ? `${badge(e.from)} → ` : ''}${badge(e.to)} <span class="muted">by ${who(e.actor)} · ${time(e.at)}</span>${Object.keys(e.data ?? {}).length ? `<div class="muted mono data">${eventData(e.data)}</div>` : ''}</div></li>`,
     )
     .join('')
   return `<h1 class="page"><span class="mono">${esc(t.id)}</span> <span id="transfer-state">${badge(t.state)}</span></h1>
@@ -423,14 +493,14 @@ function drawTransfer(t) {
   </div>
   <h2>Runtime</h2>
   <dl class="panel meta">
-    <div><dt>Runtime</dt><dd>${t.runtime ? short(t.runtime, 'long') : '—'}</dd></div>
+    <div><dt>Runtime</dt><dd>${t.runtime ? who(t.runtime, { cls: 'long' }) : '—'}</dd></div>
     <div><dt>Tier</dt><dd>${esc(t.tier ?? '—')}</dd></div>
-    <div><dt>Lease ends</dt><dd>${time(t.leaseEndsAt)}</dd></div>
-    <div><dt>Owner</dt><dd>${short(t.owner, 'long')}</dd></div>
+    ${ended ? '' : `<div><dt>Lease ends</dt><dd>${time(t.leaseEndsAt)}</dd></div>`}
+    <div><dt>Owner</dt><dd>${who(t.owner, { cls: 'long' })}</dd></div>
     <div><dt>Created</dt><dd>${time(t.createdAt)}</dd></div>
-    <div><dt>Expires</dt><dd>${time(t.expiresAt)}</dd></div>
+    ${ended ? `<div><dt>Ended</dt><dd id="ended">${time(endedAt)}${t.endReason ? ` · ${esc(endReasons[t.endReason] ?? t.endReason)}` : ''}</dd></div>` : `<div><dt>Expires</dt><dd>${time(t.expiresAt)}</dd></div>`}
     <div><dt>Snapshot</dt><dd>${number.format(t.snapshotBytes)} bytes</dd></div>
-    <div><dt>Checksum</dt><dd class="mono">${esc(t.checksum)}</dd></div>
+    <div><dt>Checksum</dt><dd class="mono" id="checksum">${checksum(t.checksum)}</dd></div>
   </dl>
   <h2>Event timeline</h2>
   <div class="panel"><ol class="timeline" id="timeline">${events || '<li class="muted">No events.</li>'}</ol></div>
@@ -450,7 +520,7 @@ function drawResources(d) {
     .join('')
   const rows = d.resources.map(
     (r) =>
-      `<tr><td><a href="#/resources/${enc(r.id)}" data-focus-key="r:${esc(r.id)}">${short(r.id)}</a></td><td>${esc(r.namespace)}</td><td class="hide-narrow">${esc(r.kind)}</td><td class="hide-narrow"><a href="#/resources?owner=${enc(r.owner)}" title="Only this owner">${short(r.owner)}</a></td><td class="num">${r.version}</td><td class="num hide-narrow">${number.format(r.size)}</td><td>${time(r.updatedAt)}</td></tr>`,
+      `<tr><td><a href="#/resources/${enc(r.id)}" data-focus-key="r:${esc(r.id)}">${short(r.id)}</a></td><td>${esc(r.namespace)}</td><td class="hide-narrow">${esc(r.kind)}</td><td class="hide-narrow">${who(r.owner, { href: `#/resources?owner=${enc(r.owner)}` })}</td><td class="num">${r.version}</td><td class="num hide-narrow">${number.format(r.size)}</td><td>${time(r.updatedAt)}</td></tr>`,
   )
   const statusChips = ['live', 'revoked', 'expired', 'all']
     .map(
@@ -469,7 +539,7 @@ function drawResources(d) {
 function drawGrants(grants) {
   const rows = grants.map(
     (g) =>
-      `<tr><td class="hide-narrow">${short(g.id)}</td><td class="hide-narrow"><a href="#/resources/${enc(g.resourceId)}">${short(g.resourceId)}</a></td><td>${short(g.subject)}</td><td>${esc((g.actions ?? []).join(', '))}</td><td>${badge(g.status)}</td><td class="hide-narrow">${g.status === 'revoked' ? time(g.revokedAt) : time(g.expiresAt)}</td></tr>`,
+      `<tr><td class="hide-narrow">${short(g.id)}</td><td class="hide-narrow"><a href="#/resources/${enc(g.resourceId)}">${short(g.resourceId)}</a></td><td>${who(g.subject)}</td><td>${esc((g.actions ?? []).join(', '))}</td><td>${badge(g.status)}</td><td class="hide-narrow">${g.status === 'revoked' ? time(g.revokedAt) : time(g.expiresAt)}</td></tr>`,
   )
   return table(
     [
@@ -505,17 +575,17 @@ function drawResource(r) {
     .reverse()
     .map(
       (v) =>
-        `<article class="panel version" data-version="${v.version}"><h3>Version ${v.version} <span class="muted">by ${short(v.actor)} · ${time(v.at)}</span></h3>${diffList(v.changes)}<details><summary data-focus-key="data:${v.version}">Data at version ${v.version}</summary>${json(v.data)}</details></article>`,
+        `<article class="panel version" data-version="${v.version}"><h3>Version ${v.version} <span class="muted">by ${who(v.actor)} · ${time(v.at)}</span></h3>${diffList(v.changes)}<details><summary data-focus-key="data:${v.version}">Data at version ${v.version}</summary>${json(v.data)}</details></article>`,
     )
     .join('')
   return `<h1 class="page"><span class="mono">${esc(r.id)}</span> <span class="badge">v${r.version}</span></h1>
   <dl class="panel meta">
     <div><dt>Namespace</dt><dd>${esc(r.namespace)}</dd></div>
     <div><dt>Kind</dt><dd>${esc(r.kind)}</dd></div>
-    <div><dt>Owner</dt><dd>${short(r.owner, 'long')}</dd></div>
+    <div><dt>Owner</dt><dd>${who(r.owner, { cls: 'long' })}</dd></div>
     <div><dt>Size</dt><dd>${number.format(r.size)} bytes</dd></div>
     <div><dt>Created</dt><dd>${time(r.createdAt)}</dd></div>
-    <div><dt>Last change</dt><dd>${time(r.updatedAt)} by ${short(r.updatedBy)}</dd></div>
+    <div><dt>Last change</dt><dd>${time(r.updatedAt)} by ${who(r.updatedBy)}</dd></div>
   </dl>
   <h2>History and diffs (newest first)</h2>
   <div class="versions" id="versions">${versions}</div>
@@ -546,14 +616,14 @@ function drawNotify({ counts, oldestPending, oldestDead }) {
 function drawMessageSummary({ principals }) {
   const rows = principals.map(
     (p) =>
-      `<tr><td><a href="#/messages/${enc(p.principal)}" data-focus-key="m:${esc(p.principal)}">${short(p.principal, 'long')}</a></td><td class="num">${number.format(p.total)}</td><td class="num">${p.unacked ? `<strong>${number.format(p.unacked)}</strong>` : '0'}</td><td class="num">${p.lastSequence}</td><td class="num hide-narrow">${p.oldestUnackedSequence ?? '—'}</td><td class="hide-narrow">${time(p.lastAt)}</td></tr>`,
+      `<tr><td>${who(p.principal, { href: `#/messages/${enc(p.principal)}`, cls: 'long' })}</td><td class="num">${number.format(p.total)}</td><td class="num">${p.unacked ? `<strong>${number.format(p.unacked)}</strong>` : '0'}</td><td class="num hide-narrow">${p.lastSequence}</td><td class="num hide-narrow">${p.oldestUnackedSequence ?? '—'}</td><td class="hide-narrow">${time(p.lastAt)}</td></tr>`,
   )
   return table(
     [
       '<th>Recipient</th>',
       '<th class="num">Messages</th>',
       '<th class="num">Unacked</th>',
-      '<th class="num">Last seq</th>',
+      '<th class="num hide-narrow">Last seq</th>',
       '<th class="num hide-narrow">Oldest unacked</th>',
       '<th class="hide-narrow">Last</th>',
     ],
@@ -565,9 +635,9 @@ function drawMessageSummary({ principals }) {
 function drawMessages({ principal, messages }) {
   const rows = messages.map(
     (m) =>
-      `<tr data-message="${esc(m.id)}"><td class="num">${m.sequence}</td><td>${m.direction === 'in' ? 'from' : 'to'} ${short(m.direction === 'in' ? m.sender : m.recipient)}</td><td>${m.ackedAt ? badge('acked') : badge('pending')}</td><td class="num hide-narrow">${number.format(m.bodyChars)}</td><td class="hide-narrow">${time(m.createdAt)}</td><td class="actions"><button type="button" data-reveal="/dashboard/api/messages/${enc(m.id)}/body" data-field="body" data-focus-key="body:${esc(m.id)}">Show body</button></td></tr><tr class="reveal-row" hidden><td colspan="6"></td></tr>`,
+      `<tr data-message="${esc(m.id)}"><td class="num">${m.sequence}</td><td>${m.direction === 'in' ? 'from' : 'to'} ${who(m.direction === 'in' ? m.sender : m.recipient)}</td><td>${m.ackedAt ? badge('acked') : badge('pending')}</td><td class="num hide-narrow">${number.format(m.bodyChars)}</td><td class="hide-narrow">${time(m.createdAt)}</td><td class="actions"><button type="button" data-reveal="/dashboard/api/messages/${enc(m.id)}/body" data-field="body" data-focus-key="body:${esc(m.id)}" aria-label="Show the body of message ${m.sequence}">Show</button></td></tr><tr class="reveal-row" hidden><td colspan="6"></td></tr>`,
   )
-  return `<h1 class="page">Messages of <span class="id long" title="${esc(principal)}">${esc(principal)}</span></h1>
+  return `<h1 class="page">Messages of ${who(principal, { cls: 'long' })}</h1>
   ${table(['<th class="num">Seq</th>', '<th>Counterpart</th>', '<th>Ack</th>', '<th class="num hide-narrow">Chars</th>', '<th class="hide-narrow">Sent</th>', '<th>Body</th>'], rows, 'No messages to or from this principal.')}`
 }
 
@@ -598,10 +668,64 @@ function placeReveal(button, value) {
   }
 }
 
+const confirmDialog = document.getElementById('confirm')
+const decisionWords = {
+  reject: {
+    title: 'Reject this principal?',
+    text: 'Its requests will be refused; approving it later admits it again.',
+  },
+  suspend: {
+    title: 'Suspend this principal?',
+    text: 'Its requests will be refused until it is approved again.',
+  },
+}
+
+/** Asks before a decision that shuts a principal out; answers whether the operator confirmed. */
+function confirmDecision(decision, principal) {
+  const words = decisionWords[decision]
+  if (!words) return Promise.resolve(true)
+  document.getElementById('confirm-title').textContent = words.title
+  document.getElementById('confirm-principal').textContent = principal
+  document.getElementById('confirm-text').textContent = words.text
+  const ok = document.getElementById('confirm-ok')
+  ok.textContent = decision === 'reject' ? 'Reject' : 'Suspend'
+  ok.className = decision
+  confirmDialog.dataset.decision = decision
+  confirmDialog.returnValue = ''
+  confirmDialog.showModal()
+  return new Promise((resolve) => {
+    confirmDialog.addEventListener('close', () => resolve(confirmDialog.returnValue === 'ok'), {
+      once: true,
+    })
+  })
+}
+
+async function copyText(button) {
+  const value = button.dataset.copy
+  try {
+    await navigator.clipboard.writeText(value)
+  } catch {
+    // No clipboard (a plain-http address that is not loopback): select the text to copy by hand.
+    const text = button.parentElement.querySelector('.id')
+    const range = document.createRange()
+    range.selectNodeContents(text)
+    getSelection().removeAllRanges()
+    getSelection().addRange(range)
+    return
+  }
+  button.dataset.copied = 'true'
+  document.getElementById('announce').textContent = `Copied ${value}`
+  setTimeout(() => delete button.dataset.copied, 1500)
+}
+
 view.addEventListener('click', async (e) => {
   const target = e.target.closest('button')
   if (!target) return
-  if (target.dataset.decide) {
+  if (target.dataset.copy) {
+    e.preventDefault()
+    await copyText(target)
+  } else if (target.dataset.decide) {
+    if (!(await confirmDecision(target.dataset.decide, target.dataset.principal))) return
     target.disabled = true
     try {
       await post(
@@ -641,8 +765,9 @@ const revealed = new Map()
 
 async function show() {
   const r = route()
-  const v = views[r.section] ?? views.overview
+  const v = viewOf(r)
   current = { r, v }
+  view.dataset.view = v === notFound ? 'not-found' : r.section
   revealed.clear()
   for (const a of document.querySelectorAll('[data-nav]')) {
     if (a.dataset.nav === r.section) a.setAttribute('aria-current', 'page')
@@ -693,8 +818,14 @@ async function refresh() {
     view.dataset.loadedAt = String(Date.now())
   } catch (err) {
     if (mine !== generation) return
-    content.innerHTML = `<div class="panel"><p class="error">${esc(err.message)}</p></div>`
+    // A page for an id the hub does not know is not found, as an unknown route is.
+    if (err.status === 404) view.dataset.view = 'not-found'
+    content.innerHTML =
+      err.status === 404
+        ? notFoundPage(location.hash)
+        : `<div class="panel"><p class="error">${esc(err.message)}</p></div>`
     view.setAttribute('aria-busy', 'false')
+    view.dataset.loadedAt = String(Date.now())
   }
 }
 
