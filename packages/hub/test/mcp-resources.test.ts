@@ -8,6 +8,7 @@ import { McpError, ResourceUpdatedNotificationSchema } from '@modelcontextprotoc
 import { VERSION } from '../src/app.js'
 import { busWatch, type Delay, pollWatch, type Watch } from '../src/mcp/resources.js'
 import { createMcpServer } from '../src/mcp/server.js'
+import { SESSION_LIMITS } from '../src/mcp/sessions.js'
 import { localInvoke } from '../src/ops/local.js'
 import type { Invoke } from '../src/ops/mcp.js'
 import type { Auth } from '../src/ops/operation.js'
@@ -203,23 +204,118 @@ for (const store of testStores) {
       )
     })
 
-    test('over stateless Streamable HTTP: read, but no subscriptions', async () => {
-      const owner = await signedAgent(hub)
-      const peer = await signedAgent(hub)
-      const items = await itemsOf(owner, peer)
+    /** The official client over signed Streamable HTTP, and a promise of its GET event stream. */
+    async function streamable(agent: SignedClient) {
+      const signed = signedFetch(agent.identity)
+      let streamOpen!: () => void
+      const opened = new Promise<void>((resolve) => {
+        streamOpen = resolve
+      })
       const transport = new StreamableHTTPClientTransport(new URL(`${hub.url}/mcp`), {
-        fetch: signedFetch(owner.identity),
+        fetch: async (url, init) => {
+          const res = await signed(url, init)
+          if (init?.method === 'GET' && res.status === 200) streamOpen()
+          return res
+        },
       })
       const client = new Client({ name: 'baton-test', version: '1.0.0' })
       await client.connect(transport)
       clients.push(client)
-      assert.equal(client.getServerCapabilities()?.resources?.subscribe, false)
+      return { client, transport, opened }
+    }
+
+    /** A signed JSON-RPC POST to /mcp naming a session, as `agent`. */
+    async function postIn(agent: SignedClient, sessionId: string | undefined) {
+      const res = await signedFetch(agent.identity)(`${hub.url}/mcp`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2025-06-18',
+          ...(sessionId ? { 'mcp-session-id': sessionId } : {}),
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+      })
+      const text = await res.text()
+      return { status: res.status, text }
+    }
+
+    test('signed Streamable HTTP: a session pushes updates on its event stream', async () => {
+      const owner = await signedAgent(hub)
+      const peer = await signedAgent(hub)
+      const items = await itemsOf(owner, peer)
+      const { client, transport, opened } = await streamable(owner)
+      assert.equal(client.getServerCapabilities()?.resources?.subscribe, true)
+      assert.equal(typeof transport.sessionId, 'string')
       const { contents } = await client.readResource({ uri: items.a })
       assert.equal(JSON.parse(textOf(contents)).id, items.aId)
-      await rejectsWith(
-        client.readResource({ uri: items.transfer.replace('tr_', 'tr_x') }),
-        NOT_FOUND,
+      await rejectsWith(client.readResource({ uri: `${items.transfer}x` }), NOT_FOUND)
+
+      const notes = updates(client)
+      await client.subscribeResource({ uri: items.a })
+      await opened
+      await update(owner, items.bId, 1)
+      const changed = notes.next(items.a)
+      await update(owner, items.aId, 1)
+      await changed
+      assert.deepEqual(notes.seen, [items.a])
+
+      // The session is the signer's: another key naming it is answered like a missing session.
+      const mine = await postIn(owner, transport.sessionId)
+      assert.equal(mine.status, 200)
+      const theirs = await postIn(peer, transport.sessionId)
+      const missing = await postIn(peer, 'no-such-session')
+      assert.equal(theirs.status, 404)
+      assert.deepEqual(JSON.parse(theirs.text), JSON.parse(missing.text))
+      assert.equal(JSON.parse(theirs.text).error.code, -32001)
+      await client.close()
+    })
+
+    /** Listeners on the hub's bus, over all topics. */
+    const listeners = () => {
+      const bus = hub.ctx.bus as unknown as { listenerCount?: () => number; local?: unknown }
+      return typeof bus.listenerCount === 'function'
+        ? bus.listenerCount()
+        : (bus.local as { listenerCount(): number }).listenerCount()
+    }
+
+    test("a suspension ends the principal's sessions and their watches", async () => {
+      const owner = await signedAgent(hub)
+      const peer = await signedAgent(hub)
+      const items = await itemsOf(owner, peer)
+      const before = listeners()
+      const { client } = await streamable(owner)
+      await client.subscribeResource({ uri: items.a })
+      // One listener for the subscription, one for the principal's admission.
+      assert.equal(listeners(), before + 2)
+      const suspended = await call(
+        hub,
+        'POST',
+        `/admin/v1/principals/${encodeURIComponent(owner.principal)}/suspend`,
+        { token: ADMIN },
       )
+      assert.equal(suspended.status, 200)
+      assert.equal(listeners(), before)
+    })
+
+    test('an unsigned Streamable HTTP client gets no session and no resources', async () => {
+      const transport = new StreamableHTTPClientTransport(new URL(`${hub.url}/mcp`))
+      const client = new Client({ name: 'baton-test', version: '1.0.0' })
+      await client.connect(transport)
+      clients.push(client)
+      assert.equal(transport.sessionId, undefined)
+      assert.equal(client.getServerCapabilities()?.resources, undefined)
+    })
+
+    test('a principal holds a few sessions at most: a new one closes its oldest', async () => {
+      const owner = await signedAgent(hub)
+      const opened: string[] = []
+      for (let i = 0; i <= SESSION_LIMITS.maxPerPrincipal; i++) {
+        const { transport } = await streamable(owner)
+        opened.push(transport.sessionId!)
+      }
+      assert.equal((await postIn(owner, opened[0])).status, 404)
+      for (const id of opened.slice(1)) assert.equal((await postIn(owner, id)).status, 200)
     })
 
     for (const face of ['in the hub (event bus)', 'over signed HTTP (long polls)'] as const) {
@@ -291,11 +387,7 @@ for (const store of testStores) {
       const owner = await signedAgent(hub)
       const peer = await signedAgent(hub)
       const items = await itemsOf(owner, peer)
-      const bus = hub.ctx.bus as unknown as { listenerCount?: () => number; local?: unknown }
-      const count = () =>
-        typeof bus.listenerCount === 'function'
-          ? bus.listenerCount()
-          : (bus.local as { listenerCount(): number }).listenerCount()
+      const count = listeners
       const before = count()
       const client = await connect(local(owner), SIGNED, busWatch(hub.ctx.bus, owner.principal))
       await client.subscribeResource({ uri: items.a })
