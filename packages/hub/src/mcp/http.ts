@@ -78,7 +78,7 @@ export function registerMcpRoute(
 ): void {
   const policy = hostPolicy(ctx.config)
   const sessions = new SessionTable(ctx.clock, limits)
-  // Event streams stay open until closed: end them before the server waits for connections.
+  // Event streams stay open until closed: end them first, so a stop need not wait out its grace.
   api.app.addHook('preClose', async () => sessions.closeAll())
   // Before the body is read: a page that rebinds its name to the hub is refused outright.
   const onRequest = async (req: FastifyRequest) => assertAllowedHostAndOrigin(policy, req)
