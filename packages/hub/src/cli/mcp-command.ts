@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util'
 import { requestJson, type SignedBody, SignedClient } from '@baton/client'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
+import { pollWatch } from '../mcp/resources.js'
 import { createMcpServer } from '../mcp/server.js'
 import type { Auth } from '../ops/operation.js'
 import { remoteInvoke } from '../ops/remote.js'
@@ -20,7 +21,7 @@ export async function mcpCommand(argv: string[], io: Io): Promise<number> {
   })
   if (values.help) {
     io.stdout(
-      'baton mcp --hub URL [--identity agent.identity.json]\n\nMCP over stdio. Handoff tools need no identity; with --identity, the resource, grant, message, home-file and transfer tools act as that identity through signed requests. The hub URL may also come from BATON_HUB, the identity file from BATON_IDENTITY.',
+      'baton mcp --hub URL [--identity agent.identity.json]\n\nMCP over stdio. Handoff tools need no identity; with --identity, the resource, grant, message, home-file and transfer tools and the resources (baton://resources/{id}, baton://transfers/{id}, baton://inbox, with subscriptions) act as that identity through signed requests. The hub URL may also come from BATON_HUB, the identity file from BATON_IDENTITY.',
     )
     return 0
   }
@@ -30,22 +31,24 @@ export async function mcpCommand(argv: string[], io: Io): Promise<number> {
   const signed = identityPath
     ? await SignedClient.fromFile(new URL('/.well-known/agent-net', hub).href, identityPath)
     : undefined
+  const invoke = remoteInvoke({
+    plain: async (method, path, body, headers, signal) =>
+      requestJson(hub, method, path, body, { headers, signal }),
+    ...(signed
+      ? {
+          signed: (method, path, body, headers, signal) =>
+            signed.request(method, path, body as SignedBody, headers, { signal }),
+        }
+      : {}),
+  })
   const server = createMcpServer(
     {
-      ...(signed ? {} : {}),
-      invoke: remoteInvoke({
-        plain: async (method, path, body, headers, signal) =>
-          requestJson(hub, method, path, body, { headers, signal }),
-        ...(signed
-          ? {
-              signed: (method, path, body, headers, signal) =>
-                signed.request(method, path, body as SignedBody, headers, { signal }),
-            }
-          : {}),
-      }),
+      invoke,
       auths: new Set<Auth>(
         signed ? ['none', 'handoff-token', 'signature'] : ['none', 'handoff-token'],
       ),
+      // No event bus here: subscriptions long-poll the hub's waits (see mcp/resources.ts).
+      watch: pollWatch(invoke),
     },
     VERSION,
   )

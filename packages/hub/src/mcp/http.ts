@@ -1,15 +1,21 @@
+import { randomBytes } from 'node:crypto'
 import { BatonError } from '@baton/protocol'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AppContext } from '../app.js'
 import { toBatonError } from '../http/errors.js'
 import type { Api } from '../http/server.js'
+import { principalTopic } from '../identity/admission.js'
 import { verifiedPrincipal } from '../identity/http.js'
+import type { Principal } from '../identity/service.js'
 import { localInvoke } from '../ops/local.js'
 import type { ExtraPath } from '../ops/openapi.js'
 import type { Auth } from '../ops/operation.js'
 import { assertAllowedHostAndOrigin, hostPolicy } from './rebinding.js'
+import { busWatch } from './resources.js'
 import { createMcpServer } from './server.js'
+import { SESSION_LIMITS, type SessionLimits, SessionTable } from './sessions.js'
 
 /** How /mcp appears in the OpenAPI document: a transport, not an operation. */
 export const MCP_DOCS: ExtraPath[] = [
@@ -31,9 +37,18 @@ export const MCP_DOCS: ExtraPath[] = [
       400: { description: 'A JSON-RPC parse error (-32700) for a body that is not JSON' },
       401: { description: 'A signature that does not verify (as under /v1)' },
       403: { description: 'host_not_allowed or origin_not_allowed (DNS rebinding protection)' },
+      404: { description: 'A JSON-RPC error (-32001) for a session this signer does not hold' },
     },
   },
 ]
+
+const SIGNED: ReadonlySet<Auth> = new Set<Auth>(['none', 'handoff-token', 'signature'])
+const UNSIGNED: ReadonlySet<Auth> = new Set<Auth>(['none', 'handoff-token'])
+
+function sessionIdOf(req: FastifyRequest): string | undefined {
+  const id = req.headers['mcp-session-id']
+  return typeof id === 'string' && id !== '' ? id : undefined
+}
 
 /** JSON-RPC 2.0's answer to a body that is not JSON, or not a request (the MCP SDK's rule). */
 function jsonRpcError(reply: FastifyReply, status: number, code: number, message: string) {
@@ -43,26 +58,36 @@ function jsonRpcError(reply: FastifyReply, status: number, code: number, message
     .send({ jsonrpc: '2.0', id: null, error: { code, message } })
 }
 
+/** MCP transports (Streamable HTTP, Session Management): an unknown session is a 404. */
+function sessionNotFound(reply: FastifyReply) {
+  return jsonRpcError(reply, 404, -32001, 'Session not found')
+}
+
 /**
- * MCP over Streamable HTTP at /mcp, stateless: each request gets a fresh server whose tools call
- * the hub's services directly, as the request's signer when it is signed (RFC 9421, exactly as
- * under /v1), with the caller's address for per-address quotas.
+ * MCP over Streamable HTTP at /mcp. An unsigned request is answered by a fresh server with the
+ * anonymous tools. A signed one (RFC 9421, exactly as under /v1) acts as its signer: its
+ * initialize opens a session (`Mcp-Session-Id`) whose server keeps resource subscriptions and
+ * pushes their notifications on a GET event stream, each watch a listener on the event bus.
+ * Sessions are per instance and bound to the signer; when the table is full an initialize is
+ * answered statelessly, without subscriptions, so a crowd of sessions costs no one the tools.
  */
-export function registerMcpRoute(api: Api, ctx: AppContext): void {
+export function registerMcpRoute(
+  api: Api,
+  ctx: AppContext,
+  limits: SessionLimits = SESSION_LIMITS,
+): void {
   const policy = hostPolicy(ctx.config)
+  const sessions = new SessionTable(ctx.clock, limits)
+  // Event streams stay open until closed: end them first, so a stop need not wait out its grace.
+  api.app.addHook('preClose', async () => sessions.closeAll())
   // Before the body is read: a page that rebinds its name to the hub is refused outright.
   const onRequest = async (req: FastifyRequest) => assertAllowedHostAndOrigin(policy, req)
-  const handle = async (req: FastifyRequest, reply: FastifyReply) => {
-    const ip = req.ip
-    // A signed request (judged by the signature hook like any /v1 request) acts as its
-    // principal and reaches every agent tool; an unsigned one reaches the anonymous tools only.
-    const principal = verifiedPrincipal(req)
+
+  const stateless = async (req: FastifyRequest, reply: FastifyReply, principal?: Principal) => {
     const server = createMcpServer(
       {
-        invoke: localInvoke(ctx, { ip, principal }),
-        auths: new Set<Auth>(
-          principal ? ['none', 'handoff-token', 'signature'] : ['none', 'handoff-token'],
-        ),
+        invoke: localInvoke(ctx, { ip: req.ip, principal }),
+        auths: principal ? SIGNED : UNSIGNED,
         log: req.log,
       },
       ctx.version,
@@ -76,6 +101,76 @@ export function registerMcpRoute(api: Api, ctx: AppContext): void {
     await server.connect(transport)
     await transport.handleRequest(req.raw, reply.raw, req.body)
   }
+
+  const open = async (req: FastifyRequest, reply: FastifyReply, principal: Principal) => {
+    const who = principal.principal
+    const server = createMcpServer(
+      {
+        invoke: localInvoke(ctx, { ip: req.ip, principal }),
+        auths: SIGNED,
+        log: ctx.log,
+        watch: busWatch(ctx.bus, who),
+      },
+      ctx.version,
+    )
+    let added = false
+    let offAdmission: (() => void) | undefined
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      // A session id is a handle, not a credential (every request is signed), but it is as
+      // unguessable as a bearer token anyway.
+      sessionIdGenerator: () => randomBytes(32).toString('base64url'),
+      onsessioninitialized: (id) => {
+        added = true
+        sessions.add({
+          id,
+          principal: who,
+          server,
+          transport,
+          lastSeenAt: ctx.clock.now(),
+          streams: 0,
+        })
+        // A suspension or rejection ends the session: its event stream must not outlive the
+        // admission that every request of it was judged by.
+        offAdmission = ctx.bus.subscribe(principalTopic(who), (event) => {
+          if (event.data.state !== 'approved') sessions.close(id)
+        })
+      },
+      onsessionclosed: (id) => sessions.close(id),
+    })
+    const closed = server.server.onclose
+    server.server.onclose = () => {
+      offAdmission?.()
+      closed?.()
+    }
+    reply.hijack()
+    reply.raw.on('close', () => {
+      if (added) return
+      void transport.close()
+      void server.close()
+    })
+    await server.connect(transport)
+    await transport.handleRequest(req.raw, reply.raw, req.body)
+  }
+
+  const handle = async (req: FastifyRequest, reply: FastifyReply) => {
+    // A signed request (judged by the signature hook like any /v1 request) acts as its
+    // principal and reaches every agent tool; an unsigned one reaches the anonymous tools only.
+    const principal = verifiedPrincipal(req)
+    const id = sessionIdOf(req)
+    if (id !== undefined) {
+      // Another signer's session answers exactly like a missing one.
+      const session = sessions.find(id, principal?.principal)
+      if (!session) return sessionNotFound(reply)
+      reply.hijack()
+      await session.transport.handleRequest(req.raw, reply.raw, req.body)
+      return
+    }
+    if (principal && isInitializeRequest(req.body) && sessions.hasRoom()) {
+      return open(req, reply, principal)
+    }
+    return stateless(req, reply, principal)
+  }
+
   api.app.route({
     method: 'POST',
     url: '/mcp',
@@ -97,14 +192,28 @@ export function registerMcpRoute(api: Api, ctx: AppContext): void {
       method,
       url: '/mcp',
       onRequest,
-      // MCP transports: a server without an SSE stream answers GET with 405 Method Not Allowed.
-      handler: async () => {
-        throw new BatonError(
-          'method_not_allowed',
-          'This MCP endpoint is stateless; send JSON-RPC requests with POST',
-          { allow: ['POST'] },
-          { allow: 'POST' },
-        )
+      handler: async (req, reply) => {
+        const id = sessionIdOf(req)
+        // MCP transports: a server without an SSE stream answers GET with 405 Method Not Allowed.
+        if (id === undefined) {
+          throw new BatonError(
+            'method_not_allowed',
+            'Without a session this MCP endpoint answers only POST; a signed initialize opens one',
+            { allow: ['POST'] },
+            { allow: 'POST' },
+          )
+        }
+        const session = sessions.find(id, verifiedPrincipal(req)?.principal)
+        if (!session) return sessionNotFound(reply)
+        reply.hijack()
+        if (method === 'GET') {
+          session.streams += 1
+          reply.raw.on('close', () => {
+            session.streams -= 1
+            session.lastSeenAt = ctx.clock.now()
+          })
+        }
+        await session.transport.handleRequest(req.raw, reply.raw)
       },
     })
   }

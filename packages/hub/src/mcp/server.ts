@@ -3,6 +3,7 @@ import type { Logger } from 'pino'
 import { type Invoke, registerOperationTools } from '../ops/mcp.js'
 import type { Auth } from '../ops/operation.js'
 import { COMPOSITE_TOOLS, OPERATIONS } from '../ops/registry.js'
+import { registerResources, type Watch } from './resources.js'
 
 /** Every operation the MCP tools reach, by feature. */
 export interface McpOps {
@@ -11,9 +12,11 @@ export interface McpOps {
   /** The kinds of auth this session can satisfy; it is offered the tools of those operations. */
   auths: ReadonlySet<Auth>
   log?: Pick<Logger, 'error'>
+  /** How resource subscriptions notice changes; a session without one offers no `subscribe`. */
+  watch?: Watch | undefined
 }
 
-/** Builds an MCP server with every agent-facing tool over the given operations. */
+/** Builds an MCP server with every agent-facing tool and resource over the given operations. */
 export function createMcpServer(ops: McpOps, version: string): McpServer {
   const server = new McpServer(
     { name: 'baton', version },
@@ -29,6 +32,12 @@ export function createMcpServer(ops: McpOps, version: string): McpServer {
     auths: ops.auths,
     invoke: ops.invoke,
     ...(ops.log ? { log: ops.log } : {}),
+  })
+  registerResources(server, {
+    auths: ops.auths,
+    invoke: ops.invoke,
+    watch: ops.watch,
+    log: ops.log,
   })
   return server
 }
