@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import type { SignedClient } from '@baton/client'
+import { type SignedClient, signedFetch } from '@baton/client'
 import { ERRORS, type ErrorCode } from '@baton/protocol'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { ManualClock } from '../src/clock.js'
 import { operationErrors } from '../src/ops/auth.js'
 import type { Operation } from '../src/ops/operation.js'
-import { OPERATIONS } from '../src/ops/registry.js'
+import { COMPOSITE_TOOLS, OPERATIONS } from '../src/ops/registry.js'
 import {
   AGENT_ROLES,
   CALLERS,
@@ -14,10 +16,11 @@ import {
   type Expect,
   type Fixture,
   HIDDEN_CODES,
+  handoffToken,
   missingLike,
   SIGNED_CALLERS,
 } from './matrix-cases.js'
-import { signedAgent, startTestHub, type TestHub, testStores } from './support.js'
+import { signedAgent, startTestHub, type TestHub, testStores, toolAnswer } from './support.js'
 
 // Every operation of the registry against every kind of caller, on both stores. What a cell
 // answers follows from the operation's `auth` for the callers it refuses before the service
@@ -59,9 +62,50 @@ function outcome(op: Operation, a: Answer): string {
   return typeof a.body.code === 'string' ? a.body.code : `? ${a.status}`
 }
 
+/**
+ * The callers of an operation's MCP tool at /mcp: every admitted signer; for a token handoff, the
+ * holder of the handoff's token and of another's (the token is an argument); unsigned too for an
+ * operation that needs no auth. Pending and suspended signers are refused the session itself.
+ */
+function toolCallers(op: Operation): Caller[] {
+  if (op.tool === false && !CASES[op.name]?.tool) return []
+  switch (op.auth) {
+    case 'none':
+      return ['anonymous', ...AGENT_ROLES]
+    case 'handoff-token':
+      return ['owner', 'otherToken']
+    case 'signature':
+      return [...AGENT_ROLES]
+    case 'operator':
+      return []
+  }
+}
+
+/** A tool's arguments from a cell's HTTP request: path parameters, query and body in one. */
+function toolArgs(op: Operation, path: string, body: unknown): Record<string, unknown> {
+  const url = new URL(path, 'http://matrix')
+  const parts = url.pathname.split('/')
+  const args: Record<string, unknown> = {}
+  op.path.split('/').forEach((name, i) => {
+    if (name.startsWith(':')) args[name.slice(1)] = decodeURIComponent(parts[i]!)
+  })
+  for (const [k, v] of url.searchParams) args[k] = v
+  if (body && typeof body === 'object') Object.assign(args, body)
+  return args
+}
+
 test('the matrix has a row for every operation of the registry and for nothing else', () => {
   const names = OPERATIONS.map((op) => op.name).sort()
   assert.deepEqual(Object.keys(CASES).sort(), names)
+})
+
+test('every operation a composite tool reaches is called through a tool in the matrix', () => {
+  for (const c of COMPOSITE_TOOLS) {
+    for (const op of c.ops) {
+      if (op.tool !== false) continue
+      assert.notEqual(CASES[op.name]!.tool, undefined, `${op.name} (reached by ${c.name})`)
+    }
+  }
 })
 
 for (const store of testStores) {
@@ -70,19 +114,53 @@ for (const store of testStores) {
     const clock = new ManualClock(Date.UTC(2026, 10, 30, 12))
     const agents = {} as Record<(typeof SIGNED_CALLERS)[number] | 'decided', SignedClient>
     const f = {} as Fixture
+    const mcp = {} as Record<'anonymous' | (typeof AGENT_ROLES)[number], Client>
+    let unsignedTools: Set<string>
 
-    /** Sends one request as `caller`: signed, bearing a token, or bare. */
+    const mcpClient = async (fetch?: ReturnType<typeof signedFetch>) => {
+      const url = new URL(`${hub.url}/mcp`)
+      const client = new Client({ name: 'matrix', version: '1.0.0' })
+      await client.connect(new StreamableHTTPClientTransport(url, fetch ? { fetch } : {}))
+      return client
+    }
+
+    /** Calls an operation's tool as `caller`, answering `ok` or the refusal's code. */
+    async function callTool(op: Operation, caller: Caller, path: string, body: unknown) {
+      const composite = CASES[op.name]!.tool?.(f, caller)
+      const name = composite?.name ?? (op.tool as { name: string }).name
+      const args = composite?.args ?? toolArgs(op, path, body)
+      if (op.auth === 'handoff-token' && !composite) args.token = handoffToken(f, caller)
+      const client = op.auth === 'handoff-token' ? mcp.anonymous : mcp[caller as keyof typeof mcp]
+      const result = await client.callTool({ name, arguments: args })
+      try {
+        const answer = toolAnswer(result)
+        return answer.isError ? String(answer.body.code) : 'ok'
+      } catch {
+        return `? ${JSON.stringify(result.content)}`
+      }
+    }
+
+    /**
+     * Sends one request as `caller`: signed, bearing a token, or bare; `raw` sends those bytes
+     * with that content type instead of the JSON of `body`.
+     */
     async function send(
       op: Operation,
       caller: Caller,
       path: string,
       body: unknown,
+      raw?: { type: string; text: string },
     ): Promise<Answer> {
       const handoffOwner = op.auth === 'handoff-token' && caller === 'owner'
       if ((SIGNED_CALLERS as readonly string[]).includes(caller) && !handoffOwner) {
         const res = await agents[caller as (typeof SIGNED_CALLERS)[number]].request<
           Record<string, unknown>
-        >(op.method, path, body as object)
+        >(
+          op.method,
+          path,
+          raw ? raw.text : (body as object),
+          raw ? { 'content-type': raw.type } : {},
+        )
         return { status: res.status, body: res.body ?? {} }
       }
       const bearer = handoffOwner
@@ -94,14 +172,19 @@ for (const store of testStores) {
             : undefined
       const headers: Record<string, string> = {}
       if (bearer) headers.authorization = `Bearer ${bearer}`
-      if (body !== undefined) headers['content-type'] = 'application/json'
+      if (raw) headers['content-type'] = raw.type
+      else if (body !== undefined) headers['content-type'] = 'application/json'
+      const text = raw ? raw.text : body === undefined ? undefined : JSON.stringify(body)
       const res = await fetch(hub.url + path, {
         method: op.method,
         headers,
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        ...(text === undefined ? {} : { body: text }),
       })
-      const text = await res.text()
-      return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} }
+      const answer = await res.text()
+      return {
+        status: res.status,
+        body: answer ? (JSON.parse(answer) as Record<string, unknown>) : {},
+      }
     }
 
     const admin = (path: string) =>
@@ -246,8 +329,18 @@ for (const store of testStores) {
       f.provisionToken = await mint(f.transfer, { scope: 'provision', ...f.tier })
       f.activateToken = await mint(f.transfer, { scope: 'activate' })
       f.terminable = await stage('to terminate')
+
+      const now = () => Math.floor(clock.now() / 1000)
+      mcp.anonymous = await mcpClient()
+      for (const who of AGENT_ROLES) {
+        mcp[who] = await mcpClient(signedFetch(agents[who].identity, { now }))
+      }
+      unsignedTools = new Set((await mcp.anonymous.listTools()).tools.map((t) => t.name))
     })
-    after(() => hub.close())
+    after(async () => {
+      for (const client of Object.values(mcp)) await client.close()
+      await hub.close()
+    })
 
     for (const op of OPERATIONS) {
       test(`${op.method} ${op.path} (${op.name})`, async () => {
@@ -273,17 +366,71 @@ for (const store of testStores) {
             JSON.stringify(x).replaceAll(id, '<id>').replaceAll(missing, '<id>')
           assert.equal(strip(a), strip(b), `${caller} tells ${op.name}'s item from a missing one`)
         }
+        // The same cells through the operation's MCP tool, which must answer each caller alike.
+        const viaTool: Record<string, string> = {}
+        const checkTool = async (caller: Caller) => {
+          const { path, body } = row.request(f, caller)
+          viaTool[caller] = await callTool(op, caller, path, body)
+        }
         const recorded = (c: Caller) => row.records?.includes(c) ?? false
-        const refused = CALLERS.filter((c) => want[c] !== 'ok' && !recorded(c))
-        const allowed = CALLERS.filter((c) => want[c] === 'ok' || recorded(c))
+        const isRefused = (c: Caller) => want[c] !== 'ok' && !recorded(c)
+        const tools = toolCallers(op)
         const writes = op.method !== 'GET'
         const stateBefore = writes ? await readState() : undefined
-        await Promise.all(refused.map(check))
+        await Promise.all(CALLERS.filter(isRefused).map(check))
+        await Promise.all(tools.filter(isRefused).map(checkTool))
         if (writes) assert.deepEqual(await readState(), stateBefore, 'a refusal changed state')
-        await Promise.all(allowed.map(check))
+        await Promise.all(CALLERS.filter((c) => !isRefused(c)).map(check))
+        await Promise.all(tools.filter((c) => !isRefused(c)).map(checkTool))
         assert.deepEqual(seen, want)
+        assert.deepEqual(viaTool, Object.fromEntries(tools.map((c) => [c, want[c]])), 'over MCP')
+        const toolName = op.tool ? op.tool.name : row.tool?.(f, 'owner').name
+        if (toolName && op.auth === 'signature') {
+          assert.equal(unsignedTools.has(toolName), false, 'offered to an unsigned session')
+        }
       })
     }
+
+    // A write that takes no body still parses one it is sent: its answer must be declared too.
+    test('a body an operation cannot read is refused with a code the operation declares', async () => {
+      const bodies = [
+        { type: 'application/json', text: '{', code: 'invalid_json' },
+        { type: 'text/plain', text: 'not json', code: 'unsupported_media_type' },
+      ] as const
+      for (const op of OPERATIONS) {
+        if (op.method === 'GET') continue
+        const caller: Caller = op.auth === 'operator' ? 'operator' : 'owner'
+        const { path } = CASES[op.name]!.request(f, caller)
+        for (const raw of bodies) {
+          const a = await send(op, caller, path, undefined, raw)
+          assert.equal(a.body.code, raw.code, `${op.name}: ${raw.type}`)
+          assert.equal(a.status, ERRORS[raw.code].status, `${op.name}: ${raw.type}`)
+          assert.ok(
+            operationErrors(op).includes(raw.code),
+            `${op.name} does not declare ${raw.code}`,
+          )
+        }
+      }
+    })
+
+    test('pending and suspended signers are refused an MCP session, as under /v1', async () => {
+      const now = () => Math.floor(clock.now() / 1000)
+      for (const [who, code] of [
+        ['pending', 'admission_pending'],
+        ['suspended', 'principal_suspended'],
+      ] as const) {
+        const res = await signedFetch(agents[who].identity, { now })(`${hub.url}/mcp`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+          },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+        })
+        assert.equal(res.status, ERRORS[code].status, who)
+        assert.equal(((await res.json()) as { code: string }).code, code, who)
+      }
+    })
 
     test('listings show the resource only to its owner and its live read grantee', async () => {
       for (const who of AGENT_ROLES) {

@@ -72,9 +72,24 @@ export interface Case {
   request(f: Fixture, caller: Caller): { path: string; body?: unknown }
   expect: Partial<Record<Caller | 'others', Expect>>
   hides?: (f: Fixture) => string
+  /**
+   * How a composite tool reaches an operation that is no tool of its own, with the arguments
+   * that make the same request; `null` for one only reached inside another operation's tool.
+   */
+  tool?: ((f: Fixture, caller: Caller) => ToolCall) | null
   /** Callers whose refusal is recorded on purpose (an event in the log), so it is not unchanged. */
   records?: Caller[]
 }
+
+/** A tool call: the tool's name and its arguments. */
+export interface ToolCall {
+  name: string
+  args: Record<string, unknown>
+}
+
+/** The handoff token a caller holds: the handoff's own for the owner, another's for the rest. */
+export const handoffToken = (f: Fixture, caller: Caller) =>
+  caller === 'owner' ? f.handoffOwnerToken : f.otherHandoffToken
 
 /** Refusals that say "no such item"; each must answer a hidden item exactly like a missing one. */
 export const HIDDEN_CODES: ErrorCode[] = [
@@ -115,6 +130,10 @@ export const CASES: Record<string, Case> = {
     request: (f) => ({ path: `/services/v1/handoff/${f.handoff}` }),
     expect: {},
     hides: (f) => f.handoff,
+    tool: (f, caller) => ({
+      name: 'read_agent_handoff',
+      args: { handoff_id: f.handoff, token: handoffToken(f, caller) },
+    }),
   },
   advanceHandoff: {
     // The handoff is `offered`; a move stated from `working` commits nothing.
@@ -129,6 +148,10 @@ export const CASES: Record<string, Case> = {
     request: (f) => ({ path: `/services/v1/handoff/${f.handoff}/wait/0` }),
     expect: {},
     hides: (f) => f.handoff,
+    tool: (f, caller) => ({
+      name: 'read_agent_handoff',
+      args: { handoff_id: f.handoff, token: handoffToken(f, caller), wait_seconds: 0 },
+    }),
   },
   health: { request: get('/healthz'), expect: {} },
   ready: { request: get('/readyz'), expect: {} },
@@ -169,16 +192,20 @@ export const CASES: Record<string, Case> = {
     request: (f) => ({ path: `/v1/transfers/${f.transfer}` }),
     expect: transferSeers,
     hides: (f) => f.transfer,
+    tool: (f) => ({ name: 'get_status', args: { transferId: f.transfer } }),
   },
   waitTransfer: {
     request: (f) => ({ path: `/v1/transfers/${f.transfer}/wait?seconds=0` }),
     expect: transferSeers,
     hides: (f) => f.transfer,
+    tool: (f) => ({ name: 'get_status', args: { transferId: f.transfer, wait_seconds: 0 } }),
   },
   readSnapshot: {
     request: (f) => ({ path: `/v1/transfers/${f.transfer}/snapshot` }),
     expect: transferSeers,
     hides: (f) => f.transfer,
+    // push_state reads the snapshot on its way to the push; its cells are pushState's.
+    tool: null,
   },
   provisionRuntime: {
     // The token is the authority (seed 004): whoever holds it reaches the state, which refuses.
@@ -187,12 +214,17 @@ export const CASES: Record<string, Case> = {
       body: { ...f.tier, token: f.provisionToken },
     }),
     expect: { others: 'transfer_state_conflict' },
+    tool: (f) => ({
+      name: 'provision_runtime',
+      args: { transferId: f.transfer, ...f.tier, token: f.provisionToken },
+    }),
   },
   claimTransfer: {
     // The runtime's repeat is answered; the owner learns another holds it; others see nothing.
     request: (f) => ({ path: `/v1/transfers/${f.transfer}/claim` }),
     expect: { runtime: 'ok', owner: 'transfer_claimed', others: 'transfer_not_found' },
     hides: (f) => f.transfer,
+    tool: (f) => ({ name: 'claim_transfer', args: { transferId: f.transfer } }),
   },
   pushState: {
     request: (f) => ({ path: `/v1/transfers/${f.transfer}/push`, body: { checksum: 'sha-256:x' } }),
@@ -200,6 +232,7 @@ export const CASES: Record<string, Case> = {
     hides: (f) => f.transfer,
     // The transfer's event log keeps the runtime's refused push, with both checksums.
     records: ['runtime'],
+    tool: (f) => ({ name: 'push_state', args: { transferId: f.transfer, checksum: 'sha-256:x' } }),
   },
   activate: {
     request: (f) => ({
@@ -207,6 +240,7 @@ export const CASES: Record<string, Case> = {
       body: { token: f.activateToken },
     }),
     expect: { others: 'transfer_state_conflict' },
+    tool: (f) => ({ name: 'activate', args: { transferId: f.transfer, token: f.activateToken } }),
   },
   leaseTransfer: {
     request: (f) => ({
@@ -215,6 +249,10 @@ export const CASES: Record<string, Case> = {
     }),
     expect: runtimeWrite('transfer_state_conflict'),
     hides: (f) => f.transfer,
+    tool: (f) => ({
+      name: 'lease_transfer',
+      args: { transferId: f.transfer, instance: 'matrix-instance-1' },
+    }),
   },
   reportUsage: {
     request: (f) => ({
@@ -223,6 +261,10 @@ export const CASES: Record<string, Case> = {
     }),
     expect: runtimeWrite('transfer_state_conflict'),
     hides: (f) => f.transfer,
+    tool: (f) => ({
+      name: 'report_usage',
+      args: { transferId: f.transfer, idempotencyKey: 'matrix-usage-1', amountMicros: 0 },
+    }),
   },
   adminGetTransfer: { request: (f) => ({ path: `/admin/v1/transfers/${f.transfer}` }), expect: {} },
   mintTransferToken: {
@@ -296,7 +338,11 @@ export const CASES: Record<string, Case> = {
     }),
     expect: {},
   },
-  listMessages: { request: get('/v1/messages?after=0&limit=20'), expect: {} },
+  listMessages: {
+    request: get('/v1/messages?after=0&limit=20'),
+    expect: {},
+    tool: () => ({ name: 'list_messages', args: { after: 0, limit: 20 } }),
+  },
   ackMessage: {
     // Only the recipient may acknowledge; to anyone else the message is unknown.
     request: (f) => ({ path: `/v1/messages/${f.message}/ack` }),
@@ -314,10 +360,19 @@ export const CASES: Record<string, Case> = {
     // The owner's checkpoint path: every other caller reads its own, empty, home.
     request: get('/v1/home/file?path=matrix%2Fowner.json'),
     expect: { owner: 'ok', others: 'home_file_not_found' },
+    tool: () => ({ name: 'read_home_file', args: { path: 'matrix/owner.json' } }),
   },
-  listHomeFiles: { request: get('/v1/home/files?prefix=matrix'), expect: {} },
+  listHomeFiles: {
+    request: get('/v1/home/files?prefix=matrix'),
+    expect: {},
+    tool: () => ({ name: 'list_home_files', args: { prefix: 'matrix' } }),
+  },
   deleteHomeFile: {
     request: get('/v1/home/file?path=matrix%2Fowner.json&expectedRevision=7'),
     expect: { owner: 'revision_conflict', others: 'home_file_not_found' },
+    tool: () => ({
+      name: 'delete_home_file',
+      args: { path: 'matrix/owner.json', expectedRevision: 7 },
+    }),
   },
 }
