@@ -44,6 +44,7 @@ function expected(op: Operation, caller: Caller): Expect {
         return 'signature_missing'
       }
       if (caller === 'pending') return row.pending ?? 'admission_pending'
+      if (caller === 'rejected') return row.rejected ?? 'admission_rejected'
       if (caller === 'suspended') return row.suspended ?? 'principal_suspended'
       return row[caller] ?? row.others ?? 'ok'
     case 'operator':
@@ -65,7 +66,7 @@ function outcome(op: Operation, a: Answer): string {
 /**
  * The callers of an operation's MCP tool at /mcp: every admitted signer; for a token handoff, the
  * holder of the handoff's token and of another's (the token is an argument); unsigned too for an
- * operation that needs no auth. Pending and suspended signers are refused the session itself.
+ * operation that needs no auth. Pending, rejected and suspended signers are refused the session.
  */
 function toolCallers(op: Operation): Caller[] {
   if (op.tool === false && !CASES[op.name]?.tool) return []
@@ -215,7 +216,7 @@ for (const store of testStores) {
       // which refuses them.
       const { home, resources, grants, transfers } = hub.ctx
       const theirs = await Promise.all(
-        [agents.pending, agents.suspended].map(async ({ principal }) => [
+        [agents.pending, agents.rejected, agents.suspended].map(async ({ principal }) => [
           await home.list(principal, {}),
           await resources.list(principal, {}),
           await grants.list(principal),
@@ -241,7 +242,8 @@ for (const store of testStores) {
       for (const who of [...SIGNED_CALLERS, 'decided'] as const) {
         agents[who] = await signedAgent(hub, { clock })
         if (who === 'pending' || who === 'decided') continue
-        await identity.decide(agents[who].principal, who === 'suspended' ? 'suspend' : 'approve')
+        const decision = who === 'suspended' ? 'suspend' : who === 'rejected' ? 'reject' : 'approve'
+        await identity.decide(agents[who].principal, decision)
       }
       const { owner, outsider, runtime } = agents
       f.principal = owner.principal
@@ -413,10 +415,11 @@ for (const store of testStores) {
       }
     })
 
-    test('pending and suspended signers are refused an MCP session, as under /v1', async () => {
+    test('pending, rejected and suspended signers are refused an MCP session, as under /v1', async () => {
       const now = () => Math.floor(clock.now() / 1000)
       for (const [who, code] of [
         ['pending', 'admission_pending'],
+        ['rejected', 'admission_rejected'],
         ['suspended', 'principal_suspended'],
       ] as const) {
         const res = await signedFetch(agents[who].identity, { now })(`${hub.url}/mcp`, {

@@ -8,6 +8,7 @@ export const CALLERS = [
   'anonymous',
   'otherToken',
   'pending',
+  'rejected',
   'suspended',
   'owner',
   'granteeRead',
@@ -32,7 +33,7 @@ export const AGENT_ROLES = [
 ] as const
 
 /** Every caller that signs its requests. */
-export const SIGNED_CALLERS = ['pending', 'suspended', ...AGENT_ROLES] as const
+export const SIGNED_CALLERS = ['pending', 'rejected', 'suspended', ...AGENT_ROLES] as const
 
 /** A cell: the operation's success (`ok`, its own status) or the code of its refusal. */
 export type Expect = 'ok' | ErrorCode
@@ -156,7 +157,7 @@ export const CASES: Record<string, Case> = {
   health: { request: get('/healthz'), expect: {} },
   ready: { request: get('/readyz'), expect: {} },
   discovery: { request: get('/.well-known/agent-net'), expect: {} },
-  me: { request: get('/v1/me'), expect: { pending: 'ok', suspended: 'ok' } },
+  me: { request: get('/v1/me'), expect: { pending: 'ok', rejected: 'ok', suspended: 'ok' } },
   listPrincipals: { request: get('/admin/v1/principals?limit=10'), expect: {} },
   readPrincipal: {
     request: (f) => ({ path: `/admin/v1/principals/${encodeURIComponent(f.principal)}` }),
