@@ -126,18 +126,26 @@ for (const store of testStores) {
     }
 
     /** Calls an operation's tool as `caller`, answering `ok` or the refusal's code. */
-    async function callTool(op: Operation, caller: Caller, path: string, body: unknown) {
+    async function callTool(
+      op: Operation,
+      caller: Caller,
+      path: string,
+      body: unknown,
+      swap?: { id: string; missing: string },
+    ): Promise<{ outcome: string; text: string }> {
       const composite = CASES[op.name]!.tool?.(f, caller)
       const name = composite?.name ?? (op.tool as { name: string }).name
-      const args = composite?.args ?? toolArgs(op, path, body)
+      let args = composite?.args ?? toolArgs(op, path, body)
       if (op.auth === 'handoff-token' && !composite) args.token = handoffToken(f, caller)
+      if (swap) args = JSON.parse(JSON.stringify(args).replaceAll(swap.id, swap.missing))
       const client = op.auth === 'handoff-token' ? mcp.anonymous : mcp[caller as keyof typeof mcp]
       const result = await client.callTool({ name, arguments: args })
+      const text = JSON.stringify(result.content)
       try {
         const answer = toolAnswer(result)
-        return answer.isError ? String(answer.body.code) : 'ok'
+        return { outcome: answer.isError ? String(answer.body.code) : 'ok', text }
       } catch {
-        return `? ${JSON.stringify(result.content)}`
+        return { outcome: `? ${text}`, text }
       }
     }
 
@@ -372,7 +380,14 @@ for (const store of testStores) {
         const viaTool: Record<string, string> = {}
         const checkTool = async (caller: Caller) => {
           const { path, body } = row.request(f, caller)
-          viaTool[caller] = await callTool(op, caller, path, body)
+          const a = await callTool(op, caller, path, body)
+          viaTool[caller] = a.outcome
+          const id = row.hides?.(f)
+          if (!id || !HIDDEN_CODES.includes(a.outcome as ErrorCode)) return
+          const missing = missingLike(id)
+          const b = await callTool(op, caller, path, body, { id, missing })
+          const strip = (t: string) => t.replaceAll(id, '<id>').replaceAll(missing, '<id>')
+          assert.equal(strip(a.text), strip(b.text), `${caller} tells the item from a missing one`)
         }
         const recorded = (c: Caller) => row.records?.includes(c) ?? false
         const isRefused = (c: Caller) => want[c] !== 'ok' && !recorded(c)
