@@ -12,7 +12,11 @@ export const COMMON_ERRORS: ErrorCode[] = [
 /** What declared input adds: a parameter or body that does not match its schema. */
 export const INPUT_ERRORS: ErrorCode[] = ['invalid_request', 'unknown_field']
 
-/** What a request body adds: it may not parse, be too large or be of another type. */
+/**
+ * What a request body adds: it may not parse, be too large or be of another type. Every method
+ * but GET may carry one, and the HTTP face parses what it is sent before the operation runs,
+ * whether or not the operation reads a body.
+ */
 export const BODY_ERRORS: ErrorCode[] = ['invalid_json', 'body_too_large', 'unsupported_media_type']
 
 /** What each kind of auth adds to an operation's answers. */
@@ -40,7 +44,7 @@ export function operationErrors(op: Operation): ErrorCode[] {
     ...op.errors,
     ...AUTH_ERRORS[op.auth],
     ...(op.params || op.query || op.body ? INPUT_ERRORS : []),
-    ...(op.body ? BODY_ERRORS : []),
+    ...(op.body || op.method !== 'GET' ? BODY_ERRORS : []),
     ...(op.idempotencyKey ? (['idempotency_conflict'] as ErrorCode[]) : []),
     ...COMMON_ERRORS,
   ])
