@@ -1,16 +1,16 @@
-import { handoffCommand } from './handoff-command.js'
+import { commandTree, runGroup } from './generated.js'
 import { type Io, processIo, reportError } from './io.js'
 import { mcpCommand } from './mcp-command.js'
 import { serveCommand } from './serve.js'
 
 type Command = (argv: string[], io: Io) => Promise<number>
 
+/** The commands that are not one operation each; every other command is generated. */
 const commands: Record<string, { run: Command; summary: string }> = {
   serve: {
     run: serveCommand,
     summary: 'run the hub (SQLite under ./data unless DATABASE_URL is set)',
   },
-  handoff: { run: handoffCommand, summary: 'create, read, advance and wait on token handoffs' },
   mcp: { run: mcpCommand, summary: 'an MCP server over stdio that calls a hub' },
   receipt: {
     run: async (argv, io) => (await import('./receipt-command.js')).receiptCommand(argv, io),
@@ -27,11 +27,7 @@ const commands: Record<string, { run: Command; summary: string }> = {
   },
   admin: {
     run: async (argv, io) => (await import('./admin-command.js')).adminCommand(argv, io),
-    summary: 'approve, reject or suspend principals (admin API or the hub database)',
-  },
-  transfer: {
-    run: async (argv, io) => (await import('./transfer-command.js')).transferCommand(argv, io),
-    summary: 'session transfers (seed 004): snapshot, token, provision, activate, status',
+    summary: 'the operator: admission (admin API or the hub database) and the admin operations',
   },
   runtime: {
     run: async (argv, io) => (await import('./runtime-command.js')).runtimeCommand(argv, io),
@@ -41,30 +37,48 @@ const commands: Record<string, { run: Command; summary: string }> = {
     run: async (argv, io) => (await import('./context-command.js')).contextCommand(argv, io),
     summary: 'make, sign, verify and digest signed handoff contexts (offers and statuses)',
   },
+  completion: {
+    run: async (argv, io) => (await import('./completion.js')).completionCommand(argv, io),
+    summary: 'print a shell completion script: completion bash|zsh|fish',
+  },
 }
 
-const USAGE = `baton <command> [options]
+/** The top-level help: the hand-written commands, then every generated group and its actions. */
+export function usage(): string {
+  const tree = commandTree()
+  const group = (name: string, list: { words: readonly [string, string] }[]) =>
+    `  ${name.padEnd(12)} ${list.map((c) => c.words[1]).join(', ')}`
+  return `baton <command> [options]
 
 ${Object.entries(commands)
-  .map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`)
+  .map(([name, c]) => `  ${name.padEnd(12)} ${c.summary}`)
   .join('\n')}
 
-Run baton <command> --help for a command's options.`
+Operations of the hub, one command each (baton <group> <command> --hub URL …):
+${[...tree.groups].map(([name, list]) => group(name, list)).join('\n')}
+
+Operator operations (baton admin <group> <command> --admin-token T …):
+${[...tree.admin].map(([name, list]) => group(name, list)).join('\n')}
+
+Run baton <command> --help, or baton <group> <command> --help, for the options.
+Exit codes: 0 ok, 1 refused (4xx), 2 failed (5xx or network), 64 usage.`
+}
 
 /** The `baton` command: dispatches to a subcommand and answers the exit code. */
 export async function main(argv: string[], io: Io = processIo): Promise<number> {
   const [name, ...rest] = argv
   if (!name || name === '--help' || name === '-h' || name === 'help') {
-    io.stdout(USAGE)
+    io.stdout(usage())
     return name ? 0 : 64
   }
-  const command = commands[name]
-  if (!command) {
-    io.stderr(`baton: unknown command ${JSON.stringify(name)}\n\n${USAGE}`)
-    return 64
-  }
   try {
-    return await command.run(rest, io)
+    const command = commands[name]
+    if (command) return await command.run(rest, io)
+    const tree = commandTree()
+    const code = await runGroup(tree.groups, argv, io, false, tree.admin)
+    if (code !== undefined) return code
+    io.stderr(`baton: unknown command ${JSON.stringify(name)}\n\n${usage()}`)
+    return 64
   } catch (error) {
     const code = (error as { code?: string })?.code
     if (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS')) {
