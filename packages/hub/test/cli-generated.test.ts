@@ -123,6 +123,7 @@ test('a network failure exits 2 and says its cause', async () => {
 test('completion: bash, zsh and fish scripts from the command tree', () => {
   const table = completionTable()
   assert.ok(table.get('baton')?.includes('resources'))
+  assert.ok(table.get('baton')?.includes('admin'))
   assert.ok(table.get('baton resources')?.includes('update'))
   assert.ok(table.get('baton resources update')?.includes('--expected-version'))
   assert.ok(table.get('baton admin')?.includes('principals'))
@@ -153,6 +154,22 @@ test('completion: bash, zsh and fish scripts from the command tree', () => {
     const out = spawnSync(process.execPath, [batonBin, 'completion', shell], { encoding: 'utf8' })
     assert.equal(out.status, 0)
     assert.match(out.stdout, /resources/)
+    // Where the shell is installed, the script parses and (fish) completes.
+    if (spawnSync(shell, ['-c', 'exit 0']).error) continue
+    const dir = mkdtempSync(path.join(tmpdir(), 'baton-completion-'))
+    const file = path.join(dir, `baton.${shell}`)
+    writeFileSync(file, out.stdout)
+    const parsed = spawnSync(shell, ['-n', file], { encoding: 'utf8' })
+    rmSync(dir, { recursive: true, force: true })
+    assert.equal(parsed.status, 0, parsed.stderr)
+    if (shell === 'fish') {
+      const run = spawnSync(
+        'fish',
+        ['-c', `${out.stdout}\ncomplete -C 'baton resources update rs_1 --exp'`],
+        { encoding: 'utf8' },
+      )
+      assert.match(run.stdout, /^--expected-version$/m)
+    }
   }
   assert.equal(spawnSync(process.execPath, [batonBin, 'completion', 'tcsh']).status, 64)
 })

@@ -21,7 +21,7 @@ const ADMISSION = ['list', 'show', 'approve', 'reject', 'suspend']
  */
 export function completionTable(tree: CommandTree = commandTree()): Map<string, string[]> {
   const table = new Map<string, string[]>()
-  table.set('baton', [...Object.keys(HANDWRITTEN), ...tree.groups.keys()])
+  table.set('baton', [...Object.keys(HANDWRITTEN), 'admin', ...tree.groups.keys()])
   for (const [name, next] of Object.entries(HANDWRITTEN)) table.set(`baton ${name}`, next)
   const level = (prefix: string, groups: CommandTree['groups']) => {
     for (const [group, list] of groups) {
@@ -78,10 +78,11 @@ _baton_tree=(
 ${entries}
 )
 _baton() {
-  local key=baton w
+  local key=baton next w
   for w in \${words[2,CURRENT-1]}; do
     [[ $w == -* ]] && continue
-    (( \${+_baton_tree[$key $w]} )) && key="$key $w"
+    next="$key $w"
+    (( \${+_baton_tree[$next]} )) && key=$next
   done
   compadd -- \${=_baton_tree[$key]}
 }
@@ -98,7 +99,9 @@ function fish(table: Map<string, string[]>): string {
 set -g __baton_keys ${keys}
 function __baton_next
   set -l key baton
-  for w in (commandline -opc)[2..-1]
+  set -l words (commandline -opc)
+  set -e words[1]
+  for w in $words
     string match -q -- '-*' $w; and continue
     contains -- "$key $w" $__baton_keys; and set key "$key $w"
   end
