@@ -269,6 +269,16 @@ for (const store of testStores) {
         assert.equal(waited.code, 0, waited.stderr)
         assert.match(waited.stderr, /waiting/)
         assert.equal(typeof JSON.parse(waited.stdout).version, 'number')
+        const byDefault = await baton([
+          'handoff',
+          'wait',
+          h.handoff_id!,
+          '--version',
+          '0',
+          '--hub',
+          hub.url,
+        ])
+        assert.equal(byDefault.code, 0, 'seconds defaults to 25')
       } finally {
         delete process.env.BATON_TOKEN
       }

@@ -179,7 +179,9 @@ export function commandFlags(c: CliCommand): string[] {
 export function commandHelp(c: CliCommand): string {
   const { op } = c
   const head = [...(c.admin ? ['admin'] : []), ...c.words].join(' ')
-  const args = c.positionals.map((p) => ` <${p.flag}>`).join('')
+  const args = c.positionals
+    .map((p) => (spec(op).defaults?.[p.name] === undefined ? ` <${p.flag}>` : ` [<${p.flag}>]`))
+    .join('')
   const auth = {
     none: 'no credentials',
     'handoff-token': 'needs --token',
@@ -196,7 +198,11 @@ export function commandHelp(c: CliCommand): string {
   ]
   if (c.positionals.length > 0) {
     lines.push('', 'Arguments (or as flags):')
-    for (const p of c.positionals) lines.push(row(`<${p.flag}>`, p.type, 'required', p.description))
+    const defaults = spec(op).defaults ?? {}
+    for (const p of c.positionals) {
+      const note = defaults[p.name] === undefined ? 'required' : `= ${defaults[p.name]}`
+      lines.push(row(`<${p.flag}>`, p.type, note, p.description))
+    }
   }
   if (c.fields.length > 0) {
     lines.push('', 'Flags:')
@@ -361,6 +367,12 @@ export async function runGenerated(c: CliCommand, argv: string[], io: Io): Promi
     parts[field.part][field.name] = target.startsWith('@')
       ? await readJson(raw, `--${flag}`)
       : await parseFlagValue(field, raw)
+  }
+  for (const [name, text] of Object.entries(spec(op).defaults ?? {})) {
+    const field = [...c.positionals, ...c.fields].find((f) => f.name === name)
+    if (field && parts[field.part][name] === undefined && !(field.part === 'body' && hasBody)) {
+      parts[field.part][name] = await parseFlagValue(field, text)
+    }
   }
   const missing = [...c.positionals, ...c.fields].filter(
     (f) => f.required && parts[f.part][f.name] === undefined && !(f.part === 'body' && hasBody),

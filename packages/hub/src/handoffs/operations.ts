@@ -112,6 +112,7 @@ export const waitHandoff = defineOperation({
   output: WaitView,
   errors: [...handoffErrors],
   tool: false,
+  cli: { name: ['handoff', 'wait'], defaults: { seconds: '25' } },
   run: (ctx, caller, { params, query }) =>
     withProgress(
       caller,

@@ -54,6 +54,8 @@ export interface CliSpec {
   name?: readonly [string, string]
   /** Extra flag → input field; a field written `@field` takes the flag's value as a JSON file. */
   aliases?: Record<string, string>
+  /** A field's value when the command line gives none, as the flag's text. */
+  defaults?: Record<string, string>
   /** The human output; `--json` always prints the wire body. */
   text?: (output: unknown) => string
 }
