@@ -199,9 +199,6 @@ for (const store of testStores) {
       await client.connect(b)
       const names = await toolsOf(client)
       assert.deepEqual([...names].sort(), [...expectedTools(signed)].sort())
-      for (const op of OPERATIONS) {
-        if (op.auth === 'operator') assert.ok(![...names].some((n) => n === op.name))
-      }
     })
   })
 }
