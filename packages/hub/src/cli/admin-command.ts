@@ -1,11 +1,16 @@
 import { parseArgs } from 'node:util'
 import { requestJson } from '@baton/client'
-import { BatonError } from '@baton/protocol'
 import { createApp } from '../app.js'
 import { loadConfig } from '../config.js'
+import { decidePrincipal, listPrincipals, readPrincipal } from '../identity/operations.js'
 import type { PrincipalPage } from '../identity/service.js'
 import { createLogger } from '../log.js'
+import type { Operation } from '../ops/operation.js'
+import { remoteInvoke } from '../ops/remote.js'
+import { commandTree, runGroup } from './generated.js'
 import { type Io, UsageError } from './io.js'
+
+const ADMISSION = ['list', 'show', 'approve', 'reject', 'suspend']
 
 const USAGE = `baton admin <command> (--hub URL [--token T] | --data-dir D | --database-url U)
 
@@ -21,16 +26,29 @@ const USAGE = `baton admin <command> (--hub URL [--token T] | --data-dir D | --d
 With --hub, the hub's admin API is called with the operator token (--token or BATON_ADMIN_TOKEN).
 Otherwise the command works on the hub's database directly: --database-url (or DATABASE_URL) for
 PostgreSQL, else the SQLite file under --data-dir (or BATON_DATA_DIR, default ./data). Both ways
-run the same rules. Admission is never an MCP tool.`
+run the same rules. Admission is never an MCP tool.
 
-/** `baton admin`: the operator's admission decisions, over the admin API or on the database. */
+Every operator operation of the admin API is also a command of its own:
+${[...commandTree().admin].map(([group, list]) => `  baton admin ${group} ${list.map((c) => c.words[1]).join('|')}`).join('\n')}`
+
+/**
+ * `baton admin`: the operator's admission decisions, over the admin API or on the database, and
+ * every operator operation as a generated command (`baton admin <group> <command>`).
+ */
 export async function adminCommand(argv: string[], io: Io): Promise<number> {
+  if (argv[0] && !ADMISSION.includes(argv[0]) && !argv[0].startsWith('-')) {
+    const tree = commandTree()
+    const code = await runGroup(tree.admin, argv, io, true)
+    if (code !== undefined) return code
+    throw new UsageError(`unknown admin command ${JSON.stringify(argv[0])}\n\n${USAGE}`)
+  }
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
     options: {
       hub: { type: 'string' },
       token: { type: 'string' },
+      'admin-token': { type: 'string' },
       'data-dir': { type: 'string' },
       'database-url': { type: 'string' },
       state: { type: 'string' },
@@ -46,8 +64,7 @@ export async function adminCommand(argv: string[], io: Io): Promise<number> {
     io.stdout(USAGE)
     return values.help ? 0 : 64
   }
-  const decisions = ['approve', 'reject', 'suspend']
-  if (sub !== 'list' && sub !== 'show' && !decisions.includes(sub)) {
+  if (!ADMISSION.includes(sub)) {
     throw new UsageError(`unknown admin command ${JSON.stringify(sub)}\n\n${USAGE}`)
   }
   if (sub !== 'list' && !principal) throw new UsageError(`admin ${sub} needs a principal`)
@@ -77,25 +94,25 @@ export async function adminCommand(argv: string[], io: Io): Promise<number> {
 
   let result: unknown
   if (values.hub) {
-    const token = values.token ?? process.env.BATON_ADMIN_TOKEN
+    const token = values['admin-token'] ?? values.token ?? process.env.BATON_ADMIN_TOKEN
     if (!token) throw new UsageError('--hub needs --token or BATON_ADMIN_TOKEN')
-    const headers = { authorization: `Bearer ${token}` }
-    const base = '/admin/v1/principals'
-    const enc = principal ? encodeURIComponent(principal) : ''
     const hub = values.hub
-    const call = async (method: string, path: string) => {
-      const answer = await requestJson(hub, method, path, undefined, { headers })
-      if (answer.status >= 400) throw BatonError.fromBody(answer.body, answer.status)
-      return answer.body
-    }
+    // The same operations the generated `baton admin principals …` commands send.
+    const invoke = remoteInvoke({
+      plain: (method, path, body, headers, signal) =>
+        requestJson(hub, method, path, body, {
+          headers: { ...headers, authorization: `Bearer ${token}` },
+          signal,
+        }),
+    })
+    const call = (op: Operation, params: Record<string, string>, query = {}) =>
+      invoke(op, { params, query, body: undefined }, { signal: new AbortController().signal })
     result =
       sub === 'list'
-        ? await listPages(
-            async (q) => (await call('GET', `${base}?${new URLSearchParams(q)}`)) as PrincipalPage,
-          )
+        ? await listPages(async (q) => (await call(listPrincipals, {}, q)) as PrincipalPage)
         : sub === 'show'
-          ? await call('GET', `${base}/${enc}`)
-          : await call('POST', `${base}/${enc}/${sub}`)
+          ? await call(readPrincipal, { principal: principal! })
+          : await call(decidePrincipal, { principal: principal!, decision: sub })
   } else {
     const config = loadConfig(process.env, {
       ...(values['data-dir'] ? { 'data-dir': values['data-dir'] } : {}),

@@ -29,6 +29,19 @@ export function reportError(error: unknown, io: Io, json: boolean): number {
     else io.stderr(`baton: ${error.code}: ${error.message}\n  fix: ${error.toBody().fix ?? ''}`)
     return error.status >= 500 ? EXIT.failed : EXIT.refused
   }
-  io.stderr(`baton: ${(error as Error)?.message ?? String(error)}`)
+  io.stderr(`baton: ${describe(error)}`)
   return EXIT.failed
+}
+
+/** An error and its chain of causes: a network failure says why (`fetch failed: ECONNREFUSED …`). */
+function describe(error: unknown): string {
+  const parts: string[] = []
+  let e: unknown = error
+  for (let depth = 0; e !== undefined && e !== null && depth < 5; depth++) {
+    const { message, code } = e as { message?: unknown; code?: unknown }
+    const text = typeof message === 'string' && message ? message : String(e)
+    parts.push(typeof code === 'string' && !text.includes(code) ? `${code} ${text}` : text)
+    e = (e as { cause?: unknown }).cause
+  }
+  return parts.join(': ')
 }

@@ -1,7 +1,7 @@
 import type { Io } from './io.js'
 
-// Each subcommand, and the error reporting (which loads the protocol's schemas), is imported only
-// when needed, so `baton --help` and `baton --version` load nothing but this file.
+// Each hand-written subcommand, the generated commands (which load the operation registry) and
+// the error reporting are imported only when needed, so `baton --version` loads only this file.
 const stdio: Io = {
   stdout: (s) => process.stdout.write(s.endsWith('\n') ? s : `${s}\n`),
   stderr: (s) => process.stderr.write(s.endsWith('\n') ? s : `${s}\n`),
@@ -9,6 +9,7 @@ const stdio: Io = {
 
 type Command = (argv: string[], io: Io) => Promise<number>
 
+/** The commands that are not one operation each; every other command is generated. */
 const commands: Record<string, { run: Command; summary: string }> = {
   serve: {
     run: async (argv, io) => (await import('./serve.js')).serveCommand(argv, io),
@@ -18,10 +19,6 @@ const commands: Record<string, { run: Command; summary: string }> = {
     run: async (argv, io) => (await import('./dev-command.js')).devCommand(argv, io),
     summary:
       'a hub for a first look: open admission, a fresh admin token, a signed-in dashboard link',
-  },
-  handoff: {
-    run: async (argv, io) => (await import('./handoff-command.js')).handoffCommand(argv, io),
-    summary: 'create, read, advance and wait on token handoffs',
   },
   mcp: {
     run: async (argv, io) => (await import('./mcp-command.js')).mcpCommand(argv, io),
@@ -42,11 +39,7 @@ const commands: Record<string, { run: Command; summary: string }> = {
   },
   admin: {
     run: async (argv, io) => (await import('./admin-command.js')).adminCommand(argv, io),
-    summary: 'approve, reject or suspend principals (admin API or the hub database)',
-  },
-  transfer: {
-    run: async (argv, io) => (await import('./transfer-command.js')).transferCommand(argv, io),
-    summary: 'session transfers (seed 004): snapshot, token, provision, activate, status',
+    summary: 'the operator: admission (admin API or the hub database) and the admin operations',
   },
   runtime: {
     run: async (argv, io) => (await import('./runtime-command.js')).runtimeCommand(argv, io),
@@ -56,34 +49,54 @@ const commands: Record<string, { run: Command; summary: string }> = {
     run: async (argv, io) => (await import('./context-command.js')).contextCommand(argv, io),
     summary: 'make, sign, verify and digest signed handoff contexts (offers and statuses)',
   },
+  completion: {
+    run: async (argv, io) => (await import('./completion.js')).completionCommand(argv, io),
+    summary: 'print a shell completion script: completion bash|zsh|fish',
+  },
 }
 
-const USAGE = `baton <command> [options]
+/** The top-level help: the hand-written commands, then every generated group and its actions. */
+export async function usage(): Promise<string> {
+  const tree = (await import('./generated.js')).commandTree()
+  const group = (name: string, list: { words: readonly [string, string] }[]) =>
+    `  ${name.padEnd(12)} ${list.map((c) => c.words[1]).join(', ')}`
+  return `baton <command> [options]
 
 ${Object.entries(commands)
-  .map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`)
+  .map(([name, c]) => `  ${name.padEnd(12)} ${c.summary}`)
   .join('\n')}
 
-Run baton <command> --help for a command's options; baton --version prints the version.`
+Operations of the hub, one command each (baton <group> <command> --hub URL …):
+${[...tree.groups].map(([name, list]) => group(name, list)).join('\n')}
+
+Operator operations (baton admin <group> <command> --admin-token T …):
+${[...tree.admin].map(([name, list]) => group(name, list)).join('\n')}
+
+Run baton <command> --help, or baton <group> <command> --help, for the options; baton --version
+prints the version.
+Exit codes: 0 ok, 1 refused (4xx), 2 failed (5xx or network), 64 usage.`
+}
 
 /** The `baton` command: dispatches to a subcommand and answers the exit code. */
 export async function main(argv: string[], io: Io = stdio): Promise<number> {
   const [name, ...rest] = argv
   if (!name || name === '--help' || name === '-h' || name === 'help') {
-    io.stdout(USAGE)
+    io.stdout(await usage())
     return name ? 0 : 64
   }
   if (name === '--version' || name === '-v' || name === 'version') {
     io.stdout((await import('../version.js')).VERSION)
     return 0
   }
-  const command = commands[name]
-  if (!command) {
-    io.stderr(`baton: unknown command ${JSON.stringify(name)}\n\n${USAGE}`)
-    return 64
-  }
   try {
-    return await command.run(rest, io)
+    const command = commands[name]
+    if (command) return await command.run(rest, io)
+    const { commandTree, runGroup } = await import('./generated.js')
+    const tree = commandTree()
+    const code = await runGroup(tree.groups, argv, io, false, tree.admin)
+    if (code !== undefined) return code
+    io.stderr(`baton: unknown command ${JSON.stringify(name)}\n\n${await usage()}`)
+    return 64
   } catch (error) {
     const code = (error as { code?: string })?.code
     if (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS')) {

@@ -85,6 +85,7 @@ export const advanceHandoff = defineOperation({
       'Move a handoff to `state`, committing only if it is exactly in `from`. A conflict answers the state it is really in. Give a nonce of your own to make the move safe to repeat.',
     annotations: { destructiveHint: false, idempotentHint: true },
   },
+  cli: ['handoff', 'advance'],
   run: (ctx, caller, { params, body }) =>
     ctx.handoffs.advance(params.handoff_id, params.state, body, caller.token),
 })
@@ -111,6 +112,7 @@ export const waitHandoff = defineOperation({
   output: WaitView,
   errors: [...handoffErrors],
   tool: false,
+  cli: { name: ['handoff', 'wait'], defaults: { seconds: '25' } },
   run: (ctx, caller, { params, query }) =>
     withProgress(
       caller,

@@ -41,6 +41,7 @@ export const writeHomeFile = defineOperation({
       'Write a private checkpoint file. expectedRevision 0 creates only; otherwise the write commits only if the file is at that revision, and a conflict answers currentRevision: read it and decide, never overwrite blindly. Repeating a committed write answers it again.',
     annotations: { destructiveHint: false, idempotentHint: true },
   },
+  cli: ['home', 'write'],
   run: (ctx, caller, { body }) => ctx.home.write(signer(caller), body),
 })
 
@@ -56,6 +57,7 @@ export const readHomeFile = defineOperation({
   output: HomeFileView,
   errors: ['invalid_path', 'home_file_not_found'],
   tool: false,
+  cli: ['home', 'read'],
   run: (ctx, caller, { query }) => ctx.home.read(signer(caller), query.path),
 })
 
@@ -79,6 +81,7 @@ export const listHomeFiles = defineOperation({
   output: HomeFileListView,
   errors: ['invalid_path'],
   tool: false,
+  cli: ['home', 'list'],
   run: (ctx, caller, { query }) => ctx.home.list(signer(caller), query),
 })
 
@@ -97,6 +100,7 @@ export const deleteHomeFile = defineOperation({
   output: HomeFileDeleteView,
   errors: ['invalid_path', 'home_file_not_found', 'revision_conflict'],
   tool: false,
+  cli: ['home', 'delete'],
   run: (ctx, caller, { query }) =>
     ctx.home.remove(signer(caller), query.path, query.expectedRevision),
 })

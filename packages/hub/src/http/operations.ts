@@ -16,6 +16,7 @@ export const health = defineOperation({
   output: z.object({ ok: z.literal(true) }),
   errors: [],
   tool: false,
+  cli: ['hub', 'health'],
   run: async () => ({ ok: true as const }),
 })
 
@@ -30,6 +31,7 @@ export const ready = defineOperation({
   output: z.object({ ok: z.literal(true), store: z.string() }),
   errors: ['shutting_down', 'unavailable'],
   tool: false,
+  cli: ['hub', 'ready'],
   run: async (ctx) => {
     if (ctx.isClosing()) throw new BatonError('shutting_down', 'The hub is shutting down')
     if (!(await ping(ctx.database))) {

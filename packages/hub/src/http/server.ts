@@ -24,7 +24,7 @@ export interface Api {
 export { bearerToken } from './bearer.js'
 
 /** Routes that are not operations (a text answer, this document) but are documented. */
-const DOCUMENTED_ROUTES: ExtraPath[] = [
+export const DOCUMENTED_ROUTES: ExtraPath[] = [
   {
     method: 'GET',
     path: '/metrics',

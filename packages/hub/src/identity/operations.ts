@@ -25,6 +25,7 @@ export const discovery = defineOperation({
   errors: [],
   // A client reads discovery before it can sign; an MCP session already knows its hub.
   tool: false,
+  cli: ['hub', 'discovery'],
   run: async (ctx, caller) =>
     ctx.identity.discovery(caller.origin ?? ctx.config.identity.publicUrl ?? ''),
 })
@@ -46,6 +47,7 @@ export const me = defineOperation({
       'Your principal (a did:key), its admission state (pending until an operator approves it), and your quotas with what you used of them today.',
     annotations: { readOnlyHint: true },
   },
+  cli: ['me', 'show'],
   run: (ctx, caller) => {
     if (!caller.principal) throw new BatonError('signature_missing', 'The request is not signed')
     return ctx.identity.me(caller.principal)
@@ -106,6 +108,7 @@ export const decidePrincipal = defineOperation({
   output: PrincipalView,
   errors: ['principal_not_found'],
   tool: false,
+  cli: ['principals', 'decide'],
   run: (ctx, _caller, { params }) => ctx.identity.decide(params.principal, params.decision),
 })
 

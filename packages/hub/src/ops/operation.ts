@@ -45,6 +45,21 @@ export interface ToolSpec {
   annotations?: ToolAnnotations
 }
 
+/**
+ * How an operation appears as a `baton` command: its two words (derived from the path and method
+ * when absent), flag names kept from earlier hand-written commands, and what it prints without
+ * `--json` when that is not the answer itself.
+ */
+export interface CliSpec {
+  name?: readonly [string, string]
+  /** Extra flag → input field; a field written `@field` takes the flag's value as a JSON file. */
+  aliases?: Record<string, string>
+  /** A field's value when the command line gives none, as the flag's text. */
+  defaults?: Record<string, string>
+  /** The human output; `--json` always prints the wire body. */
+  text?: (output: unknown) => string
+}
+
 // biome-ignore lint/suspicious/noExplicitAny: a registry holds operations of every input type
 type AnyObject = z.ZodObject<any>
 
@@ -86,6 +101,8 @@ export interface Operation<
   idempotencyKey?: boolean
   /** How it appears as an MCP tool, or `false` for never. */
   tool: ToolSpec | false
+  /** Its `baton` command's words (`['resources', 'update']`), or more; derived when absent. */
+  cli?: readonly [string, string] | CliSpec
   run(
     ctx: AppContext,
     caller: Caller,

@@ -83,6 +83,7 @@ export const snapshotState = defineOperation({
       'Stage a transfer of this session: system prompt, message history, tool state and MCP config. Credentials only as { "credRef": "vault://path#field" } or { "credRef": "env://NAME" }; raw secrets are refused. Answers the transfer id and the SHA-256 checksum of the canonical snapshot. Give an idempotencyKey to make a retry safe.',
     annotations: { destructiveHint: false, idempotentHint: true },
   },
+  cli: { name: ['transfer', 'snapshot'], aliases: { file: '@snapshot' } },
   run: (ctx, caller, { body }) =>
     ctx.transfers.create(principalOf(caller), body, caller.idempotencyKey),
 })
@@ -108,6 +109,7 @@ export const listTransfers = defineOperation({
       'Transfers you own (role "owner", the default) or run (role "runtime"), newest first, without their event logs; optionally only those in one state.',
     annotations: { readOnlyHint: true },
   },
+  cli: ['transfer', 'list'],
   run: (ctx, caller, { query }) => ctx.transfers.list(principalOf(caller), query),
 })
 
@@ -129,6 +131,7 @@ export const claimNextTransfer = defineOperation({
       'As a runtime: claim the oldest provisioned, unclaimed transfer of a tier; answers { transfer: null } when none waits. Only the claiming runtime may then push, run and report usage.',
     annotations: { destructiveHint: false, idempotentHint: false },
   },
+  cli: ['transfer', 'claim-next'],
   run: (ctx, caller, { body }) => ctx.transfers.claimNext(principalOf(caller), body),
 })
 
@@ -144,6 +147,7 @@ export const getStatus = defineOperation({
   output: TransferView,
   errors: notFound,
   tool: false,
+  cli: ['transfer', 'status'],
   run: (ctx, caller, { params }) => ctx.transfers.get(principalOf(caller), params.id),
 })
 
@@ -163,6 +167,7 @@ export const waitTransfer = defineOperation({
   output: TransferWaitView,
   errors: notFound,
   tool: false,
+  cli: ['transfer', 'wait'],
   run: (ctx, caller, { params, query }) =>
     withProgress(
       caller,
@@ -190,6 +195,7 @@ export const readSnapshot = defineOperation({
   output: SnapshotView,
   errors: [...notFound, 'transfer_forbidden'],
   tool: false,
+  cli: ['transfer', 'snapshot-read'],
   run: (ctx, caller, { params }) => ctx.transfers.snapshot(principalOf(caller), params.id),
 })
 
@@ -206,6 +212,10 @@ export const provisionRuntime = defineOperation({
   output: TransferView,
   errors: [...notFound, 'tier_unknown', 'tier_limit_exceeded', ...tokenErrors],
   tool: false,
+  cli: {
+    name: ['transfer', 'provision'],
+    aliases: { budget: 'budgetMicros', rate: 'rateMicrosPerSecond' },
+  },
   run: (ctx, caller, { params, body }) =>
     ctx.transfers.provision(principalOf(caller), params.id, body),
 })
@@ -230,6 +240,7 @@ export const claimTransfer = defineOperation({
     'transfer_expired',
   ],
   tool: false,
+  cli: ['transfer', 'claim'],
   run: (ctx, caller, { params }) => ctx.transfers.claim(principalOf(caller), params.id),
 })
 
@@ -252,6 +263,7 @@ export const pushState = defineOperation({
     'checksum_mismatch',
   ],
   tool: false,
+  cli: ['transfer', 'push'],
   run: (ctx, caller, { params, body }) => ctx.transfers.push(principalOf(caller), params.id, body),
 })
 
@@ -268,6 +280,7 @@ export const activate = defineOperation({
   output: TransferView,
   errors: [...notFound, ...tokenErrors],
   tool: false,
+  cli: ['transfer', 'activate'],
   run: (ctx, caller, { params, body }) =>
     ctx.transfers.activate(principalOf(caller), params.id, body),
 })
@@ -285,6 +298,7 @@ export const leaseTransfer = defineOperation({
   output: LeaseView,
   errors: [...notFound, 'transfer_forbidden', 'transfer_lease_held', 'transfer_state_conflict'],
   tool: false,
+  cli: ['transfer', 'lease'],
   run: (ctx, caller, { params, body }) => ctx.transfers.lease(principalOf(caller), params.id, body),
 })
 
@@ -301,6 +315,7 @@ export const reportUsage = defineOperation({
   output: UsageView,
   errors: [...notFound, 'transfer_forbidden', 'transfer_state_conflict', 'idempotency_conflict'],
   tool: false,
+  cli: { name: ['transfer', 'usage'], aliases: { key: 'idempotencyKey', amount: 'amountMicros' } },
   run: (ctx, caller, { params, body }) => ctx.transfers.usage(principalOf(caller), params.id, body),
 })
 
@@ -316,6 +331,7 @@ export const adminGetTransfer = defineOperation({
   output: TransferView,
   errors: notFound,
   tool: false,
+  cli: ['transfer', 'status'],
   run: (ctx, _caller, { params }) => ctx.transfers.get(OPERATOR, params.id),
 })
 
@@ -333,6 +349,12 @@ export const mintTransferToken = defineOperation({
   status: 201,
   errors: [...notFound, 'tier_unknown', 'tier_limit_exceeded'],
   tool: false,
+  cli: {
+    name: ['transfer', 'token'],
+    aliases: { budget: 'budgetMicros', rate: 'rateMicrosPerSecond', ttl: 'ttlSeconds' },
+    // A shell wants the token alone, to pass on: `--json` answers the whole minted view.
+    text: (out) => (out as MintedTokenView).token,
+  },
   run: (ctx, _caller, { params, body }) => ctx.transfers.mint(params.id, body),
 })
 
@@ -349,6 +371,7 @@ export const terminateTransfer = defineOperation({
   output: TransferView,
   errors: notFound,
   tool: false,
+  cli: ['transfer', 'terminate'],
   run: (ctx, _caller, { params, body }) => ctx.transfers.terminate(params.id, body),
 })
 

@@ -1,0 +1,524 @@
+import { readFile } from 'node:fs/promises'
+import { parseArgs } from 'node:util'
+import { requestJson, type SignedBody, SignedClient } from '@baton/client'
+import { DISCOVERY_PATH } from '@baton/protocol'
+import { z } from 'zod'
+import type { CliSpec, Operation } from '../ops/operation.js'
+import { OPERATIONS } from '../ops/registry.js'
+import { remoteInvoke } from '../ops/remote.js'
+import { type Io, UsageError } from './io.js'
+
+/** How a flag's text becomes a value: as it is, a number, a switch, or JSON (inline or `@file`). */
+type Kind = 'string' | 'number' | 'boolean' | 'json'
+
+/** One input field of an operation as a command-line flag. */
+export interface CliField {
+  name: string
+  flag: string
+  part: 'params' | 'query' | 'body'
+  kind: Kind
+  /** The type as help shows it: `string`, `integer`, `a|b`, `json`. */
+  type: string
+  required: boolean
+  description?: string
+}
+
+/** One generated command: an operation under its two words (behind `admin` when operator). */
+export interface CliCommand {
+  words: readonly [string, string]
+  admin: boolean
+  op: Operation
+  /** Path parameters, in path order: positional arguments (or flags). */
+  positionals: CliField[]
+  fields: CliField[]
+  /** Extra flag → field, from the operation's `cli.aliases`; `@field` reads a JSON file. */
+  aliases: Record<string, string>
+}
+
+/** The flags every generated command takes, besides its input. */
+export const COMMON_FLAGS = {
+  hub: 'URL of the hub (or BATON_HUB)',
+  identity: 'identity file to sign with (or BATON_IDENTITY), for signed operations',
+  token: 'the handoff token (or BATON_TOKEN), for token operations',
+  'admin-token': "the operator's token (or BATON_ADMIN_TOKEN), for admin operations",
+  'idempotency-key': 'makes a retry safe, for operations that accept one',
+  body: 'the whole request body from a JSON file, or - for stdin; flags override its fields',
+  json: 'print the wire body (compact JSON), errors included',
+} as const
+
+const PREFIXES = new Set(['v1', 'services', 'admin', '.well-known'])
+
+/** `handoff_id` → `handoff-id`, `budgetMicros` → `budget-micros`. */
+export function flagName(field: string): string {
+  return field
+    .replace(/_/g, '-')
+    .replace(/([a-z0-9])([A-Z])/g, '$1-$2')
+    .toLowerCase()
+}
+
+function spec(op: Operation): CliSpec {
+  if (!op.cli) return {}
+  return Array.isArray(op.cli) ? { name: op.cli as readonly [string, string] } : (op.cli as CliSpec)
+}
+
+/**
+ * An operation's command words: declared, or derived from its path — the first fixed segment
+ * after the version prefix names the group; the other fixed segments, or else the method, name
+ * the action (`GET /v1/resources/:id/history` → `resources history`, `PATCH …/:id` → `update`).
+ */
+export function commandWords(op: Operation): readonly [string, string] {
+  const declared = spec(op).name
+  if (declared) return declared
+  const fixed = op.path
+    .split('/')
+    .filter((s) => s && !s.startsWith(':') && !PREFIXES.has(s))
+    .map(flagName)
+  const [group = op.name, ...rest] = fixed
+  if (rest.length > 0) return [group, rest.join('-')]
+  const endsInParam = /\/:[^/]+$/.test(op.path)
+  const byMethod = {
+    GET: endsInParam ? 'read' : 'list',
+    POST: 'create',
+    PUT: 'write',
+    PATCH: 'update',
+    DELETE: 'delete',
+  } as const
+  return [group, byMethod[op.method]]
+}
+
+interface JsonSchema {
+  type?: string | string[]
+  enum?: unknown[]
+  const?: unknown
+  description?: string
+  properties?: Record<string, JsonSchema>
+  required?: string[]
+  anyOf?: JsonSchema[]
+}
+
+function kindOf(s: JsonSchema): { kind: Kind; type: string } {
+  const names = s.enum?.every((v) => typeof v === 'string') ? s.enum : undefined
+  if (names) {
+    return { kind: 'string', type: names.join('|') }
+  }
+  const types = Array.isArray(s.type) ? s.type : s.type ? [s.type] : []
+  if (types.length === 1) {
+    const t = types[0]!
+    if (t === 'string') return { kind: 'string', type: 'string' }
+    if (t === 'integer' || t === 'number') return { kind: 'number', type: t }
+    if (t === 'boolean') return { kind: 'boolean', type: 'boolean' }
+    return { kind: 'json', type: `json ${t}` }
+  }
+  const variants = s.anyOf?.map(kindOf)
+  if (variants?.every((v) => v.kind === 'string')) return { kind: 'string', type: 'string' }
+  return { kind: 'json', type: 'json' }
+}
+
+function objectOf(schema: z.ZodType | undefined): z.ZodObject | undefined {
+  let s: unknown = schema
+  while (s instanceof z.ZodOptional || s instanceof z.ZodDefault) s = s.unwrap()
+  return s instanceof z.ZodObject ? s : undefined
+}
+
+function fieldsOf(schema: z.ZodType | undefined, part: CliField['part']): CliField[] {
+  const obj = objectOf(schema)
+  if (!obj) return []
+  const json = z.toJSONSchema(obj, { io: 'input', unrepresentable: 'any' }) as JsonSchema
+  const required = new Set(json.required ?? [])
+  return Object.entries(json.properties ?? {}).map(([name, s]) => ({
+    name,
+    flag: flagName(name),
+    part,
+    ...kindOf(s),
+    required: part === 'params' || required.has(name),
+    ...(s.description ? { description: s.description } : {}),
+  }))
+}
+
+/** The command an operation becomes. */
+export function toCommand(op: Operation): CliCommand {
+  return {
+    words: commandWords(op),
+    admin: op.auth === 'operator',
+    op,
+    positionals: fieldsOf(op.params, 'params'),
+    fields: [...fieldsOf(op.query, 'query'), ...fieldsOf(op.body, 'body')],
+    aliases: spec(op).aliases ?? {},
+  }
+}
+
+/** Every generated command, one per operation of the registry. */
+export function generatedCommands(ops: readonly Operation[] = OPERATIONS): CliCommand[] {
+  return ops.map(toCommand)
+}
+
+/** The common flags an operation takes: the credential its auth needs, and what it accepts. */
+export function commonFlags(op: Operation): (keyof typeof COMMON_FLAGS)[] {
+  const credential = {
+    none: [],
+    'handoff-token': ['token'],
+    signature: ['identity'],
+    operator: ['admin-token'],
+  } as const
+  return [
+    'hub',
+    ...credential[op.auth],
+    ...(op.idempotencyKey ? (['idempotency-key'] as const) : []),
+    ...(op.body ? (['body'] as const) : []),
+    'json',
+  ]
+}
+
+/** Every flag a command takes: its input's, its aliases and the common ones. */
+export function commandFlags(c: CliCommand): string[] {
+  const own = [...c.positionals, ...c.fields].map((f) => f.flag)
+  return [...new Set([...own, ...Object.keys(c.aliases), ...commonFlags(c.op), 'help'])]
+}
+
+/** `--help` of one command: its summary, arguments and flags with types, from the schemas. */
+export function commandHelp(c: CliCommand): string {
+  const { op } = c
+  const head = [...(c.admin ? ['admin'] : []), ...c.words].join(' ')
+  const args = c.positionals
+    .map((p) => (spec(op).defaults?.[p.name] === undefined ? ` <${p.flag}>` : ` [<${p.flag}>]`))
+    .join('')
+  const auth = {
+    none: 'no credentials',
+    'handoff-token': 'needs --token',
+    signature: 'signed with --identity',
+    operator: 'needs --admin-token',
+  }[op.auth]
+  const row = (name: string, type: string, note: string, text = '') =>
+    `  ${name.padEnd(26)} ${type.padEnd(14)} ${note.padEnd(9)} ${text}`.trimEnd()
+  const lines = [
+    `baton ${head}${args} [flags]`,
+    '',
+    op.summary,
+    `${op.method} ${op.path} · ${auth}`,
+  ]
+  if (c.positionals.length > 0) {
+    lines.push('', 'Arguments (or as flags):')
+    const defaults = spec(op).defaults ?? {}
+    for (const p of c.positionals) {
+      const note = defaults[p.name] === undefined ? 'required' : `= ${defaults[p.name]}`
+      lines.push(row(`<${p.flag}>`, p.type, note, p.description))
+    }
+  }
+  if (c.fields.length > 0) {
+    lines.push('', 'Flags:')
+    for (const f of c.fields) {
+      lines.push(row(`--${f.flag}`, f.type, f.required ? 'required' : '', f.description))
+    }
+  }
+  const aliases = Object.entries(c.aliases)
+  if (aliases.length > 0) {
+    lines.push('', 'Also:')
+    for (const [flag, field] of aliases) {
+      const target = `--${flagName(field.replace(/^@/, ''))}`
+      const text = field.startsWith('@') ? `a JSON file (or -) for ${target}` : `same as ${target}`
+      lines.push(`  ${`--${flag}`.padEnd(26)} ${text}`)
+    }
+  }
+  lines.push('', 'Common:')
+  const own = new Set([...c.positionals, ...c.fields].map((f) => f.flag))
+  for (const flag of commonFlags(op).filter((f) => !own.has(f)))
+    lines.push(`  ${`--${flag}`.padEnd(26)} ${COMMON_FLAGS[flag]}`)
+  lines.push(
+    '',
+    'A json flag takes inline JSON, @file.json, or @- for stdin. Exit codes: 0 ok, 1 refused (4xx),',
+    '2 failed (5xx or network), 64 usage.',
+  )
+  return lines.join('\n')
+}
+
+/** The help of a group: its commands and their summaries. */
+export function groupHelp(group: string, commands: CliCommand[], admin: boolean): string {
+  const prefix = admin ? 'admin ' : ''
+  return [
+    `baton ${prefix}${group} <command> [flags]`,
+    '',
+    ...commands.map(
+      (c) => `  ${c.words[1].padEnd(14)} ${c.op.summary}${c.admin && !admin ? ' [admin]' : ''}`,
+    ),
+    '',
+    `Run baton ${prefix}${group} <command> --help for its flags.`,
+  ].join('\n')
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = []
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+async function readJson(source: string, what: string): Promise<unknown> {
+  let text: string
+  try {
+    text = source === '-' ? await readStdin() : await readFile(source, 'utf8')
+  } catch (error) {
+    throw new UsageError(`cannot read ${source}: ${(error as Error).message}`)
+  }
+  try {
+    return JSON.parse(text)
+  } catch (error) {
+    throw new UsageError(`${what} is not valid JSON: ${(error as Error).message}`)
+  }
+}
+
+async function parseFlagValue(f: CliField, raw: string | boolean): Promise<unknown> {
+  if (typeof raw === 'boolean' || f.kind === 'string') return raw
+  if (f.kind === 'number') {
+    if (!/^-?\d+(\.\d+)?$/.test(raw)) throw new UsageError(`--${f.flag} must be a number`)
+    return Number(raw)
+  }
+  if (f.kind === 'boolean') {
+    if (raw !== 'true' && raw !== 'false') throw new UsageError(`--${f.flag} is true or false`)
+    return raw === 'true'
+  }
+  if (raw.startsWith('@')) return readJson(raw.slice(1), `--${f.flag}`)
+  try {
+    return JSON.parse(raw)
+  } catch {
+    throw new UsageError(`--${f.flag} takes JSON (inline, @file.json or @-)`)
+  }
+}
+
+function formatBytes(n: number): string {
+  if (n >= 1024 * 1024) return `${(n / 1024 / 1024).toFixed(1)} MiB`
+  if (n >= 1024) return `${(n / 1024).toFixed(1)} KiB`
+  return `${n} B`
+}
+
+/** Operations whose bodies may be large (a configured or above-default limit) show the upload. */
+function isUpload(op: Operation): boolean {
+  return typeof op.bodyLimit === 'function' || (op.bodyLimit ?? 0) > 1024 * 1024
+}
+
+/** An operation that takes `seconds` waits up to that long. */
+function waitSeconds(c: CliCommand, input: Record<string, unknown>): number | undefined {
+  const f = [...c.positionals, ...c.fields].find((x) => x.name === 'seconds')
+  if (!f) return undefined
+  const n = Number(input.seconds ?? 0)
+  return Number.isFinite(n) && n > 0 ? n : undefined
+}
+
+/**
+ * Runs a generated command: flags into the operation's input, sent through `remoteInvoke` (the
+ * stdio MCP server's path), the wire body printed. The hub validates the input, so a bad value
+ * gets the same code from every face.
+ */
+export async function runGenerated(c: CliCommand, argv: string[], io: Io): Promise<number> {
+  const { op } = c
+  const byFlag = new Map<string, CliField>()
+  for (const f of [...c.positionals, ...c.fields]) byFlag.set(f.flag, f)
+  const options: Record<string, { type: 'string' | 'boolean' }> = {}
+  for (const flag of commonFlags(op))
+    options[flag] = { type: flag === 'json' ? 'boolean' : 'string' }
+  for (const [flag, f] of byFlag)
+    options[flag] = { type: f.kind === 'boolean' ? 'boolean' : 'string' }
+  for (const flag of Object.keys(c.aliases)) options[flag] = { type: 'string' }
+  const parsed = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { ...options, help: { type: 'boolean', short: 'h' } },
+    strict: true,
+  })
+  const values = parsed.values as Record<string, string | boolean | undefined>
+  const { positionals } = parsed
+  if (values.help) {
+    io.stdout(commandHelp(c))
+    return 0
+  }
+  const json = values.json === true
+  // A flag an input field claims (a body's `token`, say) is that field, not the common flag.
+  const common = (flag: keyof typeof COMMON_FLAGS) =>
+    byFlag.has(flag) ? undefined : (values[flag] as string | undefined)
+  if (positionals.length > c.positionals.length) {
+    throw new UsageError(`unexpected argument ${JSON.stringify(positionals[c.positionals.length])}`)
+  }
+
+  const parts: Record<CliField['part'], Record<string, unknown>> = {
+    params: {},
+    query: {},
+    body: {},
+  }
+  const bodyFile = common('body')
+  let hasBody = false
+  if (bodyFile !== undefined) {
+    const whole = await readJson(bodyFile, '--body')
+    if (!objectOf(op.body) || typeof whole !== 'object' || whole === null || Array.isArray(whole)) {
+      if (!op.body) throw new UsageError(`${c.words.join(' ')} takes no body`)
+      parts.body = whole as Record<string, unknown>
+    } else parts.body = { ...(whole as Record<string, unknown>) }
+    hasBody = true
+  }
+  c.positionals.forEach((p, i) => {
+    if (positionals[i] !== undefined) parts.params[p.name] = positionals[i]
+  })
+  for (const [flag, f] of byFlag) {
+    const raw = values[flag]
+    if (raw !== undefined) parts[f.part][f.name] = await parseFlagValue(f, raw as string | boolean)
+  }
+  for (const [flag, target] of Object.entries(c.aliases)) {
+    const raw = values[flag] as string | undefined
+    if (raw === undefined) continue
+    const field = byFlag.get(flagName(target.replace(/^@/, '')))
+    if (!field) continue
+    parts[field.part][field.name] = target.startsWith('@')
+      ? await readJson(raw, `--${flag}`)
+      : await parseFlagValue(field, raw)
+  }
+  for (const [name, text] of Object.entries(spec(op).defaults ?? {})) {
+    const field = [...c.positionals, ...c.fields].find((f) => f.name === name)
+    if (field && parts[field.part][name] === undefined && !(field.part === 'body' && hasBody)) {
+      parts[field.part][name] = await parseFlagValue(field, text)
+    }
+  }
+  const missing = [...c.positionals, ...c.fields].filter(
+    (f) => f.required && parts[f.part][f.name] === undefined && !(f.part === 'body' && hasBody),
+  )
+  if (missing.length > 0) {
+    throw new UsageError(
+      `${c.words.join(' ')} needs ${missing.map((f) => (f.part === 'params' ? `<${f.flag}>` : `--${f.flag}`)).join(', ')} (see --help)`,
+    )
+  }
+
+  const hub = common('hub') ?? process.env.BATON_HUB
+  if (!hub) throw new UsageError('--hub URL is required (or set BATON_HUB)')
+  const headers: Record<string, string> = {}
+  let token: string | undefined
+  if (op.auth === 'handoff-token') {
+    token = common('token') ?? process.env.BATON_TOKEN ?? process.env.BATON_HANDOFF_TOKEN
+    if (!token) throw new UsageError('--token is required (or set BATON_TOKEN)')
+  }
+  if (op.auth === 'operator') {
+    const admin = common('admin-token') ?? process.env.BATON_ADMIN_TOKEN
+    if (!admin) throw new UsageError('--admin-token is required (or set BATON_ADMIN_TOKEN)')
+    headers.authorization = `Bearer ${admin}`
+  }
+  let signed: SignedClient | undefined
+  if (op.auth === 'signature') {
+    const identity = common('identity') ?? process.env.BATON_IDENTITY
+    if (!identity) throw new UsageError('--identity FILE is required (or set BATON_IDENTITY)')
+    signed = await SignedClient.fromFile(new URL(DISCOVERY_PATH, hub).href, identity)
+  }
+
+  const body = op.body && (hasBody || Object.keys(parts.body).length > 0) ? parts.body : undefined
+  const showUpload = !json && isUpload(op) && body !== undefined
+  let upload: ((sent: number, total: number) => void) | undefined
+  if (showUpload) {
+    const size = Buffer.byteLength(JSON.stringify(body), 'utf8')
+    io.stderr(`uploading ${c.words[1]}: ${formatBytes(size)}…`)
+    let shown = -1
+    upload = (sent, total) => {
+      // A line every tenth of the way, so a long upload shows it is moving.
+      const tenth = Math.floor((sent / total) * 10)
+      if (tenth === shown || total < 1024 * 1024) return
+      shown = tenth
+      io.stderr(`  ${formatBytes(sent)} of ${formatBytes(total)} (${tenth * 10}%)`)
+    }
+  }
+  const invoke = remoteInvoke({
+    plain: (method, path, b, h, signal) =>
+      requestJson(hub, method, path, b, { headers: { ...h, ...headers }, signal }),
+    ...(signed
+      ? {
+          signed: (
+            method: string,
+            path: string,
+            b: unknown,
+            h: Record<string, string>,
+            signal: AbortSignal,
+          ) =>
+            signed.request(method, path, b as SignedBody, h, {
+              signal,
+              ...(upload ? { onUploadProgress: upload } : {}),
+            }),
+        }
+      : {}),
+  })
+  const abort = new AbortController()
+  const wait = json ? undefined : waitSeconds(c, { ...parts.params, ...parts.query })
+  const started = Date.now()
+  if (wait) io.stderr(`waiting up to ${wait} s for a change…`)
+  const timer = wait
+    ? setInterval(() => {
+        io.stderr(`  ${Math.round((Date.now() - started) / 1000)} s of ${wait} s`)
+      }, 5000)
+    : undefined
+  let result: unknown
+  try {
+    result = await invoke(
+      op,
+      { params: parts.params, query: parts.query, body },
+      {
+        signal: abort.signal,
+        ...(token ? { token } : {}),
+        ...(common('idempotency-key') ? { idempotencyKey: common('idempotency-key') } : {}),
+      },
+    )
+  } finally {
+    if (timer) clearInterval(timer)
+  }
+  if (showUpload) {
+    io.stderr(`uploaded in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+  }
+  const text = spec(op).text
+  io.stdout(json ? JSON.stringify(result) : text ? text(result) : JSON.stringify(result, null, 2))
+  return 0
+}
+
+/** The generated commands by group and action, for dispatch, help and completion. */
+export interface CommandTree {
+  groups: Map<string, CliCommand[]>
+  admin: Map<string, CliCommand[]>
+}
+
+/** Groups the generated commands: agent-facing ones at the top, operator ones under `admin`. */
+export function commandTree(commands: CliCommand[] = generatedCommands()): CommandTree {
+  const tree: CommandTree = { groups: new Map(), admin: new Map() }
+  for (const c of commands) {
+    const at = c.admin ? tree.admin : tree.groups
+    const list = at.get(c.words[0]) ?? []
+    list.push(c)
+    at.set(c.words[0], list)
+  }
+  return tree
+}
+
+/**
+ * Dispatches `<group> <action> …` within one level of the tree (the top, or `admin`); answers
+ * `undefined` when the group is not one of its groups.
+ */
+export async function runGroup(
+  groups: Map<string, CliCommand[]>,
+  argv: string[],
+  io: Io,
+  admin: boolean,
+  fallback?: Map<string, CliCommand[]>,
+): Promise<number | undefined> {
+  const [group, action, ...rest] = argv
+  const commands = group ? groups.get(group) : undefined
+  if (!group || !commands) return undefined
+  const operatorOnly = (fallback?.get(group) ?? []).filter(
+    (o) => !commands.some((c) => c.words[1] === o.words[1]),
+  )
+  const help = () => groupHelp(group, [...commands, ...operatorOnly], admin)
+  if (!action || action === '--help' || action === '-h') {
+    io.stdout(help())
+    return action ? 0 : 64
+  }
+  let command = commands.find((c) => c.words[1] === action)
+  // An operator command whose words no agent command takes is reachable without `admin` too
+  // (`baton transfer token`); where both exist, an admin token without an identity picks it.
+  const operator = fallback?.get(group)?.find((c) => c.words[1] === action)
+  if (operator) {
+    const identity = rest.includes('--identity')
+    const adminToken = rest.includes('--admin-token') || !!process.env.BATON_ADMIN_TOKEN
+    if (!command || (adminToken && !identity)) command = operator
+  }
+  if (!command) {
+    throw new UsageError(`unknown command ${JSON.stringify(`${group} ${action}`)}\n\n${help()}`)
+  }
+  return runGenerated(command, rest, io)
+}

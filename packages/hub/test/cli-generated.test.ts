@@ -1,0 +1,327 @@
+import assert from 'node:assert/strict'
+import { execFile, spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { after, before, describe, test } from 'node:test'
+import { createIdentity, saveIdentity } from '@baton/client'
+import { completionTable } from '../src/cli/completion.js'
+import { commandWords, flagName } from '../src/cli/generated.js'
+import type { Io } from '../src/cli/io.js'
+import { main } from '../src/cli/main.js'
+import { defineOperation } from '../src/ops/operation.js'
+import { OPERATIONS } from '../src/ops/registry.js'
+import { batonBin, startTestHub, type TestHub, testStores } from './support.js'
+
+const ADMIN = 'op-secret-0123456789abcdefghijklmnopqrstuv'
+
+interface Run {
+  code: number
+  stdout: string
+  stderr: string
+}
+
+/** Runs `baton` in this process, as the bin does, with its output captured. */
+async function baton(argv: string[]): Promise<Run> {
+  const out: string[] = []
+  const err: string[] = []
+  const io: Io = { stdout: (s) => out.push(s), stderr: (s) => err.push(s) }
+  const code = await main(argv, io)
+  return { code, stdout: out.join('\n'), stderr: err.join('\n') }
+}
+
+/** Runs the `baton` bin as a process, with stdin. */
+function batonProcess(argv: string[], stdin = ''): Promise<Run> {
+  return new Promise((resolve) => {
+    const child = execFile(process.execPath, [batonBin, ...argv], (error, stdout, stderr) => {
+      const code = error ? (error as { code?: number }).code : 0
+      resolve({ code: typeof code === 'number' ? code : 2, stdout, stderr })
+    })
+    child.stdin?.end(stdin)
+  })
+}
+
+test('command words are derived from the path and method when not declared', () => {
+  const op = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', p: string) =>
+    defineOperation({
+      name: 'x',
+      summary: 'x',
+      tags: [],
+      method,
+      path: p,
+      auth: 'none',
+      output: OPERATIONS[0]!.output,
+      errors: [],
+      tool: false,
+      run: async () => ({}),
+    })
+  assert.deepEqual(commandWords(op('GET', '/v1/widgets')), ['widgets', 'list'])
+  assert.deepEqual(commandWords(op('GET', '/v1/widgets/:id')), ['widgets', 'read'])
+  assert.deepEqual(commandWords(op('PATCH', '/v1/widgets/:id')), ['widgets', 'update'])
+  assert.deepEqual(commandWords(op('DELETE', '/v1/widgets/:id')), ['widgets', 'delete'])
+  assert.deepEqual(commandWords(op('POST', '/v1/widgets')), ['widgets', 'create'])
+  assert.deepEqual(commandWords(op('GET', '/v1/widgets/:id/history')), ['widgets', 'history'])
+  assert.deepEqual(commandWords(op('POST', '/admin/v1/widget-runs/:id/stop')), [
+    'widget-runs',
+    'stop',
+  ])
+  assert.equal(flagName('budgetMicros'), 'budget-micros')
+  assert.equal(flagName('notify_url'), 'notify-url')
+})
+
+test('help: the top level lists the groups; each command its flags, types and what is required', async () => {
+  const top = await baton(['--help'])
+  assert.equal(top.code, 0)
+  for (const group of ['handoff', 'resources', 'transfer', 'principals']) {
+    assert.match(top.stdout, new RegExp(`^  ${group} `, 'm'))
+  }
+  const help = await baton(['resources', 'update', '--help'])
+  assert.equal(help.code, 0)
+  assert.match(help.stdout, /PATCH \/v1\/resources\/:id/)
+  assert.match(help.stdout, /--expected-version\s+integer\s+required/)
+  assert.match(help.stdout, /--data\s+json\s+required/)
+  assert.match(help.stdout, /--identity/)
+  assert.doesNotMatch(help.stdout, /--admin-token/)
+  const group = await baton(['resources'])
+  assert.equal(group.code, 64)
+})
+
+test('usage errors exit 64: an unknown command, flag or missing argument', async () => {
+  assert.equal((await baton(['resources', 'frobnicate'])).code, 64)
+  assert.equal((await baton(['resources', 'read', 'rs_1', '--nope', 'x'])).code, 64)
+  assert.equal((await baton(['resources', 'read', '--hub', 'http://127.0.0.1:9'])).code, 64)
+  assert.equal(
+    (await baton(['resources', 'read', 'rs_1', '--hub', 'http://127.0.0.1:9'])).code,
+    64,
+    'a signed operation without an identity',
+  )
+  const before = process.env.BATON_HUB
+  delete process.env.BATON_HUB
+  try {
+    assert.equal((await baton(['handoff', 'read', 'h', '--token', 't'])).code, 64)
+  } finally {
+    if (before !== undefined) process.env.BATON_HUB = before
+  }
+  assert.equal((await baton(['resources', 'create', '--data', '{nope'])).code, 64)
+})
+
+test('a network failure exits 2 and says its cause', async () => {
+  // A port nothing listens on: the connection is refused.
+  const run = await batonProcess([
+    'handoff',
+    'read',
+    'h_1',
+    '--token',
+    't',
+    '--hub',
+    'http://127.0.0.1:59999',
+  ])
+  assert.equal(run.code, 2)
+  assert.match(run.stderr, /ECONNREFUSED/)
+})
+
+test('completion: bash, zsh and fish scripts from the command tree', () => {
+  const table = completionTable()
+  assert.ok(table.get('baton')?.includes('resources'))
+  assert.ok(table.get('baton')?.includes('admin'))
+  assert.ok(table.get('baton resources')?.includes('update'))
+  assert.ok(table.get('baton resources update')?.includes('--expected-version'))
+  assert.ok(table.get('baton admin')?.includes('principals'))
+  assert.ok(table.get('baton transfer')?.includes('token'), 'operator commands without admin')
+  const script = spawnSync(process.execPath, [batonBin, 'completion', 'bash'], {
+    encoding: 'utf8',
+  })
+  assert.equal(script.status, 0)
+  const complete = (words: string[]) => {
+    const run = spawnSync(
+      'bash',
+      [
+        '-c',
+        `${script.stdout}\nCOMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _baton; printf '%s\\n' "\${COMPREPLY[@]}"`,
+      ],
+      { encoding: 'utf8' },
+    )
+    assert.equal(run.status, 0, run.stderr)
+    return run.stdout.trim().split('\n')
+  }
+  assert.deepEqual(complete(['baton', 'reso']), ['resources'])
+  assert.deepEqual(complete(['baton', 'resources', 'upd']), ['update'])
+  assert.ok(
+    complete(['baton', 'resources', 'update', 'rs_1', '--exp']).includes('--expected-version'),
+  )
+  assert.ok(complete(['baton', 'admin', 'principals', '']).includes('decide'))
+  for (const shell of ['zsh', 'fish']) {
+    const out = spawnSync(process.execPath, [batonBin, 'completion', shell], { encoding: 'utf8' })
+    assert.equal(out.status, 0)
+    assert.match(out.stdout, /resources/)
+    // Where the shell is installed, the script parses and (fish) completes.
+    if (spawnSync(shell, ['-c', 'exit 0']).error) continue
+    const dir = mkdtempSync(path.join(tmpdir(), 'baton-completion-'))
+    const file = path.join(dir, `baton.${shell}`)
+    writeFileSync(file, out.stdout)
+    const parsed = spawnSync(shell, ['-n', file], { encoding: 'utf8' })
+    rmSync(dir, { recursive: true, force: true })
+    assert.equal(parsed.status, 0, parsed.stderr)
+    if (shell === 'fish') {
+      const run = spawnSync(
+        'fish',
+        ['-c', `${out.stdout}\ncomplete -C 'baton resources update rs_1 --exp'`],
+        { encoding: 'utf8' },
+      )
+      assert.match(run.stdout, /^--expected-version$/m)
+    }
+  }
+  assert.equal(spawnSync(process.execPath, [batonBin, 'completion', 'tcsh']).status, 64)
+})
+
+for (const store of testStores) {
+  describe(`generated commands against a hub (${store.name})`, () => {
+    let hub: TestHub
+    let dir: string
+    let identity: string
+    before(async () => {
+      hub = await startTestHub(store, { BATON_ADMISSION: 'open', BATON_ADMIN_TOKEN: ADMIN })
+      dir = mkdtempSync(path.join(tmpdir(), 'baton-cli-generated-'))
+      identity = path.join(dir, 'agent.identity.json')
+      await saveIdentity(identity, createIdentity(`${hub.url}/.well-known/agent-net`))
+    })
+    after(async () => {
+      await hub.close()
+      rmSync(dir, { recursive: true, force: true })
+    })
+
+    test('a resource created, updated from a file, and a stale update refused with its wire body', async () => {
+      const signed = ['--hub', hub.url, '--identity', identity]
+      const created = await baton([
+        'resources',
+        'create',
+        ...signed,
+        '--namespace',
+        'cli',
+        '--kind',
+        'note/v1',
+        '--data',
+        '{"n":1}',
+        '--json',
+      ])
+      assert.equal(created.code, 0, created.stderr)
+      const resource = JSON.parse(created.stdout) as { id: string; version: number }
+      assert.equal(resource.version, 1)
+      const file = path.join(dir, 'data.json')
+      writeFileSync(file, '{"n":2}')
+      const updated = await baton([
+        'resources',
+        'update',
+        resource.id,
+        ...signed,
+        '--expected-version',
+        '1',
+        '--data',
+        `@${file}`,
+      ])
+      assert.equal(updated.code, 0, updated.stderr)
+      assert.equal(JSON.parse(updated.stdout).version, 2)
+      const stale = await baton([
+        'resources',
+        'update',
+        resource.id,
+        ...signed,
+        '--expected-version',
+        '1',
+        '--data',
+        '{"n":3}',
+        '--json',
+      ])
+      assert.equal(stale.code, 1)
+      assert.equal(JSON.parse(stale.stdout).code, 'version_conflict')
+      const read = await baton(['resources', 'read', '--id', resource.id, ...signed, '--json'])
+      assert.deepEqual(JSON.parse(read.stdout).data, { n: 2 })
+      const bad = await baton(['resources', 'update', resource.id, ...signed, '--body', file])
+      assert.equal(bad.code, 1, 'the hub validates the body: a 4xx')
+      const missing = await baton(['resources', 'read', 'rs_nope', ...signed, '--json'])
+      assert.equal(missing.code, 1)
+      assert.equal(typeof JSON.parse(missing.stdout).code, 'string')
+    })
+
+    test('a handoff: the whole body from stdin, a token from BATON_TOKEN, a wait that shows progress', async () => {
+      const created = await batonProcess(
+        ['handoff', 'create', '--hub', hub.url, '--body', '-', '--json'],
+        '{"payload":{"task":"stdin"},"note":"n"}',
+      )
+      assert.equal(created.code, 0, created.stderr)
+      const h = JSON.parse(created.stdout) as Record<string, string>
+      process.env.BATON_TOKEN = h.owner_token!
+      try {
+        const read = await baton(['handoff', 'read', h.handoff_id!, '--hub', hub.url])
+        assert.equal(read.code, 0, read.stderr)
+        assert.deepEqual(JSON.parse(read.stdout).payload, { task: 'stdin' })
+        // Version 0 is behind the handoff, so the wait answers at once.
+        const waited = await baton([
+          'handoff',
+          'wait',
+          h.handoff_id!,
+          '5',
+          '--version',
+          '0',
+          '--hub',
+          hub.url,
+        ])
+        assert.equal(waited.code, 0, waited.stderr)
+        assert.match(waited.stderr, /waiting/)
+        assert.equal(typeof JSON.parse(waited.stdout).version, 'number')
+        const byDefault = await baton([
+          'handoff',
+          'wait',
+          h.handoff_id!,
+          '--version',
+          '0',
+          '--hub',
+          hub.url,
+        ])
+        assert.equal(byDefault.code, 0, 'seconds defaults to 25')
+      } finally {
+        delete process.env.BATON_TOKEN
+      }
+    })
+
+    test('operator commands under admin, and the admin token checked by the hub', async () => {
+      const list = await baton([
+        'admin',
+        'principals',
+        'list',
+        '--hub',
+        hub.url,
+        '--admin-token',
+        ADMIN,
+        '--json',
+      ])
+      assert.equal(list.code, 0, list.stderr)
+      assert.ok(Array.isArray(JSON.parse(list.stdout).principals))
+      const wrong = await baton([
+        'admin',
+        'principals',
+        'list',
+        '--hub',
+        hub.url,
+        '--admin-token',
+        'x'.repeat(40),
+        '--json',
+      ])
+      assert.equal(wrong.code, 1)
+      assert.equal(JSON.parse(wrong.stdout).code, 'admin_token_invalid')
+      const missing = await baton([
+        'admin',
+        'transfer',
+        'status',
+        'tr_nope',
+        '--hub',
+        hub.url,
+        '--admin-token',
+        ADMIN,
+        '--json',
+      ])
+      assert.equal(missing.code, 1)
+      assert.equal(JSON.parse(missing.stdout).code, 'transfer_not_found')
+    })
+  })
+}

@@ -1,0 +1,204 @@
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import path from 'node:path'
+import { after, before, describe, test } from 'node:test'
+import { requestJson, type SignedBody, type SignedClient, signedFetch } from '@baton/client'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js'
+import { VERSION } from '../src/app.js'
+import { commandTree, generatedCommands } from '../src/cli/generated.js'
+import type { Io } from '../src/cli/io.js'
+import { main } from '../src/cli/main.js'
+import { DOCUMENTED_ROUTES } from '../src/http/server.js'
+import { MCP_DOCS } from '../src/mcp/http.js'
+import { createMcpServer } from '../src/mcp/server.js'
+import type { Auth, Operation } from '../src/ops/operation.js'
+import { COMPOSITE_TOOLS, OPERATIONS } from '../src/ops/registry.js'
+import { remoteInvoke } from '../src/ops/remote.js'
+import { signedAgent, startTestHub, type TestHub, testStores } from './support.js'
+
+const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const
+const openApiPath = (p: string) => p.replace(/:([A-Za-z_]+)/g, '{$1}')
+const byName = new Map(OPERATIONS.map((op) => [op.name, op]))
+
+/** The adapter modules generated faces come from: routes, OpenAPI, MCP tools, remote calls, CLI. */
+const ADAPTERS = [
+  'src/ops/http.ts',
+  'src/ops/openapi.ts',
+  'src/ops/mcp.ts',
+  'src/ops/remote.ts',
+  'src/ops/local.ts',
+  'src/cli/generated.ts',
+  'src/cli/completion.ts',
+]
+
+function captureIo(): Io & { out: string[]; err: string[] } {
+  const out: string[] = []
+  const err: string[] = []
+  return { out, err, stdout: (s) => out.push(s), stderr: (s) => err.push(s) }
+}
+
+/** Every tool name a session with these auths should be offered, from the registry. */
+function expectedTools(auths: ReadonlySet<Auth>): Set<string> {
+  const names = new Set<string>()
+  for (const op of OPERATIONS) {
+    if (op.tool !== false && op.auth !== 'operator' && auths.has(op.auth)) names.add(op.tool.name)
+  }
+  for (const c of COMPOSITE_TOOLS) if (auths.has(c.auth)) names.add(c.name)
+  return names
+}
+
+test('the registry holds each operation once, by name, route and tool', () => {
+  assert.equal(byName.size, OPERATIONS.length)
+  const routes = OPERATIONS.map((op) => `${op.method} ${op.path}`)
+  assert.equal(new Set(routes).size, routes.length)
+  const tools = [
+    ...OPERATIONS.flatMap((op) => (op.tool ? [op.tool.name] : [])),
+    ...COMPOSITE_TOOLS.map((c) => c.name),
+  ]
+  assert.equal(new Set(tools).size, tools.length)
+  for (const op of OPERATIONS) {
+    if (op.auth === 'operator') assert.equal(op.tool, false, `${op.name} is operator work`)
+  }
+  for (const c of COMPOSITE_TOOLS) {
+    for (const op of c.ops) {
+      assert.equal(byName.get(op.name), op, `${c.name} reaches ${op.name}, not in the registry`)
+      assert.notEqual(op.auth, 'operator', `${c.name} reaches operator work`)
+    }
+  }
+})
+
+test('every operation is one CLI command, and every generated command is an operation', async () => {
+  const commands = generatedCommands()
+  assert.equal(commands.length, OPERATIONS.length)
+  const tree = commandTree(commands)
+  const seen = new Set<Operation>()
+  for (const [level, groups] of [
+    ['', tree.groups],
+    ['admin ', tree.admin],
+  ] as const) {
+    for (const [group, list] of groups) {
+      const actions = list.map((c) => c.words[1])
+      assert.equal(new Set(actions).size, actions.length, `${level}${group}: an action twice`)
+      for (const c of list) {
+        assert.equal(
+          byName.get(c.op.name),
+          c.op,
+          `${level}${c.words.join(' ')} is not an operation`,
+        )
+        seen.add(c.op)
+      }
+    }
+  }
+  assert.equal(seen.size, OPERATIONS.length)
+  // Dispatch reaches each command: its help names its operation's route.
+  for (const c of commands) {
+    const io = captureIo()
+    const argv = [...(c.admin ? ['admin'] : []), ...c.words, '--help']
+    assert.equal(await main(argv, io), 0, `${argv.join(' ')}: ${io.err.join('\n')}`)
+    assert.ok(
+      io.out.join('\n').includes(`${c.op.method} ${c.op.path}`),
+      `${argv.join(' ')} is not ${c.op.name}`,
+    )
+  }
+})
+
+test('lines of adapter code per operation', (t) => {
+  const root = path.resolve(import.meta.dirname, '..')
+  const lines = ADAPTERS.map((f) => readFileSync(path.join(root, f), 'utf8').split('\n').length)
+  const total = lines.reduce((a, b) => a + b, 0)
+  const perOp = total / OPERATIONS.length
+  t.diagnostic(
+    `adapter code: ${total} lines for ${OPERATIONS.length} operations = ${perOp.toFixed(1)} lines per operation (${ADAPTERS.map((f, i) => `${path.basename(f)} ${lines[i]}`).join(', ')})`,
+  )
+  assert.ok(perOp > 0)
+})
+
+for (const store of testStores) {
+  describe(`every face serves exactly the registry (${store.name})`, () => {
+    let hub: TestHub
+    let agent: SignedClient
+    const clients: Client[] = []
+    before(async () => {
+      hub = await startTestHub(store, { BATON_ADMISSION: 'open' })
+      agent = await signedAgent(hub)
+    })
+    after(async () => {
+      for (const c of clients) await c.close()
+      await hub.close()
+    })
+
+    test('HTTP: a route for every operation', () => {
+      for (const op of OPERATIONS) {
+        assert.ok(hub.app.hasRoute({ method: op.method, url: op.path }), `${op.name}: no route`)
+      }
+    })
+
+    test('OpenAPI: every operation documented, and nothing else but the documented routes', async () => {
+      const doc = (await requestJson(hub.url, 'GET', '/openapi.json')).body as {
+        paths: Record<string, Record<string, { operationId?: string }>>
+      }
+      for (const op of OPERATIONS) {
+        const entry = doc.paths[openApiPath(op.path)]?.[op.method.toLowerCase()]
+        assert.equal(entry?.operationId, op.name, `${op.name} is not in the OpenAPI document`)
+      }
+      const extra = new Set(
+        [...DOCUMENTED_ROUTES, ...MCP_DOCS].map((r) => `${r.method} ${openApiPath(r.path)}`),
+      )
+      for (const [p, item] of Object.entries(doc.paths)) {
+        for (const method of METHODS) {
+          const entry = item[method]
+          if (!entry) continue
+          const key = `${method.toUpperCase()} ${p}`
+          if (extra.has(key)) continue
+          const op = entry.operationId ? byName.get(entry.operationId) : undefined
+          assert.ok(op, `${key} (${entry.operationId}) is not an operation`)
+          assert.equal(`${op.method} ${openApiPath(op.path)}`, key)
+        }
+      }
+    })
+
+    const signed = new Set<Auth>(['none', 'handoff-token', 'signature'])
+    const anonymous = new Set<Auth>(['none', 'handoff-token'])
+
+    async function toolsOf(client: Client): Promise<Set<string>> {
+      clients.push(client)
+      return new Set((await client.listTools()).tools.map((t) => t.name))
+    }
+
+    test('MCP over Streamable HTTP: signed, every agent tool; unsigned, the anonymous ones', async () => {
+      const signedClient = new Client({ name: 'faces', version: '1.0.0' })
+      await signedClient.connect(
+        new StreamableHTTPClientTransport(new URL(`${hub.url}/mcp`), {
+          fetch: signedFetch(agent.identity),
+        }),
+      )
+      assert.deepEqual([...(await toolsOf(signedClient))].sort(), [...expectedTools(signed)].sort())
+      const plain = new Client({ name: 'faces', version: '1.0.0' })
+      await plain.connect(new StreamableHTTPClientTransport(new URL(`${hub.url}/mcp`)))
+      assert.deepEqual([...(await toolsOf(plain))].sort(), [...expectedTools(anonymous)].sort())
+    })
+
+    test('MCP as `baton mcp --identity` builds it (stdio): the same tools', async () => {
+      const server = createMcpServer(
+        {
+          invoke: remoteInvoke({
+            plain: (method, p, body, headers, signal) =>
+              requestJson(hub.url, method, p, body, { headers, signal }),
+            signed: (method, p, body, headers, signal) =>
+              agent.request(method, p, body as SignedBody, headers, { signal }),
+          }),
+          auths: signed,
+        },
+        VERSION,
+      )
+      const [a, b] = InMemoryTransport.createLinkedPair()
+      await server.connect(a)
+      const client = new Client({ name: 'faces', version: '1.0.0' })
+      await client.connect(b)
+      const names = await toolsOf(client)
+      assert.deepEqual([...names].sort(), [...expectedTools(signed)].sort())
+    })
+  })
+}
