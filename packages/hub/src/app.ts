@@ -9,6 +9,7 @@ import { Notifier } from './handoffs/notify.js'
 import { prune as pruneOutbox } from './handoffs/outbox-store.js'
 import { HandoffService } from './handoffs/service.js'
 import { HomeService } from './home/service.js'
+import { hubRefPolicy } from './hops/refs.js'
 import { HopService } from './hops/service.js'
 import { loadHubSigner } from './identity/hub-key.js'
 import { IdentityService } from './identity/service.js'
@@ -192,7 +193,14 @@ async function assemble(
     log,
     waits,
   })
-  const hops = new HopService({ database, batcher, clock, bus, signer: hubSigner })
+  const hops = new HopService({
+    database,
+    batcher,
+    clock,
+    bus,
+    signer: hubSigner,
+    refs: (sender) => hubRefPolicy({ resources, transfers }, sender),
+  })
   // seed 004: insolvent transfers end within seconds of their grace, not at the next cron.
   const reaperJob = startPeriodic(
     'transfer-reaper',

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { createPublicKey, verify } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import {
+  canonicalJson,
   createIdentity,
   fetchDiscovery,
   HopClient,
@@ -9,6 +10,7 @@ import {
   type SignedClient,
 } from '@baton/client'
 import {
+  createDigestRef,
   createSigner,
   type Handoff,
   handoffDigest,
@@ -284,6 +286,82 @@ for (const store of testStores) {
       assert.equal((await planner.hops.read(second.signed.digest)).state, 'expired')
       const late = await coder.hops.answer(second.handoff.offer as string, 'completed', { now })
       assert.equal(late.answer.hop.state, 'completed')
+    })
+
+    test('refs naming a resource version or a transfer are checked over the stored octets', async () => {
+      const data = { plan: ['parse', 'patch'], n: 1 }
+      const made = await assistant.client.call<{ id: string; version: number }>(
+        'POST',
+        '/v1/resources',
+        {
+          namespace: 'plans',
+          kind: 'plan',
+          data,
+        },
+      )
+      const snapshot = {
+        systemPrompt: 'You are the coder.',
+        messages: [{ role: 'user', content: 'patch it' }],
+        toolState: {},
+        mcpConfig: { servers: [] },
+      }
+      const transfer = await assistant.client.call<{ transferId: string; checksum: string }>(
+        'POST',
+        '/v1/transfers',
+        { snapshot },
+      )
+      const hidden = await outsider.client.call<{ id: string }>('POST', '/v1/resources', {
+        namespace: 'plans',
+        kind: 'plan',
+        data,
+      })
+      const resourceRef = {
+        ...createDigestRef(JSON.stringify(data)),
+        resource: made.id,
+        version: 1,
+      }
+      const transferRef = {
+        ...createDigestRef(canonicalJson(snapshot)),
+        transfer: transfer.transferId,
+      }
+      assert.equal(`sha-256:${transferRef.digest}`, transfer.checksum)
+      const handoffRef = { ...createDigestRef('payload'), handoff: 'h_unknown' }
+      const plainRef = createDigestRef('a prompt')
+      const otherKind = { kind: 'scitt-receipt', digest: createDigestRef('receipt').digest }
+      const offered = await assistant.hops.offer({
+        to: planner.principal,
+        dialog: 'ctx-refs',
+        refs: [resourceRef, transferRef, handoffRef, plainRef, otherKind],
+        now,
+      })
+      assert.deepEqual(
+        offered.answer.hop.refs.map((r) => r.outcome),
+        ['verified', 'verified', 'unverifiable', 'unverifiable', 'not-checked'],
+      )
+      assert.deepEqual(
+        (await planner.hops.read(offered.signed.digest)).refs.map((r) => r.outcome),
+        ['verified', 'verified', 'unverifiable', 'unverifiable', 'not-checked'],
+      )
+      const mismatch = await refusal(
+        assistant.hops.offer({
+          to: planner.principal,
+          dialog: 'ctx-refs',
+          refs: [{ ...resourceRef, digest: createDigestRef('other').digest }],
+          now,
+        }),
+      )
+      assert.equal(mismatch.context.reason, 'ref-mismatch')
+      for (const ref of [
+        { ...resourceRef, version: 2 },
+        { ...resourceRef, resource: hidden.id },
+        { ...transferRef, transfer: 'tr_AAAAAAAAAAAAAAAAAAAAAA' },
+      ]) {
+        const r = await refusal(
+          assistant.hops.offer({ to: planner.principal, dialog: 'ctx-refs', refs: [ref], now }),
+        )
+        assert.equal(r.code, 'hop_refused')
+        assert.equal(r.context.reason, 'unverifiable-ref')
+      }
     })
 
     test('every reason code the checks can reach is answered through the hub', async () => {
