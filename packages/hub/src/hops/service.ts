@@ -55,6 +55,7 @@ export interface HopDeps {
 /** The event topic of a principal's hop inbox; an event is a hint to re-read. */
 export const hopInboxTopic = (principal: string) => `hops:${principal}`
 
+const TRUST_CACHE_SIZE = 1000
 /** The checks after the replay check: an offer refused by one of them was remembered. */
 const AFTER_REPLAY = new Set(['dialog', 'chain', 'refs', 'policy'])
 const DIGEST_RE = /^[A-Za-z0-9_-]{43}$/
@@ -80,6 +81,8 @@ interface Delivery {
 export class HopService {
   /** The replay store every instance shares, over the hub's database. */
   readonly replay: HubReplayStore
+  /** Compiled trust stores by the admitted issuers they hold. */
+  private readonly trustCache = new Map<string, TrustStore>()
 
   constructor(private readonly deps: HopDeps) {
     this.replay = new HubReplayStore(deps.database)
@@ -103,16 +106,8 @@ export class HopService {
         field: 'to',
       })
     }
-    const elements = [handoff.offer, ...(handoff.chain ?? [])]
-    const trust = await this.trustFor(elements)
     const now = () => this.deps.clock.now()
-    const options = {
-      trust,
-      audience: to,
-      now,
-      maxElementOctets: HOP_LIMITS.maxElementOctets,
-      refs: this.deps.refs?.(sender),
-    }
+    const options = await this.verifyOptions(sender, to, handoff)
     const result = await verifyHandoff(handoff, { ...options, replay: this.replay })
     if (result.ok) return { hop: await this.deliverOffer(handoff, result), retransmission: false }
     if (result.reason === 'replay' && result.retransmission === true && result.digest) {
@@ -138,6 +133,27 @@ export class HopService {
       }
     }
     throw refusal(result)
+  }
+
+  /**
+   * Runs the seven checks on a Handoff object from `sender` to `to` as the hub would, without the
+   * replay check and without delivering anything (for tools and benchmarks).
+   */
+  async check(sender: string, to: string, handoff: Handoff): Promise<HandoffVerification> {
+    return verifyHandoff(handoff, await this.verifyOptions(sender, to, handoff))
+  }
+
+  private async verifyOptions(sender: string, to: string, handoff: Handoff) {
+    const elements = [handoff.offer, ...(handoff.chain ?? [])].filter(
+      (e): e is string => typeof e === 'string',
+    )
+    return {
+      trust: await this.trustFor(elements),
+      audience: to,
+      now: () => this.deps.clock.now(),
+      maxElementOctets: HOP_LIMITS.maxElementOctets,
+      refs: this.deps.refs?.(sender),
+    }
   }
 
   /**
@@ -329,20 +345,27 @@ export class HopService {
       const iss = issuerOf(e)
       if (iss !== undefined) issuers.add(iss)
     }
+    const admitted = [...(await store.admittedAmong(this.deps.database.db, [...issuers]))].sort()
+    // Admission is read afresh every time; only the compiled keys of the same admitted set are
+    // reused, since a did:key names its key and nothing else goes into the store.
+    const cacheKey = admitted.join(' ')
+    const cached = this.trustCache.get(cacheKey)
+    if (cached) return cached
     const resolve = didKeyResolver()
     const config: Record<string, TrustedKey[]> = {}
-    for (const iss of issuers) {
+    for (const iss of admitted) {
       const key = resolve(iss)
       if (!key) continue
-      const row = await findPrincipal(this.deps.database.db, iss)
-      if (row?.state !== 'approved') continue
       const fragment = iss.slice('did:key:'.length)
       config[iss] = [
         { key, kid: iss },
         { key, kid: `${iss}#${fragment}` },
       ]
     }
-    return new TrustStore(config)
+    const trust = new TrustStore(config)
+    if (this.trustCache.size >= TRUST_CACHE_SIZE) this.trustCache.clear()
+    this.trustCache.set(cacheKey, trust)
+    return trust
   }
 
   private async deliverOffer(
@@ -588,12 +611,19 @@ function toStatusView(row: HopStatusRow) {
   }
 }
 
-/** The unverified `iss` of an element, to find its key; undefined when it does not parse. */
+/**
+ * The unverified `iss` of a JWS element, to find its key; undefined when it does not parse. The
+ * checks parse the element in full afterwards, so only the payload is decoded here.
+ */
 function issuerOf(element: string): string | undefined {
+  if (element.length > HOP_LIMITS.maxElementOctets) return undefined
+  const first = element.indexOf('.')
+  const second = element.indexOf('.', first + 1)
+  if (first < 0 || second < 0) return undefined
   try {
-    const payload = parseElement(element, HOP_LIMITS.maxElementOctets).payload as {
-      iss?: unknown
-    }
+    const payload = JSON.parse(
+      Buffer.from(element.slice(first + 1, second), 'base64url').toString('utf8'),
+    )
     return typeof payload?.iss === 'string' ? payload.iss : undefined
   } catch {
     return undefined

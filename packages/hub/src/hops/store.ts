@@ -18,6 +18,21 @@ export async function nextSequence(db: Kysely<Schema>): Promise<number> {
   return Number(row.value)
 }
 
+/** Which of these principals are admitted (approved), in one query. */
+export async function admittedAmong(
+  db: Kysely<Schema>,
+  principals: string[],
+): Promise<Set<string>> {
+  if (principals.length === 0) return new Set()
+  const rows = await db
+    .selectFrom('principals')
+    .select('principal')
+    .where('principal', 'in', principals)
+    .where('state', '=', 'approved')
+    .execute()
+  return new Set(rows.map((r) => r.principal))
+}
+
 export async function insertHop(db: Kysely<Schema>, row: HopRow): Promise<void> {
   await db.insertInto('hops').values(row).execute()
 }
