@@ -20,9 +20,17 @@ import {
 } from '@baton/context'
 import type { HopView } from '@baton/protocol'
 import { ManualClock } from '../src/clock.js'
-import { restartableHub, signedAgent, startTestHub, type TestHub, testStores } from './support.js'
+import {
+  call,
+  restartableHub,
+  signedAgent,
+  startTestHub,
+  type TestHub,
+  testStores,
+} from './support.js'
 
 const OPEN = { BATON_ADMISSION: 'open' }
+const ADMIN_TOKEN = 'operator-token-for-the-hop-tests-0123456789'
 
 interface Agent {
   principal: string
@@ -74,7 +82,7 @@ for (const store of testStores) {
     let outsider: Agent
 
     before(async () => {
-      hub = await startTestHub(store, OPEN, { clock })
+      hub = await startTestHub(store, { ...OPEN, BATON_ADMIN_TOKEN: ADMIN_TOKEN }, { clock })
       assistant = await agent(hub, clock)
       planner = await agent(hub, clock)
       coder = await agent(hub, clock)
@@ -159,6 +167,35 @@ for (const store of testStores) {
         assistantChain.hops.map((h) => h.digest),
         [first.signed.digest],
       )
+    })
+
+    test('the dashboard draws a chain hop by hop with states and receipts', async () => {
+      const { first, second } = await delegate('ctx-dashboard')
+      await coder.hops.answer(second.handoff.offer as string, 'accepted', { now })
+      const signIn = await call(hub, 'POST', '/dashboard/session', { body: { token: ADMIN_TOKEN } })
+      assert.equal(signIn.status, 200)
+      const cookie = (signIn.headers.get('set-cookie') ?? '').split(';')[0]!
+      const chain = await call(hub, 'GET', `/dashboard/api/hops/${second.signed.digest}`, {
+        headers: { cookie },
+      })
+      assert.equal(chain.status, 200)
+      const hops = chain.body.hops as HopView[]
+      assert.deepEqual(
+        hops.map((h) => [h.digest, h.state, h.statuses.length]),
+        [
+          [first.signed.digest, 'offered', 0],
+          [second.signed.digest, 'accepted', 1],
+        ],
+      )
+      assert.ok(hops.every((h) => h.receipt.split('.').length === 3))
+      const list = await call(hub, 'GET', '/dashboard/api/hops', { headers: { cookie } })
+      assert.ok((list.body.hops as HopView[]).some((h) => h.digest === second.signed.digest))
+      const missing = await call(hub, 'GET', `/dashboard/api/hops/${'A'.repeat(43)}`, {
+        headers: { cookie },
+      })
+      assert.equal(missing.status, 404)
+      const anonymous = await call(hub, 'GET', `/dashboard/api/hops/${second.signed.digest}`)
+      assert.equal(anonymous.status, 401)
     })
 
     test('nothing is readable by a third party: it answers like a missing hop', async () => {
@@ -530,5 +567,3 @@ async function signedAgentAs(hub: { url: string }, who: Agent, clock: ManualCloc
     now: () => Math.floor(clock.now() / 1000),
   })
 }
-
-export type { HopView }

@@ -261,9 +261,26 @@ export class HopService {
    * as far as the caller took part in each hop, oldest first.
    */
   async chain(caller: string, digest: string): Promise<HopChainView> {
-    const db = this.deps.database.db
     const start = await this.visible(caller, digest)
-    const party = (r: HopRow) => r.iss === caller || r.aud === caller
+    return this.walk(start, (r) => r.iss === caller || r.aud === caller)
+  }
+
+  /** The operator's view: the most recently changed hops, newest first. */
+  async recent(limit = 100): Promise<HopView[]> {
+    const db = this.deps.database.db
+    const rows = await store.recentHops(db, limit)
+    return Promise.all(rows.map((r) => this.toView(db, r)))
+  }
+
+  /** The operator's view of a delegation chain through any hop, or undefined when none. */
+  async operatorChain(digest: string): Promise<HopChainView | undefined> {
+    if (typeof digest !== 'string' || !DIGEST_RE.test(digest)) return undefined
+    const start = await store.findHop(this.deps.database.db, digest)
+    return start && this.walk(start, () => true)
+  }
+
+  private async walk(start: HopRow, party: (r: HopRow) => boolean): Promise<HopChainView> {
+    const db = this.deps.database.db
     const up: HopRow[] = []
     const seen = new Set([start.digest])
     let at = start

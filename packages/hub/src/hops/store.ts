@@ -61,6 +61,18 @@ export async function findHopById(
   return row && normalizeHop(row)
 }
 
+/** The most recently changed hops, newest first (the operator's dashboard). */
+export async function recentHops(db: Kysely<Schema>, limit: number): Promise<HopRow[]> {
+  const rows = await db
+    .selectFrom('hops')
+    .selectAll()
+    .orderBy('updated_at', 'desc')
+    .orderBy('digest')
+    .limit(limit)
+    .execute()
+  return rows.map(normalizeHop)
+}
+
 /** Offers whose prev names the given handoff digest. */
 export async function childrenOf(db: Kysely<Schema>, digest: string): Promise<HopRow[]> {
   const rows = await db.selectFrom('hops').selectAll().where('prev', '=', digest).execute()
