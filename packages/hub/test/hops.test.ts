@@ -559,6 +559,49 @@ for (const store of testStores) {
   })
 }
 
+describe('statuses racing on two instances (postgres)', () => {
+  const store = testStores.find((s) => s.name === 'postgres')!
+  test('accepted and completed sent at once to two instances both count', async () => {
+    const clock = new ManualClock(Date.now())
+    const now = () => clock.now()
+    const db = await restartableHub(store, OPEN, clock)
+    const a = await db.start()
+    const b = await db.start()
+    try {
+      const planner = await agent(a, clock)
+      const coder = await agent(a, clock)
+      const coderOnB = new HopClient(await signedAgentAs(b, coder, clock))
+      const offers = await Promise.all(
+        Array.from({ length: 12 }, (_, i) =>
+          planner.hops.offer({ to: coder.principal, dialog: 'ctx-race', task: `t${i}`, now }),
+        ),
+      )
+      const signer = await hopSigner(coder.client.identity)
+      await Promise.all(
+        offers.flatMap((o) => [
+          coder.hops.sendStatus(
+            signStatus({ signer, offer: o.signed.element, state: 'accepted', now })
+              .element as string,
+          ),
+          coderOnB.sendStatus(
+            signStatus({ signer, offer: o.signed.element, state: 'completed', now })
+              .element as string,
+          ),
+        ]),
+      )
+      for (const o of offers) {
+        const hop = await planner.hops.read(o.signed.digest)
+        assert.equal(hop.state, 'completed')
+        assert.equal(hop.statuses.length, 2)
+      }
+    } finally {
+      await a.stop()
+      await b.stop()
+      await db.drop()
+    }
+  })
+})
+
 /** The same identity, signing to another hub instance on the same database. */
 async function signedAgentAs(hub: { url: string }, who: Agent, clock: ManualClock) {
   const { SignedClient } = await import('@baton/client')

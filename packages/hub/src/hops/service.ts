@@ -56,6 +56,8 @@ export interface HopDeps {
 export const hopInboxTopic = (principal: string) => `hops:${principal}`
 
 const TRUST_CACHE_SIZE = 1000
+/** Thrown inside a status transaction when the hop moved after it was read. */
+const MOVED = new Error('hop moved')
 /** The checks after the replay check: an offer refused by one of them was remembered. */
 const AFTER_REPLAY = new Set(['dialog', 'chain', 'refs', 'policy'])
 const DIGEST_RE = /^[A-Za-z0-9_-]{43}$/
@@ -201,15 +203,8 @@ export class HopService {
           flags: JSON.stringify(flags),
           updated_at: now,
         })
-        if (!moved) {
-          throw new BatonError(
-            'hop_state_conflict',
-            'The hop moved while this status was checked',
-            {
-              state: current.state,
-            },
-          )
-        }
+        // Another instance moved the hop after it was read: this status is decided again.
+        if (!moved) throw MOVED
         const deliveries: Delivery[] = [
           { recipient: claims.aud, kind: 'status', offer: current.digest, element: status },
         ]
@@ -235,13 +230,23 @@ export class HopService {
           propagated,
         }
       })
-    let out: { hop: HopRow; retransmission: boolean; propagated: string[] }
-    try {
-      out = await run()
-    } catch (error) {
-      // The same status raced on two instances: the loser rolled back; now it finds the winner.
-      if (this.deps.database.caps.isUniqueViolation(error)) out = await run()
-      else throw error
+    let out: { hop: HopRow; retransmission: boolean; propagated: string[] } | undefined
+    for (let attempt = 1; out === undefined; attempt++) {
+      try {
+        out = await run()
+      } catch (error) {
+        // The same status raced on two instances (the loser finds the winner's row), or another
+        // status moved the hop first (this one is decided against the new state).
+        const raced = error === MOVED || this.deps.database.caps.isUniqueViolation(error)
+        if (!raced || attempt >= 5) {
+          if (error === MOVED) {
+            throw new BatonError('hop_state_conflict', 'The hop kept moving; read it and retry', {
+              state: (await store.findHop(db, row.digest))?.state,
+            })
+          }
+          throw error
+        }
+      }
     }
     return {
       hop: await this.toView(db, out.hop),
