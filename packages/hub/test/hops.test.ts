@@ -198,6 +198,42 @@ for (const store of testStores) {
       assert.equal(anonymous.status, 401)
     })
 
+    test('bad input is a 4xx with a stable code and delivers nothing', async () => {
+      const before = (await coder.hops.inbox()).deliveries.length
+      const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url')
+      const junk = [
+        'not a jws',
+        'a.b.c',
+        `${b64({ alg: 'none' })}.${b64({ iss: planner.principal })}.`,
+        `${b64({ alg: 'EdDSA', kid: planner.principal, typ: 'x' })}.${b64([1, 2])}.AAAA`,
+        `${b64({ alg: 'EdDSA' })}.${b64({ iss: 7, v: 1 })}.${'A'.repeat(86)}`,
+        '.'.repeat(40),
+      ]
+      for (const offer of junk) {
+        const r = await refusal(planner.hops.send(coder.principal, { offer }))
+        assert.equal(r.code, 'hop_refused', offer)
+        const s = await refusal(coder.hops.sendStatus(offer))
+        assert.ok(['hop_refused', 'hop_not_found'].includes(s.code), offer)
+      }
+      const shapes: [string, string, unknown][] = [
+        ['POST', '/v1/hops', { to: coder.principal }],
+        ['POST', '/v1/hops', { to: coder.principal, handoff: { offer: 'x'.repeat(20_000) } }],
+        ['POST', '/v1/hops', { to: coder.principal, handoff: { offer: 'a.b.c', chain: 'no' } }],
+        ['POST', '/v1/hops', { to: coder.principal, handoff: { offer: 'a.b.c' }, extra: 1 }],
+        ['POST', '/v1/hops/statuses', { status: 42 }],
+        ['GET', '/v1/hops/inbox?after=abc', undefined],
+        ['GET', '/v1/hops/inbox?limit=1000', undefined],
+        ['GET', `/v1/hops/${'x'.repeat(200)}`, undefined],
+        ['GET', '/v1/hops/%00/chain', undefined],
+      ]
+      for (const [method, p, body] of shapes) {
+        const res = await planner.client.request<{ code?: string }>(method, p, body as object)
+        assert.ok(res.status >= 400 && res.status < 500, `${method} ${p}: ${res.status}`)
+        assert.equal(typeof res.body.code, 'string')
+      }
+      assert.equal((await coder.hops.inbox()).deliveries.length, before)
+    })
+
     test('nothing is readable by a third party: it answers like a missing hop', async () => {
       const { first, second } = await delegate('ctx-private')
       const missing = 'A'.repeat(43)
