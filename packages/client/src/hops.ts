@@ -99,8 +99,8 @@ export class HopClient {
   }
 
   /**
-   * Signs a status for an offer and sends it: `accepted`, `rejected`, `completed` or `failed` as
-   * the delegate, `canceled` as the delegator.
+   * Signs a status for an offer (the signed offer element, as delivered) and sends it:
+   * `accepted`, `rejected`, `completed` or `failed` as the delegate, `canceled` as the delegator.
    */
   async answer(
     offer: string,
