@@ -2,6 +2,7 @@ export { contentDigest, matchContentDigest, parseContentDigest } from './content
 export { fetchDiscovery, resolveApiUrl } from './discovery.js'
 export { HandoffClient } from './handoffs.js'
 export { HomeClient, type HomeListQuery } from './home.js'
+export { HopClient, hopSigner, type OfferOptions } from './hops.js'
 export { type CallOptions, callJson, type RawAnswer, requestJson } from './http.js'
 export {
   base58btcDecode,

@@ -9,6 +9,8 @@ import { Notifier } from './handoffs/notify.js'
 import { prune as pruneOutbox } from './handoffs/outbox-store.js'
 import { HandoffService } from './handoffs/service.js'
 import { HomeService } from './home/service.js'
+import { hubRefPolicy } from './hops/refs.js'
+import { HopService } from './hops/service.js'
 import { loadHubSigner } from './identity/hub-key.js'
 import { IdentityService } from './identity/service.js'
 import { principalUsage } from './identity/usage.js'
@@ -50,6 +52,8 @@ export interface AppContext {
   messages: MessageService
   home: HomeService
   transfers: TransferService
+  /** The hub as a delegation witness for signed handoff contexts (seed 003). */
+  hops: HopService
   isClosing(): boolean
   /** Marks the hub as closing and answers every waiter now, before in-flight requests finish. */
   beginShutdown(): void
@@ -191,6 +195,14 @@ async function assemble(
     log,
     waits,
   })
+  const hops = new HopService({
+    database,
+    batcher,
+    clock,
+    bus,
+    signer: hubSigner,
+    refs: (sender) => hubRefPolicy({ resources, transfers }, sender),
+  })
   // seed 004: insolvent transfers end within seconds of their grace, not at the next cron.
   const reaperJob = startPeriodic(
     'transfer-reaper',
@@ -208,6 +220,7 @@ async function assemble(
       const now = clock.now()
       return (await pruneIdempotencyKeys(tx.db, now)) + (await pruneQuotaCounters(tx.db, now))
     })
+    removed += await hops.cleanup()
     removed += await pruneSignals(database.db, clock.now(), config.notify.horizonMs)
     return removed
   }
@@ -237,6 +250,7 @@ async function assemble(
     messages,
     home,
     transfers,
+    hops,
     isClosing: () => closing,
     beginShutdown() {
       closing = true

@@ -338,6 +338,20 @@ export const ERRORS = {
     fix: 'Every compute worker is busy and the queue is full; retry after the seconds in Retry-After.',
   },
 
+  // signed handoff contexts witnessed by the hub (seed 003)
+  hop_refused: {
+    status: 422,
+    fix: 'The offer or status failed the check named in `check`; `reason` is the draft reason code (bad-signature, untrusted-key, wrong-audience, stale, replay, equivocation, broken-chain, cycle, too-deep, unverifiable-ref, ref-mismatch, policy). Sign a new element that passes it.',
+  },
+  hop_not_found: {
+    status: 404,
+    fix: 'Check the handoff digest; only the delegator and the delegate of a hop can see it.',
+  },
+  hop_state_conflict: {
+    status: 409,
+    fix: 'The hop is already in `state`, which this status cannot follow (at most one of accepted and rejected, and one of completed and failed); read the hop and send nothing more for it.',
+  },
+
   // dashboard
   dashboard_signin_required: {
     status: 401,

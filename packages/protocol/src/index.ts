@@ -1,6 +1,7 @@
 export * from './errors.js'
 export * from './handoff.js'
 export * from './home.js'
+export * from './hops.js'
 export * from './identity.js'
 export * from './messages.js'
 export * from './resources.js'

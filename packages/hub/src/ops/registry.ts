@@ -1,6 +1,7 @@
 import { grantOperations } from '../grants/operations.js'
 import { handoffComposites, handoffOperations } from '../handoffs/operations.js'
 import { homeComposites, homeOperations } from '../home/operations.js'
+import { hopOperations } from '../hops/operations.js'
 import { healthOperations } from '../http/operations.js'
 import { identityOperations } from '../identity/operations.js'
 import { messageComposites, messageOperations } from '../messages/operations.js'
@@ -19,6 +20,7 @@ export const OPERATIONS: readonly Operation[] = [
   ...grantOperations,
   ...messageOperations,
   ...homeOperations,
+  ...hopOperations,
 ]
 
 /** MCP tools that combine operations (seed 002's read-or-wait tool). */

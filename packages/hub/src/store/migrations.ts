@@ -371,6 +371,83 @@ const migrations: Record<string, Migration> = {
       `.execute(db)
     },
   },
+  '010_hops': {
+    async up(db: Kysely<unknown>) {
+      // seed 003: the hub as a delegation witness. Signed elements are kept verbatim, because
+      // the handoff digest covers the octets exactly as sent.
+      await db.schema
+        .createTable('hops')
+        .addColumn('digest', 'text', (c) => c.primaryKey())
+        .addColumn('iss', 'text', (c) => c.notNull())
+        .addColumn('hop', 'text', (c) => c.notNull())
+        .addColumn('aud', 'text', (c) => c.notNull())
+        .addColumn('dialog', 'text', (c) => c.notNull())
+        .addColumn('task', 'text')
+        .addColumn('prev', 'text')
+        .addColumn('element', 'text', (c) => c.notNull())
+        .addColumn('chain', 'text', (c) => c.notNull())
+        .addColumn('refs', 'text', (c) => c.notNull())
+        .addColumn('state', 'text', (c) => c.notNull())
+        .addColumn('version', 'integer', (c) => c.notNull())
+        .addColumn('receipt', 'text', (c) => c.notNull())
+        .addColumn('flags', 'text', (c) => c.notNull())
+        .addColumn('iat', 'bigint', (c) => c.notNull())
+        .addColumn('exp', 'bigint', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .execute()
+      await db.schema.createIndex('hops_iss_hop').on('hops').columns(['iss', 'hop']).execute()
+      await db.schema.createIndex('hops_prev').on('hops').column('prev').execute()
+      await db.schema
+        .createTable('hop_statuses')
+        .addColumn('digest', 'text', (c) => c.primaryKey())
+        .addColumn('offer', 'text', (c) => c.notNull())
+        .addColumn('iss', 'text', (c) => c.notNull())
+        .addColumn('state', 'text', (c) => c.notNull())
+        .addColumn('reason', 'text')
+        .addColumn('element', 'text', (c) => c.notNull())
+        .addColumn('receipt', 'text', (c) => c.notNull())
+        .addColumn('sequence', 'bigint', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute()
+      await db.schema
+        .createIndex('hop_statuses_offer')
+        .on('hop_statuses')
+        .columns(['offer', 'sequence'])
+        .execute()
+      // The hop inbox: what the hub delivered to whom, in one commit order across instances.
+      await db.schema
+        .createTable('hop_deliveries')
+        .addColumn('sequence', 'bigint', (c) => c.primaryKey())
+        .addColumn('recipient', 'text', (c) => c.notNull())
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('offer', 'text', (c) => c.notNull())
+        .addColumn('element', 'text', (c) => c.notNull())
+        .addColumn('receipt', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute()
+      await db.schema
+        .createIndex('hop_deliveries_recipient')
+        .on('hop_deliveries')
+        .columns(['recipient', 'sequence'])
+        .execute()
+      await db
+        .insertInto('counters' as never)
+        .values({ name: 'hop_sequence', value: 0 } as never)
+        .execute()
+      // seed 003: each (iss, hop) that passed the first three checks, with its handoff digest,
+      // kept at least until exp plus the skew, shared by every instance.
+      await db.schema
+        .createTable('hop_replay')
+        .addColumn('iss', 'text', (c) => c.notNull())
+        .addColumn('hop', 'text', (c) => c.notNull())
+        .addColumn('digest', 'text', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addColumn('data', 'text')
+        .addPrimaryKeyConstraint('hop_replay_pk', ['iss', 'hop'])
+        .execute()
+    },
+  },
 }
 
 const provider: MigrationProvider = { getMigrations: async () => migrations }

@@ -227,7 +227,76 @@ export interface UsageCounterRow {
   stored_bytes: number
 }
 
+/** A hop the hub witnessed (migration 010): the offer verbatim and its lifecycle. */
+export interface HopRow {
+  /** The handoff digest of the offer (seed 003). */
+  digest: string
+  iss: string
+  hop: string
+  aud: string
+  dialog: string
+  task: string | null
+  prev: string | null
+  /** The signed offer exactly as received. */
+  element: string
+  /** JSON list of the carried chain's elements, oldest first, verbatim. */
+  chain: string
+  /** JSON list of each ref with the outcome the hub reported. */
+  refs: string
+  state: string
+  version: number
+  /** The hub's receipt for the offer. */
+  receipt: string
+  /** JSON list of flags (equivocation, upstream-canceled, canceled-after-end). */
+  flags: string
+  /** NumericDate seconds, as signed. */
+  iat: number
+  exp: number
+  created_at: number
+  updated_at: number
+}
+
+/** A signed status the hub accepted for a hop (migration 010). */
+export interface HopStatusRow {
+  digest: string
+  /** The handoff digest of the offer it answers. */
+  offer: string
+  iss: string
+  state: string
+  reason: string | null
+  element: string
+  receipt: string
+  /** The hop inbox sequence of its delivery: the order statuses were accepted in. */
+  sequence: number
+  created_at: number
+}
+
+/** One delivery to a hop inbox (migration 010). */
+export interface HopDeliveryRow {
+  sequence: number
+  recipient: string
+  /** offer, status, equivocation or upstream-canceled. */
+  kind: string
+  offer: string
+  element: string
+  receipt: string
+  created_at: number
+}
+
+/** One (iss, hop) of the hub-backed replay store (migration 010). */
+export interface HopReplayRow {
+  iss: string
+  hop: string
+  digest: string
+  expires_at: number
+  data: string | null
+}
+
 export interface Schema {
+  hops: HopRow
+  hop_statuses: HopStatusRow
+  hop_deliveries: HopDeliveryRow
+  hop_replay: HopReplayRow
   notify_outbox: NotifyOutboxRow
   dashboard_signouts: DashboardSignoutRow
   resources: ResourceRow

@@ -358,6 +358,10 @@ export function registerDashboard(api: Api, ctx: AppContext): void {
       found(await q.readTransferSnapshot(db(), param(req, 'id')), 'transfer snapshot'),
     )
     read('/dashboard/api/notify', () => ctx.notifier.queue())
+    read('/dashboard/api/hops', async () => ({ hops: await ctx.hops.recent() }))
+    read('/dashboard/api/hops/:digest', async (req) =>
+      found(await ctx.hops.operatorChain(param(req, 'digest')), 'hop'),
+    )
 
     // Admission decisions go through the same service function as the admin API.
     scope.post('/dashboard/api/principals/:principal/:decision', async (req, reply) => {

@@ -273,6 +273,17 @@ const views = {
     onEvent: (ev, r) =>
       r.id ? isType(ev, 'message') && ev.topic.endsWith(r.id) : isType(ev, 'message'),
   },
+  hops: {
+    title: 'Hops',
+    shell: ({ id }) =>
+      id
+        ? `<p class="crumbs"><a href="#/hops">Hops</a> /</p><div id="content"></div>`
+        : `<h1 class="page">Signed handoff hops</h1><p class="muted">Offers the hub witnessed (seed 003), most recently changed first. Open one to see its delegation chain hop by hop.</p><div id="content"></div>`,
+    load: ({ id }) => (id ? api(`/dashboard/api/hops/${enc(id)}`) : api('/dashboard/api/hops')),
+    draw: (data, r) => (r.id ? drawHopChain(data, r.id) : drawHops(data)),
+    onEvent: (ev) => isType(ev, 'hop'),
+    pollMs: 10_000,
+  },
   notify: {
     title: 'Notify',
     shell: () =>
@@ -285,7 +296,7 @@ const views = {
 }
 
 /** Sections that have one page per id; the others have no pages below them. */
-const withIds = new Set(['handoffs', 'transfers', 'resources', 'messages'])
+const withIds = new Set(['handoffs', 'transfers', 'resources', 'messages', 'hops'])
 
 const notFoundPage = (what) =>
   `<div class="panel not-found" id="not-found"><p>There is nothing at <code>${esc(what)}</code>.</p><p><a href="#/overview" data-focus-key="home">Go to the overview</a></p></div>`
@@ -440,6 +451,58 @@ function drawHandoff(h) {
   ${table(['<th class="num">Version</th>', '<th>Move</th>', '<th>By</th>', '<th class="hide-narrow">Note</th>', '<th>At</th>'], history ? [history] : [], 'No moves yet: the handoff is in its first state.')}
   <h2>Payload</h2>
   <div class="panel" id="reveal-box"><p class="hidden-body">${number.format(h.payloadChars)} characters of JSON, hidden.</p><button type="button" data-reveal="/dashboard/api/handoffs/${enc(h.id)}/payload" data-field="payload" data-focus-key="reveal">Show payload</button></div>`
+}
+
+function drawHops({ hops }) {
+  const rows = hops.map(
+    (h) =>
+      `<tr><td><a href="#/hops/${enc(h.digest)}" data-focus-key="hop:${esc(h.digest)}" class="mono">${esc(h.digest.slice(0, 12))}…</a></td><td>${badge(h.state)}</td><td class="hide-narrow">${short(h.iss)}</td><td class="hide-narrow">${short(h.aud)}</td><td class="hide-narrow">${esc(h.dialog)}</td><td class="num">${h.chain.length}</td><td>${time(h.updatedAt)}</td></tr>`,
+  )
+  return table(
+    [
+      '<th>Hop</th>',
+      '<th>State</th>',
+      '<th class="hide-narrow">Delegator</th>',
+      '<th class="hide-narrow">Delegate</th>',
+      '<th class="hide-narrow">Dialog</th>',
+      '<th class="num">Chain</th>',
+      '<th>Changed</th>',
+    ],
+    rows,
+    'No hops yet.',
+  )
+}
+
+// One box per hop, oldest first, linked by prev: its parties, state, flags, statuses and receipts.
+function drawHopChain({ hops }, current) {
+  const boxes = hops
+    .map((h, i) => {
+      const statuses = h.statuses
+        .map(
+          (s) =>
+            `<li>${badge(s.state)}${s.reason ? ` <span class="muted">${esc(s.reason)}</span>` : ''} <span class="muted">by ${short(s.iss)} · ${time(s.receivedAt)}</span><div class="mono receipt" title="hub receipt">${esc(s.receipt.slice(-24))}</div></li>`,
+        )
+        .join('')
+      const flags = h.flags.map((f) => `<span class="chip flag">${esc(f)}</span>`).join(' ')
+      const refs = h.refs.map((r) => `<span class="chip">${esc(r.outcome)}</span>`).join(' ')
+      return `${i > 0 ? '<div class="hop-link" aria-hidden="true">↓ prev</div>' : ''}<section class="panel hop${h.digest === current ? ' hop-current' : ''}" data-hop="${esc(h.digest)}" aria-label="hop ${i + 1} of ${hops.length}">
+  <h2 class="flush">Hop ${i + 1} <span class="hop-state">${badge(h.state)}</span> ${flags}</h2>
+  <dl class="meta">
+    <div><dt>Delegator</dt><dd>${short(h.iss, 'long')}</dd></div>
+    <div><dt>Delegate</dt><dd>${short(h.aud, 'long')}</dd></div>
+    <div><dt>Dialog</dt><dd>${esc(h.dialog)}${h.task ? ` · ${esc(h.task)}` : ''}</dd></div>
+    <div><dt>Digest</dt><dd class="mono">${esc(h.digest)}</dd></div>
+    <div><dt>Offered</dt><dd>${time(h.createdAt)}</dd></div>
+    <div><dt>Expires</dt><dd>${time(new Date(h.exp * 1000).toISOString())}</dd></div>
+    <div><dt>References</dt><dd>${refs || '—'}</dd></div>
+    <div><dt>Offer receipt</dt><dd class="mono receipt">${esc(h.receipt.slice(-24))}</dd></div>
+  </dl>
+  <h3>Statuses</h3>
+  <ol class="timeline">${statuses || '<li class="muted">No status yet.</li>'}</ol>
+</section>`
+    })
+    .join('')
+  return `<h1 class="page">Delegation chain <span class="muted">${hops.length} hop${hops.length === 1 ? '' : 's'}</span></h1><div class="hop-chain" id="hop-chain">${boxes}</div>`
 }
 
 function drawTransfers({ transfers }) {

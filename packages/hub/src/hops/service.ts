@@ -1,0 +1,693 @@
+import { createHash, sign } from 'node:crypto'
+import {
+  applyStatus,
+  DEFAULT_SKEW_MS,
+  type Handoff,
+  type HandoffVerification,
+  isNonterminalRejection,
+  isStatusClaims,
+  parseElement,
+  type RefPolicy,
+  type RefResult,
+  type StatusClaims,
+  type TrustedKey,
+  TrustStore,
+  verifyHandoff,
+  verifyStatus,
+} from '@baton/context'
+import {
+  type AnsweredHopView,
+  AnswerHandoffInput,
+  BatonError,
+  HOP_LIMITS,
+  HOP_RECEIPT_TYPE,
+  type HopChainView,
+  type HopDeliveryView,
+  type HopInboxView,
+  type HopView,
+  type OfferedHopView,
+  OfferHandoffInput,
+} from '@baton/protocol'
+import type { Clock } from '../clock.js'
+import type { EventBus } from '../events/bus.js'
+import type { HubSigner } from '../identity/hub-key.js'
+import { findPrincipal } from '../identity/store.js'
+import { didKeyResolver } from '../identity/verify.js'
+import type { Database } from '../store/database.js'
+import type { HopDeliveryRow, HopRow, HopStatusRow } from '../store/schema.js'
+import type { WriteBatcher } from '../store/transaction.js'
+import { parseInput } from '../validation.js'
+import * as store from './store.js'
+import { HubReplayStore } from './store.js'
+
+/** What the hop service needs from the rest of the hub. */
+export interface HopDeps {
+  database: Database
+  batcher: WriteBatcher
+  clock: Clock
+  bus: EventBus
+  /** The hub's key, which signs every delivery receipt. */
+  signer: HubSigner
+  /** How the hub checks an offer's references (the binding to resources, handoffs, transfers). */
+  refs?: (caller: string) => RefPolicy | undefined
+}
+
+/** The event topic of a principal's hop inbox; an event is a hint to re-read. */
+export const hopInboxTopic = (principal: string) => `hops:${principal}`
+
+const TRUST_CACHE_SIZE = 1000
+/** Thrown inside a status transaction when the hop moved after it was read. */
+const MOVED = new Error('hop moved')
+/** The checks after the replay check: an offer refused by one of them was remembered. */
+const AFTER_REPLAY = new Set(['dialog', 'chain', 'refs', 'policy'])
+const DIGEST_RE = /^[A-Za-z0-9_-]{43}$/
+const iso = (ms: number) => new Date(ms).toISOString()
+const sha256 = (text: string) => createHash('sha256').update(text, 'ascii').digest('base64url')
+
+type Db = Database['db']
+
+/** A delivery the hub writes in the transaction of the change that caused it. */
+interface Delivery {
+  recipient: string
+  kind: HopDeliveryView['kind']
+  offer: string
+  element: string
+}
+
+/**
+ * The hub as a delegation witness (seed 003): it runs the seven checks on every offer with the
+ * admitted principals as its trust configuration, delivers offers and statuses durably to a hop
+ * inbox with a hub-signed receipt, keeps each hop's lifecycle, and answers retransmissions,
+ * equivocation and cancellation as the draft says. HTTP and MCP call these same functions.
+ */
+export class HopService {
+  /** The replay store every instance shares, over the hub's database. */
+  readonly replay: HubReplayStore
+  /** Compiled trust stores by the admitted issuers they hold. */
+  private readonly trustCache = new Map<string, TrustStore>()
+
+  constructor(private readonly deps: HopDeps) {
+    this.replay = new HubReplayStore(deps.database)
+  }
+
+  /**
+   * Witnesses an offer from `sender` to `input.to`: the seven checks, then durable delivery.
+   * seed 003: a retransmission of identical octets is answered with the hop as it stands (its
+   * last status included) and is not delivered again; other octets for the same sender and hop
+   * are equivocation, refused and reported to both parties of the first offer.
+   */
+  async offer(sender: string, input: unknown): Promise<OfferedHopView> {
+    const { to, handoff } = parseInput(OfferHandoffInput, input)
+    const offerIss = issuerOf(handoff.offer)
+    if (offerIss !== undefined && offerIss !== sender) {
+      throw refused('policy', 'sender', 'Only the offer iss may post it to the hub')
+    }
+    const recipient = await findPrincipal(this.deps.database.db, to)
+    if (recipient?.state !== 'approved') {
+      throw new BatonError('recipient_unknown', 'No admitted agent has this principal', {
+        field: 'to',
+      })
+    }
+    const now = () => this.deps.clock.now()
+    const options = await this.verifyOptions(sender, to, handoff)
+    const result = await verifyHandoff(handoff, { ...options, replay: this.replay })
+    if (result.ok) return { hop: await this.deliverOffer(handoff, result), retransmission: false }
+    if (result.reason === 'replay' && result.retransmission === true && result.digest) {
+      const known = await store.findHop(this.deps.database.db, result.digest)
+      if (known)
+        return { hop: await this.toView(this.deps.database.db, known), retransmission: true }
+      const record = await this.replay.get(result.claims!.iss, result.claims!.hop, now())
+      // seed 003: the hop was seen and refused; its identical octets are not processed again
+      if (record?.data?.refused !== undefined) throw refusal(result)
+      // Remembered but never delivered (the delivery failed, or another instance is delivering):
+      // the identical octets are checked again, without the replay check that remembered them.
+      const again = await verifyHandoff(handoff, options)
+      if (!again.ok) throw refusal(again)
+      return { hop: await this.deliverOffer(handoff, again), retransmission: true }
+    }
+    if (result.reason === 'equivocation' && result.firstDigest) {
+      await this.reportEquivocation(result.firstDigest, handoff.offer)
+    } else if (AFTER_REPLAY.has(result.check) && result.claims) {
+      // Remembered by the replay check, then refused: a retransmission answers `replay`.
+      const record = await this.replay.get(result.claims.iss, result.claims.hop, now())
+      if (record && record.digest === result.digest) {
+        await this.replay.put({ ...record, data: { refused: result.reason } })
+      }
+    }
+    throw refusal(result)
+  }
+
+  /**
+   * Runs the seven checks on a Handoff object from `sender` to `to` as the hub would, without the
+   * replay check and without delivering anything (for tools and benchmarks).
+   */
+  async check(sender: string, to: string, handoff: Handoff): Promise<HandoffVerification> {
+    return verifyHandoff(handoff, await this.verifyOptions(sender, to, handoff))
+  }
+
+  private async verifyOptions(sender: string, to: string, handoff: Handoff) {
+    const elements = [handoff.offer, ...(handoff.chain ?? [])].filter(
+      (e): e is string => typeof e === 'string',
+    )
+    return {
+      trust: await this.trustFor(elements),
+      audience: to,
+      now: () => this.deps.clock.now(),
+      maxElementOctets: HOP_LIMITS.maxElementOctets,
+      refs: this.deps.refs?.(sender),
+    }
+  }
+
+  /**
+   * Witnesses a signed status from `sender` for a hop it is a party to, moves the hop's state
+   * and delivers the status to the other party. A repeat of the same octets answers the same.
+   */
+  async answer(sender: string, input: unknown): Promise<AnsweredHopView> {
+    const { status } = parseInput(AnswerHandoffInput, input)
+    let claims: StatusClaims
+    try {
+      const payload = parseElement(status, HOP_LIMITS.maxElementOctets).payload
+      if (!isStatusClaims(payload)) throw new Error('not a status')
+      claims = payload
+    } catch {
+      throw refused('bad-signature', 'signature', 'The status is not a signed status element')
+    }
+    const db = this.deps.database.db
+    const row = await store.findHop(db, claims.offer)
+    if (!row || (row.iss !== sender && row.aud !== sender)) throw notFound(claims.offer)
+    if (claims.iss !== sender) {
+      throw refused('policy', 'sender', 'Only the status iss may post it to the hub')
+    }
+    const verified = verifyStatus(status, {
+      trust: await this.trustFor([status]),
+      audience: sender === row.iss ? row.aud : row.iss,
+      offer: row.element,
+      now: () => this.deps.clock.now(),
+      maxElementOctets: HOP_LIMITS.maxElementOctets,
+    })
+    if (!verified.ok) throw refused(verified.reason, 'status', 'The status failed verification')
+    const digest = verified.digest
+    const run = () =>
+      this.deps.batcher.run(async (tx) => {
+        if (await store.findStatus(tx.db, digest)) {
+          const current = (await store.findHop(tx.db, row.digest))!
+          return { hop: current, retransmission: true, propagated: [] as string[] }
+        }
+        const current = (await store.findHop(tx.db, row.digest))!
+        const now = this.deps.clock.now()
+        const next = nextState(current, claims)
+        const flags = JSON.parse(current.flags) as string[]
+        if (next.flag && !flags.includes(next.flag)) flags.push(next.flag)
+        const moved = await store.updateHop(tx.db, current.digest, current.version, {
+          state: next.state,
+          flags: JSON.stringify(flags),
+          updated_at: now,
+        })
+        // Another instance moved the hop after it was read: this status is decided again.
+        if (!moved) throw MOVED
+        const deliveries: Delivery[] = [
+          { recipient: claims.aud, kind: 'status', offer: current.digest, element: status },
+        ]
+        const propagated: string[] = []
+        if (claims.state === 'canceled') {
+          await this.propagateCancel(tx.db, current, status, now, deliveries, propagated)
+        }
+        const [first] = await this.deliver(tx, deliveries, now)
+        await store.insertStatus(tx.db, {
+          digest,
+          offer: current.digest,
+          iss: claims.iss,
+          state: claims.state,
+          reason: claims.reason ?? null,
+          element: status,
+          receipt: first!.receipt,
+          sequence: first!.sequence,
+          created_at: now,
+        })
+        return {
+          hop: (await store.findHop(tx.db, current.digest))!,
+          retransmission: false,
+          propagated,
+        }
+      })
+    let out: { hop: HopRow; retransmission: boolean; propagated: string[] } | undefined
+    for (let attempt = 1; out === undefined; attempt++) {
+      try {
+        out = await run()
+      } catch (error) {
+        // The same status raced on two instances (the loser finds the winner's row), or another
+        // status moved the hop first (this one is decided against the new state).
+        const raced = error === MOVED || this.deps.database.caps.isUniqueViolation(error)
+        if (!raced || attempt >= 5) {
+          if (error === MOVED) {
+            throw new BatonError('hop_state_conflict', 'The hop kept moving; read it and retry', {
+              state: (await store.findHop(db, row.digest))?.state,
+            })
+          }
+          throw error
+        }
+      }
+    }
+    return {
+      hop: await this.toView(db, out.hop),
+      retransmission: out.retransmission,
+      propagated: out.propagated,
+    }
+  }
+
+  /** A hop the caller is the delegator or delegate of; any other answers like a missing one. */
+  async read(caller: string, digest: string): Promise<HopView> {
+    const row = await this.visible(caller, digest)
+    return this.toView(this.deps.database.db, row)
+  }
+
+  /**
+   * The delegation chain through a hop: its prev links upward and the offers naming it downward,
+   * as far as the caller took part in each hop, oldest first.
+   */
+  async chain(caller: string, digest: string): Promise<HopChainView> {
+    const start = await this.visible(caller, digest)
+    return this.walk(start, (r) => r.iss === caller || r.aud === caller)
+  }
+
+  /** The operator's view: the most recently changed hops, newest first. */
+  async recent(limit = 100): Promise<HopView[]> {
+    const db = this.deps.database.db
+    const rows = await store.recentHops(db, limit)
+    return Promise.all(rows.map((r) => this.toView(db, r)))
+  }
+
+  /** The operator's view of a delegation chain through any hop, or undefined when none. */
+  async operatorChain(digest: string): Promise<HopChainView | undefined> {
+    if (typeof digest !== 'string' || !DIGEST_RE.test(digest)) return undefined
+    const start = await store.findHop(this.deps.database.db, digest)
+    return start && this.walk(start, () => true)
+  }
+
+  private async walk(start: HopRow, party: (r: HopRow) => boolean): Promise<HopChainView> {
+    const db = this.deps.database.db
+    const up: HopRow[] = []
+    const seen = new Set([start.digest])
+    let at = start
+    while (at.prev && !seen.has(at.prev) && up.length < HOP_LIMITS.maxChainElements) {
+      const parent = await store.findHop(db, at.prev)
+      if (!parent || !party(parent)) break
+      seen.add(parent.digest)
+      up.unshift(parent)
+      at = parent
+    }
+    const down: HopRow[] = []
+    const queue = [start]
+    while (queue.length > 0 && down.length < HOP_LIMITS.maxChainElements) {
+      for (const child of await store.childrenOf(db, queue.shift()!.digest)) {
+        if (seen.has(child.digest) || !party(child)) continue
+        seen.add(child.digest)
+        down.push(child)
+        queue.push(child)
+      }
+    }
+    const rows = [...up, start, ...down]
+    return { hops: await Promise.all(rows.map((r) => this.toView(db, r))) }
+  }
+
+  /** The caller's hop inbox after an exclusive sequence, oldest first. */
+  async inbox(
+    recipient: string,
+    input: { after?: unknown; limit?: unknown },
+  ): Promise<HopInboxView> {
+    const after = parseWhole(input.after, 'after', 0)
+    const limit = parseWhole(input.limit, 'limit', HOP_LIMITS.defaultPageSize)
+    if (limit < 1 || limit > HOP_LIMITS.maxPageSize) {
+      throw new BatonError('invalid_request', `limit must be 1 to ${HOP_LIMITS.maxPageSize}`, {
+        field: 'limit',
+        max: HOP_LIMITS.maxPageSize,
+      })
+    }
+    const db = this.deps.database.db
+    const rows = await store.listDeliveries(db, { recipient, after, limit })
+    const deliveries: HopDeliveryView[] = []
+    for (const r of rows) {
+      const view: HopDeliveryView = {
+        sequence: r.sequence,
+        kind: r.kind as HopDeliveryView['kind'],
+        offer: r.offer,
+        element: r.element,
+        receipt: r.receipt,
+        createdAt: iso(r.created_at),
+      }
+      if (r.kind === 'offer') {
+        const hop = await store.findHop(db, r.offer)
+        if (hop) view.chain = JSON.parse(hop.chain) as string[]
+      }
+      deliveries.push(view)
+    }
+    return { deliveries, nextAfter: rows.at(-1)?.sequence ?? after }
+  }
+
+  /** Forgets replay records past their horizon; answers how many. */
+  cleanup(): Promise<number> {
+    return this.replay.sweep(this.deps.clock.now())
+  }
+
+  private async visible(caller: string, digest: string): Promise<HopRow> {
+    if (typeof digest !== 'string' || !DIGEST_RE.test(digest)) throw notFound(digest)
+    const row = await store.findHop(this.deps.database.db, digest)
+    if (!row || (row.iss !== caller && row.aud !== caller)) throw notFound(digest)
+    return row
+  }
+
+  /**
+   * The trust configuration for these elements: each issuer that is an admitted did:key is
+   * trusted with the key its identifier names, under the `kid` of the identifier itself or of its
+   * DID URL (`did:key:z…#z…`). Any other issuer is untrusted.
+   */
+  private async trustFor(elements: readonly string[]): Promise<TrustStore> {
+    const issuers = new Set<string>()
+    for (const e of elements) {
+      const iss = issuerOf(e)
+      if (iss !== undefined) issuers.add(iss)
+    }
+    const admitted = [...(await store.admittedAmong(this.deps.database.db, [...issuers]))].sort()
+    // Admission is read afresh every time; only the compiled keys of the same admitted set are
+    // reused, since a did:key names its key and nothing else goes into the store.
+    const cacheKey = admitted.join(' ')
+    const cached = this.trustCache.get(cacheKey)
+    if (cached) return cached
+    const resolve = didKeyResolver()
+    const config: Record<string, TrustedKey[]> = {}
+    for (const iss of admitted) {
+      const key = resolve(iss)
+      if (!key) continue
+      const fragment = iss.slice('did:key:'.length)
+      config[iss] = [
+        { key, kid: iss },
+        { key, kid: `${iss}#${fragment}` },
+      ]
+    }
+    const trust = new TrustStore(config)
+    if (this.trustCache.size >= TRUST_CACHE_SIZE) this.trustCache.clear()
+    this.trustCache.set(cacheKey, trust)
+    return trust
+  }
+
+  private async deliverOffer(
+    handoff: Handoff,
+    verified: Extract<HandoffVerification, { ok: true }>,
+  ): Promise<HopView> {
+    const c = verified.claims
+    const element = handoff.offer as string
+    const run = () =>
+      this.deps.batcher.run(async (tx) => {
+        const existing = await store.findHop(tx.db, verified.digest)
+        if (existing) return existing
+        const now = this.deps.clock.now()
+        const [delivered] = await this.deliver(
+          tx,
+          [{ recipient: c.aud, kind: 'offer', offer: verified.digest, element }],
+          now,
+        )
+        const row: HopRow = {
+          digest: verified.digest,
+          iss: c.iss,
+          hop: c.hop,
+          aud: c.aud,
+          dialog: c.dialog,
+          task: c.task ?? null,
+          prev: c.prev ?? null,
+          element,
+          chain: JSON.stringify(handoff.chain ?? []),
+          refs: JSON.stringify(verified.refs satisfies readonly RefResult[]),
+          state: 'offered',
+          version: 1,
+          receipt: delivered!.receipt,
+          flags: JSON.stringify(verified.partial && c.prev ? ['partial-chain'] : []),
+          iat: c.iat,
+          exp: c.exp,
+          created_at: now,
+          updated_at: now,
+        }
+        await store.insertHop(tx.db, row)
+        return row
+      })
+    let row: HopRow
+    try {
+      row = await run()
+    } catch (error) {
+      if (this.deps.database.caps.isUniqueViolation(error)) row = await run()
+      else throw error
+    }
+    return this.toView(this.deps.database.db, row)
+  }
+
+  /**
+   * seed 003: a receiver that sees a second offer with the same sender and hop must not accept
+   * it; the hub flags the first hop and tells both of its parties, with the conflicting octets.
+   */
+  private async reportEquivocation(firstDigest: string, second: string): Promise<void> {
+    await this.deps.batcher.run(async (tx) => {
+      const first = await store.findHop(tx.db, firstDigest)
+      if (!first) return
+      const flags = JSON.parse(first.flags) as string[]
+      const now = this.deps.clock.now()
+      if (!flags.includes('equivocation')) {
+        flags.push('equivocation')
+        await store.updateHop(tx.db, first.digest, first.version, {
+          flags: JSON.stringify(flags),
+          updated_at: now,
+        })
+      }
+      await this.deliver(
+        tx,
+        [first.iss, first.aud].map((recipient) => ({
+          recipient,
+          kind: 'equivocation' as const,
+          offer: first.digest,
+          element: second,
+        })),
+        now,
+      )
+    })
+  }
+
+  /**
+   * seed 003: a canceled status follows the chain downward to every offer whose prev names the
+   * canceled one. The hub cannot sign for the downstream delegators; it flags each downstream hop
+   * and delivers the cancel to both of its parties, once per party, so each can cancel its own.
+   */
+  private async propagateCancel(
+    db: Db,
+    canceled: HopRow,
+    status: string,
+    now: number,
+    deliveries: Delivery[],
+    propagated: string[],
+  ): Promise<void> {
+    const told = new Set([canceled.iss, canceled.aud])
+    const seen = new Set([canceled.digest])
+    const queue = [canceled.digest]
+    while (queue.length > 0) {
+      for (const child of await store.childrenOf(db, queue.shift()!)) {
+        if (seen.has(child.digest)) continue
+        seen.add(child.digest)
+        queue.push(child.digest)
+        propagated.push(child.digest)
+        const flags = JSON.parse(child.flags) as string[]
+        if (!flags.includes('upstream-canceled')) {
+          flags.push('upstream-canceled')
+          await store.updateHop(db, child.digest, child.version, {
+            flags: JSON.stringify(flags),
+            updated_at: now,
+          })
+        }
+        for (const recipient of [child.iss, child.aud]) {
+          if (told.has(recipient)) continue
+          told.add(recipient)
+          deliveries.push({
+            recipient,
+            kind: 'upstream-canceled',
+            offer: child.digest,
+            element: status,
+          })
+        }
+      }
+    }
+  }
+
+  /** Writes deliveries with their receipts in the caller's transaction; answers the receipts. */
+  private async deliver(
+    tx: { db: Db; afterCommit(fn: () => void): void },
+    deliveries: readonly Delivery[],
+    now: number,
+  ): Promise<{ receipt: string; sequence: number }[]> {
+    const receipts: { receipt: string; sequence: number }[] = []
+    for (const d of deliveries) {
+      const sequence = await store.nextSequence(tx.db)
+      const receipt = this.signReceipt({
+        v: 1,
+        kind: d.kind,
+        sequence,
+        recipient: d.recipient,
+        offer: d.offer,
+        elementDigest: sha256(d.element),
+        deliveredAt: iso(now),
+      })
+      const row: HopDeliveryRow = {
+        sequence,
+        recipient: d.recipient,
+        kind: d.kind,
+        offer: d.offer,
+        element: d.element,
+        receipt,
+        created_at: now,
+      }
+      await store.insertDelivery(tx.db, row)
+      receipts.push({ receipt, sequence })
+      tx.afterCommit(() =>
+        this.deps.bus.publish({
+          topic: hopInboxTopic(d.recipient),
+          type: `hop.${d.kind}`,
+          at: now,
+          data: { sequence, offer: d.offer },
+        }),
+      )
+    }
+    return receipts
+  }
+
+  private signReceipt(payload: Record<string, unknown>): string {
+    const { kid, privateKey } = this.deps.signer
+    const header = b64u(JSON.stringify({ alg: 'EdDSA', kid, typ: HOP_RECEIPT_TYPE }))
+    const body = b64u(JSON.stringify(payload))
+    const signature = sign(null, Buffer.from(`${header}.${body}`, 'ascii'), privateKey)
+    return `${header}.${body}.${signature.toString('base64url')}`
+  }
+
+  private async toView(db: Db, row: HopRow): Promise<HopView> {
+    const statuses = await store.statusesOf(db, row.digest)
+    const now = this.deps.clock.now()
+    // seed 003: an offer past exp with no status is expired at the delegator; a later verified
+    // status still counts and replaces it
+    const state =
+      row.state === 'offered' && now >= (row.exp + DEFAULT_SKEW_MS / 1000) * 1000
+        ? 'expired'
+        : (row.state as HopView['state'])
+    return {
+      digest: row.digest,
+      hop: row.hop,
+      iss: row.iss,
+      aud: row.aud,
+      dialog: row.dialog,
+      task: row.task,
+      prev: row.prev,
+      state,
+      flags: JSON.parse(row.flags) as string[],
+      offer: row.element,
+      chain: JSON.parse(row.chain) as string[],
+      refs: JSON.parse(row.refs),
+      receipt: row.receipt,
+      statuses: statuses.map(toStatusView),
+      lastStatus: statuses.at(-1)?.element ?? null,
+      iat: row.iat,
+      exp: row.exp,
+      createdAt: iso(row.created_at),
+      updatedAt: iso(row.updated_at),
+    }
+  }
+}
+
+/**
+ * The state a hop takes on a verified status. seed 003: a rejection with reason stale or replay
+ * is not terminal and never sets the state; at most one of accepted and rejected, and one of
+ * completed and failed; completed or failed imply accepted; a cancel after the outcome keeps it.
+ */
+function nextState(row: HopRow, c: StatusClaims): { state: string; flag?: string } {
+  if (c.state === 'canceled') {
+    if (row.state === 'completed' || row.state === 'failed') {
+      return { state: row.state, flag: 'canceled-after-end' }
+    }
+    return { state: 'canceled' }
+  }
+  if (isNonterminalRejection(c)) return { state: row.state }
+  const next = applyStatus(row.state as Parameters<typeof applyStatus>[0], c.state)
+  if (next === 'conflict') {
+    throw new BatonError(
+      'hop_state_conflict',
+      `The hop is ${row.state}; it cannot become ${c.state}`,
+      {
+        state: row.state,
+      },
+    )
+  }
+  return { state: next }
+}
+
+function toStatusView(row: HopStatusRow) {
+  return {
+    digest: row.digest,
+    iss: row.iss,
+    state: row.state,
+    reason: row.reason,
+    status: row.element,
+    receipt: row.receipt,
+    receivedAt: iso(row.created_at),
+  }
+}
+
+/**
+ * The unverified `iss` of a JWS element, to find its key; undefined when it does not parse. The
+ * checks parse the element in full afterwards, so only the payload is decoded here.
+ */
+function issuerOf(element: string): string | undefined {
+  if (element.length > HOP_LIMITS.maxElementOctets) return undefined
+  const first = element.indexOf('.')
+  const second = element.indexOf('.', first + 1)
+  if (first < 0 || second < 0) return undefined
+  try {
+    const payload = JSON.parse(
+      Buffer.from(element.slice(first + 1, second), 'base64url').toString('utf8'),
+    )
+    return typeof payload?.iss === 'string' ? payload.iss : undefined
+  } catch {
+    return undefined
+  }
+}
+
+function refusal(r: Extract<HandoffVerification, { ok: false }>): BatonError {
+  return refused(r.reason, r.check, 'The hub refused the offer', {
+    ...(r.index === undefined ? {} : { index: r.index }),
+    ...(r.firstDigest === undefined ? {} : { firstDigest: r.firstDigest }),
+    ...(r.digest === undefined ? {} : { digest: r.digest }),
+  })
+}
+
+function refused(
+  reason: string,
+  check: string,
+  message: string,
+  extra: Record<string, unknown> = {},
+): BatonError {
+  return new BatonError('hop_refused', `${message}: ${reason} (${check})`, {
+    reason,
+    check,
+    ...extra,
+  })
+}
+
+function notFound(digest: unknown): BatonError {
+  return new BatonError('hop_not_found', `No hop ${JSON.stringify(digest)} that you took part in`)
+}
+
+function parseWhole(value: unknown, field: string, fallback: number): number {
+  if (value === undefined || value === '') return fallback
+  const n = typeof value === 'string' && /^\d{1,15}$/.test(value) ? Number(value) : value
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) {
+    throw new BatonError('invalid_request', `${field} must be a whole number of at least 0`, {
+      field,
+    })
+  }
+  return n
+}
+
+function b64u(text: string): string {
+  return Buffer.from(text, 'utf8').toString('base64url')
+}

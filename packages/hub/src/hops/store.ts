@@ -1,0 +1,252 @@
+import type { HopRecord, ReplayStore } from '@baton/context'
+import type { Kysely } from 'kysely'
+import type { Database } from '../store/database.js'
+import type { HopDeliveryRow, HopReplayRow, HopRow, HopStatusRow, Schema } from '../store/schema.js'
+
+/** SQL for witnessed hops, in the subset both dialects share. Every function takes the db or a tx. */
+
+const SEQUENCE_COUNTER = 'hop_sequence'
+
+/** Takes the next hop inbox sequence; the counter row stays locked until the transaction ends. */
+export async function nextSequence(db: Kysely<Schema>): Promise<number> {
+  const row = await db
+    .updateTable('counters')
+    .set((eb) => ({ value: eb('value', '+', 1) }))
+    .where('name', '=', SEQUENCE_COUNTER)
+    .returning('value')
+    .executeTakeFirstOrThrow()
+  return Number(row.value)
+}
+
+/** Which of these principals are admitted (approved), in one query. */
+export async function admittedAmong(
+  db: Kysely<Schema>,
+  principals: string[],
+): Promise<Set<string>> {
+  if (principals.length === 0) return new Set()
+  const rows = await db
+    .selectFrom('principals')
+    .select('principal')
+    .where('principal', 'in', principals)
+    .where('state', '=', 'approved')
+    .execute()
+  return new Set(rows.map((r) => r.principal))
+}
+
+export async function insertHop(db: Kysely<Schema>, row: HopRow): Promise<void> {
+  await db.insertInto('hops').values(row).execute()
+}
+
+export async function findHop(db: Kysely<Schema>, digest: string): Promise<HopRow | undefined> {
+  const row = await db
+    .selectFrom('hops')
+    .selectAll()
+    .where('digest', '=', digest)
+    .executeTakeFirst()
+  return row && normalizeHop(row)
+}
+
+/** The hop an (iss, hop) pair names, if the hub delivered one. */
+export async function findHopById(
+  db: Kysely<Schema>,
+  iss: string,
+  hop: string,
+): Promise<HopRow | undefined> {
+  const row = await db
+    .selectFrom('hops')
+    .selectAll()
+    .where('iss', '=', iss)
+    .where('hop', '=', hop)
+    .executeTakeFirst()
+  return row && normalizeHop(row)
+}
+
+/** The most recently changed hops, newest first (the operator's dashboard). */
+export async function recentHops(db: Kysely<Schema>, limit: number): Promise<HopRow[]> {
+  const rows = await db
+    .selectFrom('hops')
+    .selectAll()
+    .orderBy('updated_at', 'desc')
+    .orderBy('digest')
+    .limit(limit)
+    .execute()
+  return rows.map(normalizeHop)
+}
+
+/** Offers whose prev names the given handoff digest. */
+export async function childrenOf(db: Kysely<Schema>, digest: string): Promise<HopRow[]> {
+  const rows = await db.selectFrom('hops').selectAll().where('prev', '=', digest).execute()
+  return rows.map(normalizeHop)
+}
+
+/** Moves a hop only from the version read (compare-and-set); answers whether it moved. */
+export async function updateHop(
+  db: Kysely<Schema>,
+  digest: string,
+  expectedVersion: number,
+  set: { state?: string; flags?: string; updated_at: number },
+): Promise<boolean> {
+  const res = await db
+    .updateTable('hops')
+    .set({ ...set, version: expectedVersion + 1 })
+    .where('digest', '=', digest)
+    .where('version', '=', expectedVersion)
+    .executeTakeFirst()
+  return Number(res.numUpdatedRows) === 1
+}
+
+export async function insertStatus(db: Kysely<Schema>, row: HopStatusRow): Promise<void> {
+  await db.insertInto('hop_statuses').values(row).execute()
+}
+
+export async function findStatus(
+  db: Kysely<Schema>,
+  digest: string,
+): Promise<HopStatusRow | undefined> {
+  const row = await db
+    .selectFrom('hop_statuses')
+    .selectAll()
+    .where('digest', '=', digest)
+    .executeTakeFirst()
+  return row && { ...row, sequence: Number(row.sequence), created_at: Number(row.created_at) }
+}
+
+/** Every status of a hop, oldest first. */
+export async function statusesOf(db: Kysely<Schema>, offer: string): Promise<HopStatusRow[]> {
+  const rows = await db
+    .selectFrom('hop_statuses')
+    .selectAll()
+    .where('offer', '=', offer)
+    .orderBy('sequence', 'asc')
+    .execute()
+  return rows.map((r) => ({ ...r, sequence: Number(r.sequence), created_at: Number(r.created_at) }))
+}
+
+export async function insertDelivery(db: Kysely<Schema>, row: HopDeliveryRow): Promise<void> {
+  await db.insertInto('hop_deliveries').values(row).execute()
+}
+
+/** The recipient's hop inbox after an exclusive sequence, oldest first. */
+export async function listDeliveries(
+  db: Kysely<Schema>,
+  q: { recipient: string; after: number; limit: number },
+): Promise<HopDeliveryRow[]> {
+  const rows = await db
+    .selectFrom('hop_deliveries')
+    .selectAll()
+    .where('recipient', '=', q.recipient)
+    .where('sequence', '>', q.after)
+    .orderBy('sequence', 'asc')
+    .limit(q.limit)
+    .execute()
+  return rows.map((r) => ({ ...r, sequence: Number(r.sequence), created_at: Number(r.created_at) }))
+}
+
+function normalizeHop(row: HopRow): HopRow {
+  return {
+    ...row,
+    iat: Number(row.iat),
+    exp: Number(row.exp),
+    created_at: Number(row.created_at),
+    updated_at: Number(row.updated_at),
+  }
+}
+
+function toRecord(row: HopReplayRow): HopRecord {
+  const record = {
+    iss: row.iss,
+    hop: row.hop,
+    digest: row.digest,
+    expiresAt: Number(row.expires_at),
+  }
+  return row.data === null ? record : { ...record, data: JSON.parse(row.data) }
+}
+
+function toRow(record: HopRecord): HopReplayRow {
+  return {
+    iss: record.iss,
+    hop: record.hop,
+    digest: record.digest,
+    expires_at: Math.ceil(record.expiresAt),
+    data: record.data === undefined ? null : JSON.stringify(record.data),
+  }
+}
+
+/**
+ * The library's ReplayStore over the hub's database: every instance shares it, and it survives a
+ * restart. `remember` is one conditional insert, or one conditional replacement of an expired
+ * record, so two instances racing on one (iss, hop) see exactly one winner.
+ */
+// seed 003: a receiver must remember each (iss, hop) pair that passed the first three checks,
+// with its handoff digest, at least until exp plus the skew, in storage that survives a restart
+export class HubReplayStore implements ReplayStore {
+  constructor(private readonly database: Database) {}
+
+  private get db(): Kysely<Schema> {
+    return this.database.db
+  }
+
+  async remember(record: HopRecord, nowMs: number): Promise<HopRecord | undefined> {
+    const row = toRow(record)
+    const inserted = await this.db
+      .insertInto('hop_replay')
+      .values(row)
+      .onConflict((oc) => oc.columns(['iss', 'hop']).doNothing())
+      .executeTakeFirst()
+    if (Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1) return undefined
+    const replaced = await this.db
+      .updateTable('hop_replay')
+      .set({ digest: row.digest, expires_at: row.expires_at, data: row.data })
+      .where('iss', '=', row.iss)
+      .where('hop', '=', row.hop)
+      .where('expires_at', '<=', nowMs)
+      .executeTakeFirst()
+    if (Number(replaced.numUpdatedRows) === 1) return undefined
+    const live = await this.get(record.iss, record.hop, nowMs)
+    // A live record that expired between the two statements is replaced on the next attempt.
+    return live ?? this.remember(record, nowMs)
+  }
+
+  async get(iss: string, hop: string, nowMs: number): Promise<HopRecord | undefined> {
+    const row = await this.db
+      .selectFrom('hop_replay')
+      .selectAll()
+      .where('iss', '=', iss)
+      .where('hop', '=', hop)
+      .where('expires_at', '>', nowMs)
+      .executeTakeFirst()
+    return row && toRecord(row)
+  }
+
+  async put(record: HopRecord): Promise<void> {
+    const row = toRow(record)
+    await this.db
+      .insertInto('hop_replay')
+      .values(row)
+      .onConflict((oc) =>
+        oc
+          .columns(['iss', 'hop'])
+          .doUpdateSet({ digest: row.digest, expires_at: row.expires_at, data: row.data }),
+      )
+      .execute()
+  }
+
+  async list(nowMs: number): Promise<HopRecord[]> {
+    const rows = await this.db
+      .selectFrom('hop_replay')
+      .selectAll()
+      .where('expires_at', '>', nowMs)
+      .orderBy('iss')
+      .orderBy('hop')
+      .execute()
+    return rows.map(toRecord)
+  }
+
+  async sweep(nowMs: number): Promise<number> {
+    const res = await this.db.deleteFrom('hop_replay').where('expires_at', '<=', nowMs).execute()
+    return res.reduce((n, r) => n + Number(r.numDeletedRows), 0)
+  }
+
+  /** The database belongs to the hub, which closes it. */
+  async close(): Promise<void> {}
+}

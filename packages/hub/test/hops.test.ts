@@ -1,0 +1,648 @@
+import assert from 'node:assert/strict'
+import { createPublicKey, verify } from 'node:crypto'
+import { after, before, describe, test } from 'node:test'
+import {
+  canonicalJson,
+  createIdentity,
+  fetchDiscovery,
+  HopClient,
+  hopSigner,
+  type SignedClient,
+} from '@baton/client'
+import {
+  createDigestRef,
+  createSigner,
+  type Handoff,
+  handoffDigest,
+  signOffer,
+  signStatus,
+  toHandoff,
+} from '@baton/context'
+import type { HopView } from '@baton/protocol'
+import { ManualClock } from '../src/clock.js'
+import {
+  call,
+  restartableHub,
+  signedAgent,
+  startTestHub,
+  type TestHub,
+  testStores,
+} from './support.js'
+
+const OPEN = { BATON_ADMISSION: 'open' }
+const ADMIN_TOKEN = 'operator-token-for-the-hop-tests-0123456789'
+
+interface Agent {
+  principal: string
+  client: SignedClient
+  hops: HopClient
+}
+
+async function agent(hub: { url: string }, clock: ManualClock): Promise<Agent> {
+  const client = await signedAgent(hub, { clock })
+  return { principal: client.principal, client, hops: new HopClient(client) }
+}
+
+/** The error body of a refused call, as the SDK throws it. */
+async function refusal(
+  p: Promise<unknown>,
+): Promise<{ code: string; context: Record<string, unknown> }> {
+  try {
+    await p
+  } catch (error) {
+    const e = error as { code: string; context: Record<string, unknown> }
+    return { code: e.code, context: e.context }
+  }
+  assert.fail('the call was not refused')
+}
+
+/** Checks a hub receipt against the hub key of discovery. */
+async function assertReceipt(hub: { url: string }, receipt: string, want: Record<string, unknown>) {
+  const discovery = await fetchDiscovery(`${hub.url}/.well-known/agent-net`)
+  const [h, p, s] = receipt.split('.') as [string, string, string]
+  const key = createPublicKey({ key: discovery.hubKey as never, format: 'jwk' })
+  assert.equal(
+    verify(null, Buffer.from(`${h}.${p}`, 'ascii'), key, Buffer.from(s, 'base64url')),
+    true,
+  )
+  const header = JSON.parse(Buffer.from(h, 'base64url').toString('utf8'))
+  assert.equal(header.typ, 'baton-hop-receipt+jws')
+  const payload = JSON.parse(Buffer.from(p, 'base64url').toString('utf8'))
+  for (const [k, v] of Object.entries(want)) assert.deepEqual(payload[k], v, k)
+}
+
+for (const store of testStores) {
+  describe(`signed handoff contexts through the hub (${store.name})`, () => {
+    let hub: TestHub
+    const clock = new ManualClock(Date.now())
+    const now = () => clock.now()
+    let assistant: Agent
+    let planner: Agent
+    let coder: Agent
+    let outsider: Agent
+
+    before(async () => {
+      hub = await startTestHub(store, { ...OPEN, BATON_ADMIN_TOKEN: ADMIN_TOKEN }, { clock })
+      assistant = await agent(hub, clock)
+      planner = await agent(hub, clock)
+      coder = await agent(hub, clock)
+      outsider = await agent(hub, clock)
+    })
+    after(() => hub.close())
+
+    /** The draft's example: the assistant hands a task to the planner, who hands part to the coder. */
+    async function delegate(dialog: string) {
+      const first = await assistant.hops.offer({
+        to: planner.principal,
+        dialog,
+        task: 'task-42',
+        now,
+      })
+      const second = await planner.hops.offer({
+        to: coder.principal,
+        dialog,
+        task: 'task-42',
+        after: first.handoff,
+        now,
+      })
+      return { first, second }
+    }
+
+    test('offer, chain, accept and complete, each delivered with a hub receipt', async () => {
+      const { first, second } = await delegate('ctx-7c1e')
+      assert.equal(first.answer.retransmission, false)
+      assert.equal(first.answer.hop.state, 'offered')
+      assert.equal(first.answer.hop.digest, first.signed.digest)
+      assert.equal(second.answer.hop.prev, first.signed.digest)
+      assert.deepEqual(second.answer.hop.chain, [first.handoff.offer])
+
+      const coderInbox = await coder.hops.inbox()
+      const delivered = coderInbox.deliveries.find((d) => d.offer === second.signed.digest)!
+      assert.equal(delivered.kind, 'offer')
+      assert.equal(delivered.element, second.handoff.offer)
+      assert.deepEqual(delivered.chain, [first.handoff.offer])
+      await assertReceipt(hub, delivered.receipt, {
+        kind: 'offer',
+        recipient: coder.principal,
+        offer: second.signed.digest,
+        elementDigest: handoffDigest(second.handoff.offer),
+      })
+
+      const accepted = await coder.hops.answer(second.handoff.offer as string, 'accepted', { now })
+      assert.equal(accepted.answer.hop.state, 'accepted')
+      const completed = await coder.hops.answer(second.handoff.offer as string, 'completed', {
+        now,
+      })
+      assert.equal(completed.answer.hop.state, 'completed')
+
+      const seen = await planner.hops.read(second.signed.digest)
+      assert.equal(seen.state, 'completed')
+      assert.deepEqual(
+        seen.statuses.map((s) => s.state),
+        ['accepted', 'completed'],
+      )
+      assert.equal(seen.lastStatus, completed.signed.element)
+      const plannerInbox = await planner.hops.inbox()
+      const statuses = plannerInbox.deliveries.filter(
+        (d) => d.kind === 'status' && d.offer === second.signed.digest,
+      )
+      assert.deepEqual(
+        statuses.map((d) => d.element),
+        [accepted.signed.element, completed.signed.element],
+      )
+
+      // The chain view walks prev across the hops the caller took part in.
+      const plannerChain = await planner.hops.chain(second.signed.digest)
+      assert.deepEqual(
+        plannerChain.hops.map((h) => h.digest),
+        [first.signed.digest, second.signed.digest],
+      )
+      const coderChain = await coder.hops.chain(second.signed.digest)
+      assert.deepEqual(
+        coderChain.hops.map((h) => h.digest),
+        [second.signed.digest],
+      )
+      const assistantChain = await assistant.hops.chain(first.signed.digest)
+      assert.deepEqual(
+        assistantChain.hops.map((h) => h.digest),
+        [first.signed.digest],
+      )
+    })
+
+    test('the dashboard draws a chain hop by hop with states and receipts', async () => {
+      const { first, second } = await delegate('ctx-dashboard')
+      await coder.hops.answer(second.handoff.offer as string, 'accepted', { now })
+      const signIn = await call(hub, 'POST', '/dashboard/session', { body: { token: ADMIN_TOKEN } })
+      assert.equal(signIn.status, 200)
+      const cookie = (signIn.headers.get('set-cookie') ?? '').split(';')[0]!
+      const chain = await call(hub, 'GET', `/dashboard/api/hops/${second.signed.digest}`, {
+        headers: { cookie },
+      })
+      assert.equal(chain.status, 200)
+      const hops = chain.body.hops as HopView[]
+      assert.deepEqual(
+        hops.map((h) => [h.digest, h.state, h.statuses.length]),
+        [
+          [first.signed.digest, 'offered', 0],
+          [second.signed.digest, 'accepted', 1],
+        ],
+      )
+      assert.ok(hops.every((h) => h.receipt.split('.').length === 3))
+      const list = await call(hub, 'GET', '/dashboard/api/hops', { headers: { cookie } })
+      assert.ok((list.body.hops as HopView[]).some((h) => h.digest === second.signed.digest))
+      const missing = await call(hub, 'GET', `/dashboard/api/hops/${'A'.repeat(43)}`, {
+        headers: { cookie },
+      })
+      assert.equal(missing.status, 404)
+      const anonymous = await call(hub, 'GET', `/dashboard/api/hops/${second.signed.digest}`)
+      assert.equal(anonymous.status, 401)
+    })
+
+    test('bad input is a 4xx with a stable code and delivers nothing', async () => {
+      const before = (await coder.hops.inbox()).deliveries.length
+      const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url')
+      const junk = [
+        'not a jws',
+        'a.b.c',
+        `${b64({ alg: 'none' })}.${b64({ iss: planner.principal })}.`,
+        `${b64({ alg: 'EdDSA', kid: planner.principal, typ: 'x' })}.${b64([1, 2])}.AAAA`,
+        `${b64({ alg: 'EdDSA' })}.${b64({ iss: 7, v: 1 })}.${'A'.repeat(86)}`,
+        '.'.repeat(40),
+      ]
+      for (const offer of junk) {
+        const r = await refusal(planner.hops.send(coder.principal, { offer }))
+        assert.equal(r.code, 'hop_refused', offer)
+        const s = await refusal(coder.hops.sendStatus(offer))
+        assert.ok(['hop_refused', 'hop_not_found'].includes(s.code), offer)
+      }
+      const shapes: [string, string, unknown][] = [
+        ['POST', '/v1/hops', { to: coder.principal }],
+        ['POST', '/v1/hops', { to: coder.principal, handoff: { offer: 'x'.repeat(20_000) } }],
+        ['POST', '/v1/hops', { to: coder.principal, handoff: { offer: 'a.b.c', chain: 'no' } }],
+        ['POST', '/v1/hops', { to: coder.principal, handoff: { offer: 'a.b.c' }, extra: 1 }],
+        ['POST', '/v1/hops/statuses', { status: 42 }],
+        ['GET', '/v1/hops/inbox?after=abc', undefined],
+        ['GET', '/v1/hops/inbox?limit=1000', undefined],
+        ['GET', `/v1/hops/${'x'.repeat(200)}`, undefined],
+        ['GET', '/v1/hops/%00/chain', undefined],
+      ]
+      for (const [method, p, body] of shapes) {
+        const res = await planner.client.request<{ code?: string }>(method, p, body as object)
+        assert.ok(res.status >= 400 && res.status < 500, `${method} ${p}: ${res.status}`)
+        assert.equal(typeof res.body.code, 'string')
+      }
+      assert.equal((await coder.hops.inbox()).deliveries.length, before)
+    })
+
+    test('nothing is readable by a third party: it answers like a missing hop', async () => {
+      const { first, second } = await delegate('ctx-private')
+      const missing = 'A'.repeat(43)
+      for (const [who, digest] of [
+        [outsider, first.signed.digest],
+        [outsider, second.signed.digest],
+        [assistant, second.signed.digest],
+        [outsider, missing],
+      ] as const) {
+        const read = await refusal(who.hops.read(digest))
+        const chain = await refusal(who.hops.chain(digest))
+        assert.equal(read.code, 'hop_not_found')
+        assert.equal(chain.code, 'hop_not_found')
+      }
+      const status = signStatus({
+        signer: await hopSigner(outsider.client.identity),
+        offer: {
+          claims: { ...first.signed.claims, aud: outsider.principal },
+          digest: first.signed.digest,
+        },
+        state: 'accepted',
+        now,
+      })
+      const answered = await refusal(outsider.hops.sendStatus(status.element as string))
+      assert.equal(answered.code, 'hop_not_found')
+    })
+
+    test('a retransmission of identical octets is answered with the last status, once delivered', async () => {
+      const { second } = await delegate('ctx-retransmit')
+      const accepted = await coder.hops.answer(second.handoff.offer as string, 'accepted', { now })
+      const again = await planner.hops.send(coder.principal, second.handoff)
+      assert.equal(again.retransmission, true)
+      assert.equal(again.hop.state, 'accepted')
+      assert.equal(again.hop.lastStatus, accepted.signed.element)
+      const inbox = await coder.hops.inbox()
+      assert.equal(
+        inbox.deliveries.filter((d) => d.kind === 'offer' && d.offer === second.signed.digest)
+          .length,
+        1,
+      )
+      // The same status twice is one status.
+      const repeat = await coder.hops.sendStatus(accepted.signed.element as string)
+      assert.equal(repeat.retransmission, true)
+      assert.equal((await coder.hops.read(second.signed.digest)).statuses.length, 1)
+    })
+
+    test('equivocation is refused and reported to both sides', async () => {
+      const { second } = await delegate('ctx-equivocate')
+      const signer = await hopSigner(planner.client.identity)
+      const other = signOffer({
+        signer,
+        aud: coder.principal,
+        dialog: 'ctx-equivocate',
+        task: 'task-43',
+        hop: second.signed.claims.hop,
+        prev: second.handoff.chain![0]!,
+        now,
+      })
+      const handoff: Handoff = { offer: other.element, chain: second.handoff.chain! }
+      const r = await refusal(planner.hops.send(coder.principal, handoff))
+      assert.equal(r.code, 'hop_refused')
+      assert.equal(r.context.reason, 'equivocation')
+      assert.equal(r.context.firstDigest, second.signed.digest)
+      for (const side of [planner, coder]) {
+        const inbox = await side.hops.inbox()
+        const notice = inbox.deliveries.find(
+          (d) => d.kind === 'equivocation' && d.offer === second.signed.digest,
+        )
+        assert.equal(notice?.element, other.element)
+      }
+      assert.ok((await coder.hops.read(second.signed.digest)).flags.includes('equivocation'))
+      await assert.rejects(coder.hops.read(other.digest), { code: 'hop_not_found' })
+    })
+
+    test('a canceled status propagates down the chain', async () => {
+      const { first, second } = await delegate('ctx-cancel')
+      await coder.hops.answer(second.handoff.offer as string, 'accepted', { now })
+      const canceled = await assistant.hops.answer(first.handoff.offer as string, 'canceled', {
+        now,
+      })
+      assert.equal(canceled.answer.hop.state, 'canceled')
+      assert.deepEqual(canceled.answer.propagated, [second.signed.digest])
+      const downstream = await coder.hops.read(second.signed.digest)
+      assert.ok(downstream.flags.includes('upstream-canceled'))
+      assert.equal(downstream.state, 'accepted')
+      const inbox = await coder.hops.inbox()
+      const notice = inbox.deliveries.find(
+        (d) => d.kind === 'upstream-canceled' && d.offer === second.signed.digest,
+      )
+      assert.equal(notice?.element, canceled.signed.element)
+      // The planner, told by the status itself, cancels its own offer; the coder's hop ends.
+      const own = await planner.hops.answer(second.handoff.offer as string, 'canceled', { now })
+      assert.equal(own.answer.hop.state, 'canceled')
+    })
+
+    test('lifecycle: stale and replay rejections are not terminal; a second answer conflicts', async () => {
+      const { second } = await delegate('ctx-lifecycle')
+      const offer = second.handoff.offer as string
+      const nonterminal = await coder.hops.answer(offer, 'rejected', { reason: 'replay', now })
+      assert.equal(nonterminal.answer.hop.state, 'offered')
+      await coder.hops.answer(offer, 'accepted', { now })
+      const r = await refusal(coder.hops.answer(offer, 'rejected', { reason: 'policy', now }))
+      assert.equal(r.code, 'hop_state_conflict')
+      assert.equal(r.context.state, 'accepted')
+      // Only the delegator may cancel: the delegate's own cancel is addressed to itself.
+      const wrong = signStatus({
+        signer: await hopSigner(coder.client.identity),
+        offer: {
+          claims: { ...second.signed.claims, iss: coder.principal },
+          digest: second.signed.digest,
+        },
+        state: 'canceled',
+        now,
+      })
+      const r2 = await refusal(coder.hops.sendStatus(wrong.element as string))
+      assert.equal(r2.code, 'hop_refused')
+      assert.equal(r2.context.reason, 'wrong-audience')
+    })
+
+    test('an offer with no status expires at the delegator; a later status replaces it', async () => {
+      const { second } = await delegate('ctx-expiry')
+      clock.advance(10 * 60_000)
+      assert.equal((await planner.hops.read(second.signed.digest)).state, 'expired')
+      const late = await coder.hops.answer(second.handoff.offer as string, 'completed', { now })
+      assert.equal(late.answer.hop.state, 'completed')
+    })
+
+    test('refs naming a resource version or a transfer are checked over the stored octets', async () => {
+      const data = { plan: ['parse', 'patch'], n: 1 }
+      const made = await assistant.client.call<{ id: string; version: number }>(
+        'POST',
+        '/v1/resources',
+        {
+          namespace: 'plans',
+          kind: 'plan',
+          data,
+        },
+      )
+      const snapshot = {
+        systemPrompt: 'You are the coder.',
+        messages: [{ role: 'user', content: 'patch it' }],
+        toolState: {},
+        mcpConfig: { servers: [] },
+      }
+      const transfer = await assistant.client.call<{ transferId: string; checksum: string }>(
+        'POST',
+        '/v1/transfers',
+        { snapshot },
+      )
+      const hidden = await outsider.client.call<{ id: string }>('POST', '/v1/resources', {
+        namespace: 'plans',
+        kind: 'plan',
+        data,
+      })
+      const resourceRef = {
+        ...createDigestRef(JSON.stringify(data)),
+        resource: made.id,
+        version: 1,
+      }
+      const transferRef = {
+        ...createDigestRef(canonicalJson(snapshot)),
+        transfer: transfer.transferId,
+      }
+      assert.equal(`sha-256:${transferRef.digest}`, transfer.checksum)
+      const handoffRef = { ...createDigestRef('payload'), handoff: 'h_unknown' }
+      const plainRef = createDigestRef('a prompt')
+      const otherKind = { kind: 'scitt-receipt', digest: createDigestRef('receipt').digest }
+      const offered = await assistant.hops.offer({
+        to: planner.principal,
+        dialog: 'ctx-refs',
+        refs: [resourceRef, transferRef, handoffRef, plainRef, otherKind],
+        now,
+      })
+      assert.deepEqual(
+        offered.answer.hop.refs.map((r) => r.outcome),
+        ['verified', 'verified', 'unverifiable', 'unverifiable', 'not-checked'],
+      )
+      assert.deepEqual(
+        (await planner.hops.read(offered.signed.digest)).refs.map((r) => r.outcome),
+        ['verified', 'verified', 'unverifiable', 'unverifiable', 'not-checked'],
+      )
+      const mismatch = await refusal(
+        assistant.hops.offer({
+          to: planner.principal,
+          dialog: 'ctx-refs',
+          refs: [{ ...resourceRef, digest: createDigestRef('other').digest }],
+          now,
+        }),
+      )
+      assert.equal(mismatch.context.reason, 'ref-mismatch')
+      for (const ref of [
+        { ...resourceRef, version: 2 },
+        { ...resourceRef, resource: hidden.id },
+        { ...transferRef, transfer: 'tr_AAAAAAAAAAAAAAAAAAAAAA' },
+      ]) {
+        const r = await refusal(
+          assistant.hops.offer({ to: planner.principal, dialog: 'ctx-refs', refs: [ref], now }),
+        )
+        assert.equal(r.code, 'hop_refused')
+        assert.equal(r.context.reason, 'unverifiable-ref')
+      }
+    })
+
+    test('every reason code the checks can reach is answered through the hub', async () => {
+      const reasons = new Map<string, string>()
+      const expect = async (name: string, p: Promise<unknown>) => {
+        const r = await refusal(p)
+        assert.equal(r.code, 'hop_refused', name)
+        reasons.set(name, r.context.reason as string)
+      }
+      const plannerSigner = await hopSigner(planner.client.identity)
+      const base = { signer: plannerSigner, aud: coder.principal, dialog: 'ctx-reasons', now }
+
+      const good = signOffer(base).element as string
+      const [h, p] = good.split('.')
+      const tampered = `${h}.${p}.${'A'.repeat(86)}`
+      await expect('bad-signature', planner.hops.send(coder.principal, { offer: tampered }))
+
+      // A kid other than the did:key names no trusted key.
+      const thumbKid = await createSigner({
+        iss: planner.principal,
+        key: planner.client.identity.privateKey,
+      })
+      await expect(
+        'untrusted-key',
+        planner.hops.send(coder.principal, {
+          offer: signOffer({ ...base, signer: thumbKid }).element,
+        }),
+      )
+      // A signer that is not an admitted principal is untrusted, in the chain too.
+      const stranger = createIdentity(hub.url)
+      const strangerSigner = await hopSigner(stranger)
+      const upstream = signOffer({ ...base, signer: strangerSigner, aud: planner.principal })
+      await expect(
+        'untrusted-key (chain)',
+        planner.hops.send(coder.principal, {
+          offer: signOffer({ ...base, prev: upstream.element }).element,
+          chain: [upstream.element],
+        }),
+      )
+      await expect(
+        'wrong-audience',
+        planner.hops.send(outsider.principal, { offer: signOffer(base).element }),
+      )
+      // seed 003: the 300-second maximum lifetime is part of freshness.
+      await expect(
+        'stale',
+        planner.hops.send(coder.principal, { offer: signOffer({ ...base, ttlS: 400 }).element }),
+      )
+      await expect(
+        'stale (expired)',
+        planner.hops.send(coder.principal, {
+          offer: signOffer({ ...base, iat: Math.floor(now() / 1000) - 1000 }).element,
+        }),
+      )
+      // An offer refused after the replay check was remembered: its retransmission is `replay`.
+      const first = await assistant.hops.offer({
+        to: planner.principal,
+        dialog: 'ctx-reasons',
+        now,
+      })
+      const broken = signOffer({ ...base, prev: signOffer(base).element })
+      const brokenHandoff = { offer: broken.element, chain: [first.handoff.offer] }
+      await expect('broken-chain', planner.hops.send(coder.principal, brokenHandoff))
+      await expect('replay', planner.hops.send(coder.principal, brokenHandoff))
+      // The coder hands back to the assistant, who appears earlier in the chain.
+      const second = await planner.hops.offer({
+        to: coder.principal,
+        dialog: 'ctx-reasons',
+        after: first.handoff,
+        now,
+      })
+      const coderSigner = await hopSigner(coder.client.identity)
+      const back = signOffer({
+        signer: coderSigner,
+        aud: assistant.principal,
+        dialog: 'ctx-reasons',
+        prev: second.handoff.offer,
+        now,
+      })
+      await expect(
+        'cycle',
+        coder.hops.send(
+          assistant.principal,
+          toHandoff(back, { after: second.handoff, chain: true }),
+        ),
+      )
+      await expect(
+        'too-deep',
+        planner.hops.send(coder.principal, {
+          offer: signOffer(base).element,
+          chain: Array.from({ length: 16 }, () => first.handoff.offer as string),
+        }),
+      )
+      // The sender of an offer must be its iss.
+      await expect(
+        'policy',
+        coder.hops.send(planner.principal, {
+          offer: signOffer({ ...base, aud: planner.principal }).element,
+        }),
+      )
+      assert.deepEqual(Object.fromEntries(reasons), {
+        'bad-signature': 'bad-signature',
+        'untrusted-key': 'untrusted-key',
+        'untrusted-key (chain)': 'untrusted-key',
+        'wrong-audience': 'wrong-audience',
+        stale: 'stale',
+        'stale (expired)': 'stale',
+        'broken-chain': 'broken-chain',
+        replay: 'replay',
+        cycle: 'cycle',
+        'too-deep': 'too-deep',
+        policy: 'policy',
+      })
+    })
+  })
+
+  describe(`the hop replay store is shared and durable (${store.name})`, () => {
+    test('a retransmission after a restart and on another instance is still a retransmission', async () => {
+      const clock = new ManualClock(Date.now())
+      const now = () => clock.now()
+      const db = await restartableHub(store, OPEN, clock)
+      let one = await db.start()
+      const planner = await agent(one, clock)
+      const coder = await agent(one, clock)
+      const sent = await planner.hops.offer({ to: coder.principal, dialog: 'ctx-restart', now })
+      const signer = await hopSigner(planner.client.identity)
+      const equivocating = signOffer({
+        signer,
+        aud: coder.principal,
+        dialog: 'ctx-restart',
+        task: 'another task',
+        hop: sent.signed.claims.hop,
+        now,
+      })
+      await one.stop()
+      one = await db.start()
+      const instances = [one]
+      if (store.name === 'postgres') instances.push(await db.start())
+      try {
+        for (const hub of instances) {
+          const p = new HopClient(await signedAgentAs(hub, planner, clock))
+          const again = await p.send(coder.principal, sent.handoff)
+          assert.equal(again.retransmission, true)
+          assert.equal(again.hop.digest, sent.signed.digest)
+          await assert.rejects(
+            p.send(coder.principal, { offer: equivocating.element }),
+            (e: unknown) => {
+              const err = e as { code: string; context: { reason: string } }
+              return err.code === 'hop_refused' && err.context.reason === 'equivocation'
+            },
+          )
+        }
+      } finally {
+        for (const hub of instances) await hub.stop()
+        await db.drop()
+      }
+    })
+  })
+}
+
+describe('statuses racing on two instances (postgres)', () => {
+  const store = testStores.find((s) => s.name === 'postgres')!
+  test('accepted and completed sent at once to two instances both count', async () => {
+    const clock = new ManualClock(Date.now())
+    const now = () => clock.now()
+    const db = await restartableHub(store, OPEN, clock)
+    const a = await db.start()
+    const b = await db.start()
+    try {
+      const planner = await agent(a, clock)
+      const coder = await agent(a, clock)
+      const coderOnB = new HopClient(await signedAgentAs(b, coder, clock))
+      const offers = await Promise.all(
+        Array.from({ length: 12 }, (_, i) =>
+          planner.hops.offer({ to: coder.principal, dialog: 'ctx-race', task: `t${i}`, now }),
+        ),
+      )
+      const signer = await hopSigner(coder.client.identity)
+      await Promise.all(
+        offers.flatMap((o) => [
+          coder.hops.sendStatus(
+            signStatus({ signer, offer: o.signed.element, state: 'accepted', now })
+              .element as string,
+          ),
+          coderOnB.sendStatus(
+            signStatus({ signer, offer: o.signed.element, state: 'completed', now })
+              .element as string,
+          ),
+        ]),
+      )
+      for (const o of offers) {
+        const hop = await planner.hops.read(o.signed.digest)
+        assert.equal(hop.state, 'completed')
+        assert.equal(hop.statuses.length, 2)
+      }
+    } finally {
+      await a.stop()
+      await b.stop()
+      await db.drop()
+    }
+  })
+})
+
+/** The same identity, signing to another hub instance on the same database. */
+async function signedAgentAs(hub: { url: string }, who: Agent, clock: ManualClock) {
+  const { SignedClient } = await import('@baton/client')
+  return SignedClient.connect(`${hub.url}/.well-known/agent-net`, who.client.identity, {
+    maxRetryWaitMs: 0,
+    now: () => Math.floor(clock.now() / 1000),
+  })
+}
