@@ -42,3 +42,12 @@ test('the wire body round-trips through BatonError', () => {
   assert.equal(BatonError.fromBody({ code: 'no_such_code' }).code, 'internal')
   assert.equal(isErrorCode('toString'), false)
 })
+
+test('a 429 or 503 carries Retry-After and retry_after together, however it was made', () => {
+  const fromHeader = new BatonError('rate_limited', 'slow down', {}, { 'retry-after': '7' })
+  assert.equal(fromHeader.toBody().retry_after, 7)
+  const fromContext = new BatonError('unavailable', 'away', { retry_after: 2 })
+  assert.equal(fromContext.headers['retry-after'], '2')
+  const plain = new BatonError('invalid_request', 'bad', { retry_after: 3 })
+  assert.equal(plain.headers['retry-after'], undefined, 'only refusals worth retrying get it')
+})

@@ -416,8 +416,15 @@ export class BatonError extends Error {
     this.name = 'BatonError'
     this.code = code
     this.status = ERRORS[code].status
-    this.context = context
-    this.headers = headers
+    this.headers = { ...headers }
+    // One shape for every wait-and-retry answer: `Retry-After` and `retry_after` always together.
+    const retryAfter = context.retry_after ?? headers['retry-after']
+    if (retryAfter !== undefined && (this.status === 429 || this.status === 503)) {
+      this.context = { ...context, retry_after: Number(retryAfter) }
+      this.headers['retry-after'] = String(retryAfter)
+    } else {
+      this.context = context
+    }
   }
 
   /** Renders the wire body; `fix` comes from the registry unless the context overrides it. */

@@ -235,7 +235,7 @@ export function registerDashboard(api: Api, ctx: AppContext): void {
         throw new BatonError(
           'rate_limited',
           'Too many failed sign-ins from this address',
-          { retryAfterSeconds: retry },
+          { retry_after: retry },
           { 'retry-after': String(retry) },
         )
       }

@@ -72,7 +72,7 @@ export class DashboardStreams {
         ? `This session already holds ${mine} event streams; close one first`
         : 'The hub holds as many dashboard event streams as it serves; try again later',
       {
-        retryAfterSeconds: RETRY_AFTER_SECONDS,
+        retry_after: RETRY_AFTER_SECONDS,
         limit: perSession ? this.limits.perSession : this.limits.total,
       },
       { 'retry-after': String(RETRY_AFTER_SECONDS) },

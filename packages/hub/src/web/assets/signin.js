@@ -24,7 +24,7 @@ form.addEventListener('submit', async (event) => {
     const body = await res.json().catch(() => ({}))
     error.textContent =
       body.code === 'rate_limited'
-        ? `Too many failed attempts; try again in ${body.retryAfterSeconds ?? 'a few'} seconds.`
+        ? `Too many failed attempts; try again in ${body.retry_after ?? 'a few'} seconds.`
         : body.code === 'admin_token_invalid'
           ? 'The operator token is wrong.'
           : body.error || `Sign-in failed (HTTP ${res.status}).`
