@@ -376,4 +376,26 @@ export const CASES: Record<string, Case> = {
       args: { path: 'matrix/owner.json', expectedRevision: 7 },
     }),
   },
+  // Seed 003 hops: what a signed offer or status may do is tested in hops.test.ts with three
+  // agents; here each operation's auth, and an element that is not a signed one is refused.
+  offerHandoff: {
+    request: (f) => ({
+      path: '/v1/hops',
+      body: { to: f.principal, handoff: { offer: 'not.a.jws' } },
+    }),
+    expect: { others: 'hop_refused' },
+  },
+  answerHandoff: {
+    request: () => ({ path: '/v1/hops/statuses', body: { status: 'not.a.jws' } }),
+    expect: { others: 'hop_refused' },
+  },
+  listHopInbox: { request: get('/v1/hops/inbox'), expect: {} },
+  readHop: {
+    request: get('/v1/hops/sha-256%3Amissing'),
+    expect: { others: 'hop_not_found' },
+  },
+  readHopChain: {
+    request: get('/v1/hops/sha-256%3Amissing/chain'),
+    expect: { others: 'hop_not_found' },
+  },
 }
