@@ -18,11 +18,3 @@ export type DigestBytes = (algorithm: DigestAlgorithm, data: Uint8Array) => Uint
  * @example const signBytes: SignBytes = (data) => sign(null, data, privateKey)
  */
 export type SignBytes = (data: Uint8Array) => Uint8Array
-
-/** Compares two byte strings in time that depends only on their lengths. */
-export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false
-  let diff = 0
-  for (let i = 0; i < a.length; i++) diff |= a[i]! ^ b[i]!
-  return diff === 0
-}
