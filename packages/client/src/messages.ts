@@ -1,6 +1,8 @@
-import { createHash, createPublicKey, type KeyObject, sign, verify } from 'node:crypto'
+import { createPublicKey, type KeyObject, verify } from 'node:crypto'
 import {
   type AckView,
+  createMessageBodyDigest,
+  createMessageReceipt,
   type MessagePageView,
   type MessageReceiptPayload,
   type PublicJwk,
@@ -9,41 +11,19 @@ import {
   type SendMessageInput,
   type SentMessageView,
 } from '@baton/protocol'
+import { ed25519Signer, nodeDigest } from './node-crypto.js'
 import type { SignedClient } from './signed-client.js'
 
-/**
- * The RFC 8785 (JCS) canonical JSON of a value: object members sorted by UTF-16 code units, no
- * whitespace, numbers and strings as ECMAScript serializes them.
- *
- * @example canonicalJson({ b: 1, a: [true, null] }) // '{"a":[true,null],"b":1}'
- */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value === 'boolean' || typeof value === 'string') {
-    return JSON.stringify(value)
-  }
-  if (typeof value === 'number') {
-    if (!Number.isFinite(value)) throw new TypeError('JSON has no NaN or Infinity')
-    return JSON.stringify(value)
-  }
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
-  if (typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`
-  }
-  throw new TypeError(`${typeof value} is not JSON`)
-}
+// RFC 8785 canonical JSON lives in @baton/protocol; the SDK keeps exporting it.
+export { canonicalJson } from '@baton/protocol'
 
 /**
  * The digest a receipt carries for a message body: `sha-256:` and the base64url SHA-256 of the
  * body's RFC 8785 canonical JSON, so any JSON serialization of the same body gives the same digest.
  */
 export function messageBodyDigest(body: unknown): string {
-  return `sha-256:${createHash('sha256').update(canonicalJson(body), 'utf8').digest('base64url')}`
+  return createMessageBodyDigest(body, nodeDigest)
 }
-
-const b64u = (text: string) => Buffer.from(text, 'utf8').toString('base64url')
 
 /**
  * Signs a message receipt as a compact JWS (RFC 7515) with Ed25519 (`alg: EdDSA`, RFC 8037); the
@@ -53,10 +33,7 @@ export function signMessageReceipt(
   payload: MessageReceiptPayload,
   key: { privateKey: KeyObject; kid: string },
 ): string {
-  const header = b64u(JSON.stringify({ alg: 'EdDSA', kid: key.kid, typ: RECEIPT_TYPE }))
-  const body = b64u(JSON.stringify(payload))
-  const signature = sign(null, Buffer.from(`${header}.${body}`, 'ascii'), key.privateKey)
-  return `${header}.${body}.${signature.toString('base64url')}`
+  return createMessageReceipt(payload, { kid: key.kid, sign: ed25519Signer(key.privateKey) })
 }
 
 /** The outcome of checking a receipt: its payload when valid, else the reason it is not. */

@@ -1,11 +1,16 @@
 import { randomBytes } from 'node:crypto'
 import http from 'node:http'
 import https from 'node:https'
-import { contentDigest, signMessage } from '@baton/client'
-import { BatonError, type NotifySignal } from '@baton/protocol'
+import {
+  BatonError,
+  createContentDigest,
+  createSignature,
+  type NotifySignal,
+} from '@baton/protocol'
 import type { Logger } from 'pino'
 import { Gauge, type Registry } from 'prom-client'
 import type { Clock } from '../clock.js'
+import { ed25519Signer, nodeDigest } from '../crypto.js'
 import type { HubSigner } from '../identity/hub-key.js'
 import { type CheckedAddress, checkFetchUrl, isPublicAddress, resolvePublic } from '../net/ssrf.js'
 import type { Database } from '../store/database.js'
@@ -102,18 +107,17 @@ export async function postSignal(
   const bytes = Buffer.from(body, 'utf8')
   const headers: Record<string, string> = {
     'content-type': 'application/json',
-    'content-digest': contentDigest(bytes),
+    'content-digest': createContentDigest(bytes, nodeDigest),
   }
   if (opts.signer) {
-    const signed = signMessage(
+    const signed = createSignature(
       { method: 'POST', targetUri: target, headers },
       {
-        privateKey: opts.signer.privateKey,
         keyid: opts.signer.kid,
         components: SIGNAL_COMPONENTS,
         created: Math.floor((opts.now ?? Date.now()) / 1000),
-        nonce: null,
       },
+      ed25519Signer(opts.signer.privateKey),
     )
     headers['signature-input'] = signed.signatureInput
     headers.signature = signed.signature

@@ -1,5 +1,5 @@
-import { canonicalJson } from '@baton/client'
 import type { Ref, RefMaterial, RefPolicy } from '@baton/context'
+import { canonicalJson } from '@baton/protocol'
 import type { ResourceService } from '../resources/service.js'
 import type { TransferService } from '../transfers/service.js'
 

@@ -5,13 +5,13 @@ import {
   type KeyObject,
   timingSafeEqual,
 } from 'node:crypto'
-import type { HttpMessage } from '@baton/client'
 import {
   AdmissionDecision,
   AdmissionState,
   BatonError,
   BODY_COMPONENTS,
   type DiscoveryDocument,
+  type HttpMessage,
   type MeView,
   PRESENT_COMPONENTS,
   PROTOCOL_VERSION,

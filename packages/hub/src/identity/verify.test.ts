@@ -3,12 +3,12 @@ import { createPublicKey } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { describe, test } from 'node:test'
-import type { HttpMessage } from '@baton/client'
+import type { HttpMessage } from '@baton/protocol'
 import { BodyDigest, didKeyResolver, type VerifyPolicy, verifySignedRequest } from './verify.js'
 
 const vector = JSON.parse(
   readFileSync(
-    path.resolve(import.meta.dirname, '../../test/vectors/rfc9421-ed25519.json'),
+    path.resolve(import.meta.dirname, '../../../protocol/test/vectors/rfc9421-ed25519.json'),
     'utf8',
   ),
 )

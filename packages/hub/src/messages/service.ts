@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto'
-import { canonicalJson, messageBodyDigest, signMessageReceipt } from '@baton/client'
 import {
   type AckView,
   BatonError,
+  canonicalJson,
+  createMessageBodyDigest,
+  createMessageReceipt,
   MESSAGE_LIMITS,
   type MessagePageView,
   type MessageView,
@@ -12,6 +14,7 @@ import {
 } from '@baton/protocol'
 import type { Clock } from '../clock.js'
 import type { Config } from '../config.js'
+import { ed25519Signer, nodeDigest } from '../crypto.js'
 import type { EventBus } from '../events/bus.js'
 import type { WaitRegistry } from '../events/wait.js'
 import { assertAdmitted, principalTopic } from '../identity/admission.js'
@@ -93,7 +96,7 @@ export class MessageService {
         { limit, size },
       )
     }
-    const digest = messageBodyDigest(msg.body)
+    const digest = createMessageBodyDigest(msg.body, nodeDigest)
     const run = () =>
       this.deps.batcher.run(async (tx) => {
         const prior = await store.findBySenderKey(tx.db, sender, msg.idempotencyKey)
@@ -123,7 +126,7 @@ export class MessageService {
           now,
         })
         const id = `msg_${randomBytes(16).toString('base64url')}`
-        const receipt = signMessageReceipt(
+        const receipt = createMessageReceipt(
           {
             v: RECEIPT_VERSION,
             messageId: id,
@@ -133,7 +136,7 @@ export class MessageService {
             bodyDigest: digest,
             createdAt: iso(now),
           },
-          this.deps.signer,
+          { kid: this.deps.signer.kid, sign: ed25519Signer(this.deps.signer.privateKey) },
         )
         const row: MessageRow = {
           id,

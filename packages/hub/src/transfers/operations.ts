@@ -1,10 +1,10 @@
-import { canonicalJson } from '@baton/client'
 import {
   ActivateInput,
   BatonError,
   ClaimNextInput,
   ClaimNextView,
   CreatedTransferView,
+  canonicalJson,
   type ErrorCode,
   LeaseInput,
   LeaseView,

@@ -1,11 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto'
-import { canonicalJson } from '@baton/client'
 import {
   ActivateInput,
   BatonError,
   ClaimNextInput,
   type CreatedTransferView,
   CreateTransferInput,
+  canonicalJson,
   EXPIRING_STATES,
   LeaseInput,
   type LeaseView,
