@@ -17,3 +17,8 @@ const assets = path.join(root, 'packages/hub/src/web/assets')
 const target = path.join(root, 'packages/hub/dist/web/assets')
 rmSync(target, { recursive: true, force: true })
 cpSync(assets, target, { recursive: true })
+
+// `baton --help` reads the names of the generated commands from an index written here, so it
+// does not load the operation registry and every schema in it.
+const { writeCommandIndex } = await import('../packages/hub/dist/cli/command-index.js')
+await writeCommandIndex()

@@ -1,17 +1,18 @@
 import assert from 'node:assert/strict'
 import { execFile, spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { createIdentity, saveIdentity } from '@baton/client'
+import { indexOf } from '../src/cli/command-index.js'
 import { completionTable } from '../src/cli/completion.js'
-import { commandWords, flagName } from '../src/cli/generated.js'
+import { commandTree, commandWords, flagName } from '../src/cli/generated.js'
 import type { Io } from '../src/cli/io.js'
 import { main } from '../src/cli/main.js'
 import { defineOperation } from '../src/ops/operation.js'
 import { OPERATIONS } from '../src/ops/registry.js'
-import { batonBin, startTestHub, type TestHub, testStores } from './support.js'
+import { batonBin, repoRoot, startTestHub, type TestHub, testStores } from './support.js'
 
 const ADMIN = 'op-secret-0123456789abcdefghijklmnopqrstuv'
 
@@ -325,3 +326,11 @@ for (const store of testStores) {
     })
   })
 }
+
+test('the built command index that `baton --help` reads is the registry’s command tree', () => {
+  // The build writes it (npm test builds first); a stale index would hide or invent commands.
+  const built = JSON.parse(
+    readFileSync(path.join(repoRoot, 'packages/hub/dist/cli/commands.json'), 'utf8'),
+  ) as unknown
+  assert.deepEqual(built, indexOf(commandTree()))
+})

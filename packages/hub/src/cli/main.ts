@@ -57,9 +57,8 @@ const commands: Record<string, { run: Command; summary: string }> = {
 
 /** The top-level help: the hand-written commands, then every generated group and its actions. */
 export async function usage(): Promise<string> {
-  const tree = (await import('./generated.js')).commandTree()
-  const group = (name: string, list: { words: readonly [string, string] }[]) =>
-    `  ${name.padEnd(12)} ${list.map((c) => c.words[1]).join(', ')}`
+  const tree = await (await import('./command-index.js')).loadCommandIndex()
+  const group = (name: string, list: string[]) => `  ${name.padEnd(12)} ${list.join(', ')}`
   return `baton <command> [options]
 
 ${Object.entries(commands)
@@ -67,10 +66,10 @@ ${Object.entries(commands)
   .join('\n')}
 
 Operations of the hub, one command each (baton <group> <command> --hub URL …):
-${[...tree.groups].map(([name, list]) => group(name, list)).join('\n')}
+${tree.groups.map(([name, list]) => group(name, list)).join('\n')}
 
 Operator operations (baton admin <group> <command> --admin-token T …):
-${[...tree.admin].map(([name, list]) => group(name, list)).join('\n')}
+${tree.admin.map(([name, list]) => group(name, list)).join('\n')}
 
 Run baton <command> --help, or baton <group> <command> --help, for the options; baton --version
 prints the version.
