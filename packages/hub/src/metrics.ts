@@ -126,6 +126,7 @@ export function countingBus(
   return {
     publish: (event) => bus.publish(event),
     close: () => bus.close(),
+    listenerCount: () => bus.listenerCount?.() ?? 0,
     subscribe(topic, listener) {
       const unsubscribe = bus.subscribe(topic, listener)
       if (!counts(topic)) return unsubscribe

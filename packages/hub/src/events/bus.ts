@@ -18,6 +18,8 @@ export interface EventBus {
   publish(event: BatonEvent): void
   /** Subscribes to a topic; the returned function unsubscribes. */
   subscribe(topic: string, listener: Listener): () => void
+  /** How many listeners are subscribed in this process, over all topics; for tests and metrics. */
+  listenerCount?(): number
   close(): Promise<void>
 }
 

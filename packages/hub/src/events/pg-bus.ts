@@ -128,6 +128,10 @@ export class PgEventBus implements EventBus {
     return this.local.subscribe(topic, listener)
   }
 
+  listenerCount(): number {
+    return this.local.listenerCount()
+  }
+
   async close(): Promise<void> {
     this.closed = true
     await this.local.close()

@@ -454,7 +454,9 @@ const provider: MigrationProvider = { getMigrations: async () => migrations }
 
 /** Applies every migration not yet applied; safe to run from many instances at once. */
 export async function migrate(db: Kysely<unknown>): Promise<string[]> {
-  const migrator = new Migrator({ db, provider })
+  // Each migration stands alone (it never edits what another made), so one that a database
+  // lacks is applied even when a later-numbered one already ran there.
+  const migrator = new Migrator({ db, provider, allowUnorderedMigrations: true })
   const { error, results } = await migrator.migrateToLatest()
   if (error) throw error
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
