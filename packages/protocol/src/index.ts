@@ -1,3 +1,4 @@
+export * from './compute.js'
 export * from './errors.js'
 export * from './handoff.js'
 export * from './home.js'

@@ -26,7 +26,10 @@ export const discovery = defineOperation({
   // A client reads discovery before it can sign; an MCP session already knows its hub.
   tool: false,
   run: async (ctx, caller) =>
-    ctx.identity.discovery(caller.origin ?? ctx.config.identity.publicUrl ?? ''),
+    ctx.identity.discovery(
+      caller.origin ?? ctx.config.identity.publicUrl ?? '',
+      await ctx.compute.availability(),
+    ),
 })
 
 /** The signing principal; answers in every admission state so a pending key can see it waits. */

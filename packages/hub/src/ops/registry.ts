@@ -1,3 +1,4 @@
+import { computeOperations } from '../compute/operations.js'
 import { grantOperations } from '../grants/operations.js'
 import { handoffComposites, handoffOperations } from '../handoffs/operations.js'
 import { homeComposites, homeOperations } from '../home/operations.js'
@@ -19,6 +20,7 @@ export const OPERATIONS: readonly Operation[] = [
   ...grantOperations,
   ...messageOperations,
   ...homeOperations,
+  ...computeOperations,
 ]
 
 /** MCP tools that combine operations (seed 002's read-or-wait tool). */
