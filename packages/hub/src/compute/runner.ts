@@ -46,8 +46,14 @@ export class ComputeRunner {
 
   /** Registers the runtime (so it is live before it answers) and starts its slots. */
   async start(): Promise<void> {
-    await this.pool.ready()
-    await this.api.heartbeat(this.runtimeId, this.opts.languages)
+    // The pool's threads are unref'd; while they start, nothing else may hold the process open.
+    const starting = setInterval(() => {}, 60_000)
+    try {
+      await this.pool.ready()
+      await this.api.heartbeat(this.runtimeId, this.opts.languages)
+    } finally {
+      clearInterval(starting)
+    }
     this.heartbeat = setInterval(() => {
       this.api
         .heartbeat(this.runtimeId, this.opts.languages)
