@@ -216,7 +216,7 @@ export const ENV_DOC: Record<string, string> = {
     'claims of one job before it fails with compute_runtime_lost (default 3)',
   BATON_COMPUTE_MAX_WAIT_SECONDS: 'longest job long-poll; longer waits are clamped (default 25)',
   BATON_COMPUTE_RUNTIMES:
-    'comma-separated did:key principals allowed to serve compute as remote runtimes; unset: any admitted principal',
+    'comma-separated did:key principals allowed to serve compute as remote runtimes (they see the programs and inputs of the jobs they claim); * for any admitted principal; unset: none, only the embedded runtime',
   BATON_QUOTA_COMPUTE_JOBS_PER_DAY:
     'compute jobs a principal may submit per UTC day (default 1000)',
   BATON_QUOTA_COMPUTE_STEPS_PER_DAY:
@@ -480,8 +480,8 @@ export interface ComputeConfig {
   runtimeTtlMs: number
   maxAttempts: number
   maxWaitSeconds: number
-  /** Principals allowed to serve compute remotely; undefined: any admitted principal. */
-  runtimes: string[] | undefined
+  /** Principals allowed to serve compute remotely (a runtime sees its jobs' inputs); `*`: any. */
+  runtimes: string[]
   quotas: { jobsPerDay: number; stepsPerDay: number; concurrent: number }
 }
 
@@ -495,7 +495,7 @@ function computeConfig(env: Env): ComputeConfig {
     runtimeTtlMs: int(env, 'BATON_COMPUTE_RUNTIME_TTL_SECONDS', 10, 1) * 1000,
     maxAttempts: int(env, 'BATON_COMPUTE_MAX_ATTEMPTS', 3, 1),
     maxWaitSeconds: int(env, 'BATON_COMPUTE_MAX_WAIT_SECONDS', 25, 0),
-    runtimes: runtimes.length > 0 ? runtimes : undefined,
+    runtimes,
     quotas: {
       jobsPerDay: int(env, 'BATON_QUOTA_COMPUTE_JOBS_PER_DAY', 1000, 0),
       stepsPerDay: int(env, 'BATON_QUOTA_COMPUTE_STEPS_PER_DAY', 100_000_000, 1),

@@ -175,6 +175,7 @@ for (const store of testStores) {
         {
           BATON_ADMISSION: 'open',
           BATON_COMPUTE_EMBEDDED: 'false',
+          BATON_COMPUTE_RUNTIMES: '*',
           BATON_QUOTA_COMPUTE_CONCURRENT: '2',
           BATON_COMPUTE_MAX_ATTEMPTS: '2',
         },
@@ -312,3 +313,23 @@ for (const store of testStores) {
     })
   })
 }
+
+describe('remote compute runtimes are opt-in', () => {
+  let hub: TestHub
+  before(async () => {
+    hub = await startTestHub(testStores[0]!, { BATON_ADMISSION: 'open' })
+  })
+  after(() => hub.close())
+
+  test('without BATON_COMPUTE_RUNTIMES an admitted principal may not serve compute', async () => {
+    const stranger = await signedAgent(hub)
+    const beat = await ask(stranger, 'POST', '/v1/compute/runtimes', {
+      runtimeId: 'runtime-stranger-01',
+      languages: ['json-expr-v1'],
+    })
+    assert.equal(beat.status, 403)
+    assert.equal(beat.body.code, 'compute_runtime_forbidden')
+    const claim = await ask(stranger, 'POST', '/v1/compute/runtimes/runtime-stranger-01/claim')
+    assert.equal(claim.body.code, 'compute_runtime_forbidden')
+  })
+})

@@ -24,6 +24,7 @@ type Body = Record<string, unknown> & { code?: string }
 const LIVE = {
   BATON_ADMISSION: 'open',
   BATON_COMPUTE_EMBEDDED: 'false',
+  BATON_COMPUTE_RUNTIMES: '*',
   BATON_COMPUTE_RUNTIME_TTL_SECONDS: '2',
   BATON_COMPUTE_LEASE_SECONDS: '2',
 }

@@ -360,7 +360,7 @@ export const ERRORS = {
   },
   compute_runtime_forbidden: {
     status: 403,
-    fix: 'This principal may not serve compute; ask the operator to add it to BATON_COMPUTE_RUNTIMES.',
+    fix: 'This principal may not serve compute; ask the operator to list it in BATON_COMPUTE_RUNTIMES (remote runtimes are off by default).',
   },
 
   // dashboard

@@ -347,8 +347,10 @@ export class ComputeService {
   }
 
   private assertRuntime(principal: string): void {
+    // A runtime reads the programs and inputs (perhaps a private resource's data) of its jobs,
+    // so remote runtimes are opt-in: listed principals, or any admitted one with `*`.
     const allowed = this.deps.config.runtimes
-    if (principal !== EMBEDDED_RUNTIME && allowed && !allowed.includes(principal)) {
+    if (principal !== EMBEDDED_RUNTIME && !allowed.includes('*') && !allowed.includes(principal)) {
       throw new BatonError('compute_runtime_forbidden', 'This principal may not serve compute')
     }
   }
