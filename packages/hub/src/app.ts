@@ -1,5 +1,8 @@
 import type { Logger } from 'pino'
 import { type Clock, systemClock } from './clock.js'
+import { createComputePool } from './compute/pool.js'
+import { ComputeRunner } from './compute/runner.js'
+import { ComputeService, EMBEDDED_RUNTIME, QUEUE_TOPIC } from './compute/service.js'
 import type { Config } from './config.js'
 import { type EventBus, MemoryEventBus } from './events/bus.js'
 import { PgEventBus } from './events/pg-bus.js'
@@ -54,6 +57,8 @@ export interface AppContext {
   transfers: TransferService
   /** The hub as a delegation witness for signed handoff contexts (seed 003). */
   hops: HopService
+  /** Compute jobs and runtimes (seed 000 json-expr-v1). */
+  compute: ComputeService
   isClosing(): boolean
   /** Marks the hub as closing and answers every waiter now, before in-flight requests finish. */
   beginShutdown(): void
@@ -210,6 +215,55 @@ async function assemble(
     () => transfers.reap(),
     log,
   )
+  const compute = new ComputeService({
+    database,
+    batcher,
+    clock,
+    bus,
+    waits,
+    config: config.compute,
+    resources,
+    grants,
+    log,
+  })
+  const computeReaper = startPeriodic(
+    'compute-reaper',
+    Math.max(250, Math.floor(config.compute.leaseMs / 3)),
+    () => compute.reap(),
+    log,
+  )
+  // The embedded runtime: `npm start` alone runs json-expr-v1, registered like any runtime.
+  let embedded: ComputeRunner | undefined
+  let embeddedPool: ReturnType<typeof createComputePool> | undefined
+  if (config.compute.embedded) {
+    embeddedPool = createComputePool(
+      config.compute.workers === undefined ? {} : { size: config.compute.workers },
+    )
+    const size = embeddedPool.stats().workers
+    embedded = new ComputeRunner(
+      {
+        heartbeat: (runtimeId, languages) =>
+          compute.heartbeat(EMBEDDED_RUNTIME, { runtimeId, languages }).then(() => {}),
+        claim: (runtimeId) => compute.claim(EMBEDDED_RUNTIME, runtimeId),
+        renew: (jobId, leaseId) =>
+          compute.renew(EMBEDDED_RUNTIME, jobId, { leaseId }).then(() => {}),
+        complete: (jobId, result) =>
+          compute.complete(EMBEDDED_RUNTIME, jobId, result).then(() => {}),
+        stop: (runtimeId) => compute.stopRuntime(EMBEDDED_RUNTIME, runtimeId).then(() => {}),
+      },
+      embeddedPool,
+      {
+        languages: ['json-expr-v1'],
+        concurrency: size,
+        heartbeatMs: Math.max(100, Math.floor(config.compute.runtimeTtlMs / 3)),
+        pollMs: 1000,
+        renewMs: Math.max(100, Math.floor(config.compute.leaseMs / 3)),
+        onWork: (wake) => bus.subscribe(QUEUE_TOPIC, wake),
+        log: (event, data) => log.debug({ ...data }, event),
+      },
+    )
+    await embedded.start()
+  }
   // Delivered signals are kept one horizon, dead ones a week longer, for inspection.
   const pruneSignals = (db: Database['db'], now: number, horizonMs: number) =>
     pruneOutbox(db, now - horizonMs, now - horizonMs - 7 * 86_400_000)
@@ -251,6 +305,7 @@ async function assemble(
     home,
     transfers,
     hops,
+    compute,
     isClosing: () => closing,
     beginShutdown() {
       closing = true
@@ -261,6 +316,9 @@ async function assemble(
       release()
       await cleanupJob.stop()
       await reaperJob.stop()
+      await embedded?.stop()
+      await embeddedPool?.close()
+      await computeReaper.stop()
       await batcher.flush()
       await notifier.stop()
       await bus.close()

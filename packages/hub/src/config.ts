@@ -59,6 +59,8 @@ export interface Config {
   }
   /** Session transfer (seed 004). */
   transfer: TransferConfig
+  /** Compute jobs and runtimes (seed 000 json-expr-v1). */
+  compute: ComputeConfig
   dashboard: {
     /** Most event streams one dashboard session may hold open at once. */
     streamsPerSession: number
@@ -203,6 +205,23 @@ export const ENV_DOC: Record<string, string> = {
   BATON_TRANSFER_LEASE_SECONDS:
     'how long a runtime process holds the lease to run a transfer without renewing it (default 15)',
   BATON_SNAPSHOT_MAX_BYTES: 'largest snapshot request body (default 33554432)',
+  BATON_COMPUTE_EMBEDDED:
+    'run json-expr-v1 jobs in the hub itself on a worker pool (default true; false leaves them to remote runtimes)',
+  BATON_COMPUTE_WORKERS: 'worker threads of the embedded runtime (default 2, or 1 on one core)',
+  BATON_COMPUTE_LEASE_SECONDS:
+    'how long a runtime holds a claimed job without renewing it before the job is reclaimed (default 15)',
+  BATON_COMPUTE_RUNTIME_TTL_SECONDS:
+    'how long a runtime counts as live after its last heartbeat (default 10)',
+  BATON_COMPUTE_MAX_ATTEMPTS:
+    'claims of one job before it fails with compute_runtime_lost (default 3)',
+  BATON_COMPUTE_MAX_WAIT_SECONDS: 'longest job long-poll; longer waits are clamped (default 25)',
+  BATON_COMPUTE_RUNTIMES:
+    'comma-separated did:key principals allowed to serve compute as remote runtimes (they see the programs and inputs of the jobs they claim); * for any admitted principal; unset: none, only the embedded runtime',
+  BATON_QUOTA_COMPUTE_JOBS_PER_DAY:
+    'compute jobs a principal may submit per UTC day (default 1000)',
+  BATON_QUOTA_COMPUTE_STEPS_PER_DAY:
+    'evaluation steps a principal may use per UTC day (default 100000000)',
+  BATON_QUOTA_COMPUTE_CONCURRENT: 'compute jobs a principal may have queued or running (default 8)',
   BATON_DASHBOARD_STREAMS_PER_SESSION:
     'most dashboard event streams one signed-in session may hold open; more answer 429 (default 4)',
   BATON_DASHBOARD_STREAMS_MAX:
@@ -304,6 +323,7 @@ export function loadConfig(
       maxFileBytes: int(merged, 'BATON_HOME_MAX_FILE_BYTES', HOME_LIMITS.maxFileBytes, 1),
     },
     transfer: transferConfig(merged),
+    compute: computeConfig(merged),
     dashboard: {
       streamsPerSession: int(merged, 'BATON_DASHBOARD_STREAMS_PER_SESSION', 4, 1),
       streamsMax: int(merged, 'BATON_DASHBOARD_STREAMS_MAX', 100, 1),
@@ -448,5 +468,38 @@ function transferConfig(env: Env): TransferConfig {
     leaseMs: int(env, 'BATON_TRANSFER_LEASE_SECONDS', 15, 1) * 1000,
     snapshotMaxBytes: int(env, 'BATON_SNAPSHOT_MAX_BYTES', TRANSFER_LIMITS.snapshotMaxBytes, 1024),
     maxWaitSeconds: TRANSFER_LIMITS.maxWaitSeconds,
+  }
+}
+
+/** The compute settings (seed 000 json-expr-v1 jobs). */
+export interface ComputeConfig {
+  embedded: boolean
+  /** Worker threads of the embedded runtime; undefined: the pool's default. */
+  workers: number | undefined
+  leaseMs: number
+  runtimeTtlMs: number
+  maxAttempts: number
+  maxWaitSeconds: number
+  /** Principals allowed to serve compute remotely (a runtime sees its jobs' inputs); `*`: any. */
+  runtimes: string[]
+  quotas: { jobsPerDay: number; stepsPerDay: number; concurrent: number }
+}
+
+function computeConfig(env: Env): ComputeConfig {
+  const runtimes = list(env.BATON_COMPUTE_RUNTIMES)
+  const workers = env.BATON_COMPUTE_WORKERS
+  return {
+    embedded: bool(env, 'BATON_COMPUTE_EMBEDDED', true),
+    workers: workers ? int(env, 'BATON_COMPUTE_WORKERS', 1, 1) : undefined,
+    leaseMs: int(env, 'BATON_COMPUTE_LEASE_SECONDS', 15, 1) * 1000,
+    runtimeTtlMs: int(env, 'BATON_COMPUTE_RUNTIME_TTL_SECONDS', 10, 1) * 1000,
+    maxAttempts: int(env, 'BATON_COMPUTE_MAX_ATTEMPTS', 3, 1),
+    maxWaitSeconds: int(env, 'BATON_COMPUTE_MAX_WAIT_SECONDS', 25, 0),
+    runtimes,
+    quotas: {
+      jobsPerDay: int(env, 'BATON_QUOTA_COMPUTE_JOBS_PER_DAY', 1000, 0),
+      stepsPerDay: int(env, 'BATON_QUOTA_COMPUTE_STEPS_PER_DAY', 100_000_000, 1),
+      concurrent: int(env, 'BATON_QUOTA_COMPUTE_CONCURRENT', 8, 1),
+    },
   }
 }

@@ -398,4 +398,61 @@ export const CASES: Record<string, Case> = {
     request: get('/v1/hops/sha-256%3Amissing/chain'),
     expect: { others: 'hop_not_found' },
   },
+  // Compute (seed 000 json-expr-v1): the matrix hub runs no compute runtime and admits no remote
+  // one, so a submit finds no worker and runtime calls are refused; jobs.test covers the rest.
+  submitComputeJob: {
+    request: (_f, caller) => ({
+      path: '/v1/compute/jobs',
+      body: {
+        language: 'json-expr-v1',
+        program: { '+': [1, 2] },
+        idempotencyKey: `matrix-${caller}`,
+      },
+    }),
+    expect: { others: 'compute_unavailable' },
+  },
+  listComputeJobs: { request: get('/v1/compute/jobs'), expect: {} },
+  readComputeJob: {
+    request: get('/v1/compute/jobs/cj_missing'),
+    expect: { others: 'compute_job_not_found' },
+  },
+  waitComputeJob: {
+    request: get('/v1/compute/jobs/cj_missing/wait/0'),
+    expect: { others: 'compute_job_not_found' },
+  },
+  cancelComputeJob: {
+    request: () => ({ path: '/v1/compute/jobs/cj_missing/cancel' }),
+    expect: { others: 'compute_job_not_found' },
+  },
+  computeRuntimeHeartbeat: {
+    request: (_f, caller) => ({
+      path: '/v1/compute/runtimes',
+      body: { runtimeId: `matrix-${caller}`, languages: ['json-expr-v1'] },
+    }),
+    expect: { others: 'compute_runtime_forbidden' },
+  },
+  stopComputeRuntime: {
+    // Stopping names only the caller's own runtime rows, so it is a harmless no-op for anyone.
+    request: (_f, caller) => ({ path: `/v1/compute/runtimes/matrix-${caller}` }),
+    expect: {},
+  },
+  claimComputeJob: {
+    request: (_f, caller) => ({ path: `/v1/compute/runtimes/matrix-${caller}/claim` }),
+    expect: { others: 'compute_runtime_forbidden' },
+  },
+  renewComputeLease: {
+    request: () => ({ path: '/v1/compute/jobs/cj_missing/lease', body: { leaseId: 'lease' } }),
+    expect: { others: 'compute_runtime_forbidden' },
+  },
+  completeComputeJob: {
+    request: () => ({
+      path: '/v1/compute/jobs/cj_missing/result',
+      body: { leaseId: 'lease', ok: true, output: 3 },
+    }),
+    expect: { others: 'compute_runtime_forbidden' },
+  },
+  // The hub's guides: anyone may read them.
+  listGuides: { request: get('/guides'), expect: {} },
+  searchGuides: { request: get('/guides/search?q=handoff'), expect: {} },
+  readGuide: { request: get('/guides/security'), expect: {} },
 }

@@ -96,6 +96,8 @@ export interface TestHub extends RunningHub {
 export const TEST_ADDRESS_LIMITS: Record<string, string> = {
   BATON_ENROL_PER_ADDRESS_PER_HOUR: '1000000',
   BATON_MAX_CONNECTIONS_PER_ADDRESS: '0',
+  // Test hubs start no compute workers unless a test asks (the compute tests do).
+  BATON_COMPUTE_EMBEDDED: 'false',
 }
 
 /** Starts a hub for a test: port 0, silent logs, and any config overrides as environment. */

@@ -337,6 +337,31 @@ export const ERRORS = {
     status: 503,
     fix: 'Every compute worker is busy and the queue is full; retry after the seconds in Retry-After.',
   },
+  // compute jobs and runtimes (seed 000: check runtimeAvailability before submitting compute)
+  compute_unavailable: {
+    status: 503,
+    fix: 'No live runtime serves this language now; read `runtimeAvailability` in discovery (/.well-known/agent-net) and submit once the language is in `available`, or start `baton runtime --compute <language>`.',
+  },
+  compute_language_unsupported: {
+    status: 400,
+    fix: 'The hub does not accept this language; use one listed in `supported` (runtimeAvailability.supported in discovery).',
+  },
+  compute_job_not_found: {
+    status: 404,
+    fix: 'Check the job id; a job is visible only to the principal that submitted it.',
+  },
+  compute_lease_lost: {
+    status: 409,
+    fix: 'This runtime no longer holds the job (its lease ran out and it was claimed again, or it ended); drop the result and claim new work.',
+  },
+  compute_runtime_lost: {
+    status: 503,
+    fix: 'Every runtime that claimed the job stopped before finishing it; submit the job again with a new idempotencyKey.',
+  },
+  compute_runtime_forbidden: {
+    status: 403,
+    fix: 'This principal may not serve compute; ask the operator to list it in BATON_COMPUTE_RUNTIMES (remote runtimes are off by default).',
+  },
 
   // signed handoff contexts witnessed by the hub (seed 003)
   hop_refused: {

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { RuntimeAvailability } from './compute.js'
 
 /** The protocol version a hub announces in discovery and a client expects. */
 export const PROTOCOL_VERSION = 'baton/1'
@@ -140,6 +141,8 @@ export const DiscoveryDocument = z.object({
     messagesPerDay: z.number().int(),
   }),
   hubKey: PublicJwk.extend({ kid: z.string() }),
+  /** seed 000: live compute availability (absent from older hubs). */
+  runtimeAvailability: RuntimeAvailability.optional(),
 })
 /** The discovery document. */
 export type DiscoveryDocument = z.infer<typeof DiscoveryDocument>

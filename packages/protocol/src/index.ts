@@ -1,4 +1,5 @@
 export * from './canonical-json.js'
+export * from './compute.js'
 export * from './content-digest.js'
 export * from './did-key.js'
 export * from './errors.js'

@@ -6,10 +6,13 @@ import path from 'node:path'
 import { createInterface } from 'node:readline'
 import { parseArgs } from 'node:util'
 import { SignedClient, TransferClient } from '@baton/client'
-import { BatonError, type TransferView } from '@baton/protocol'
+import { BatonError, type ClaimedComputeJobView, type TransferView } from '@baton/protocol'
+import { createComputePool } from '../compute/pool.js'
+import { ComputeRunner } from '../compute/runner.js'
 import { type Io, UsageError } from './io.js'
 
 const USAGE = `baton runtime --hub URL --identity FILE --tier T --exec "<command>" [options]
+baton runtime --hub URL --identity FILE --compute json-expr-v1 [--workers N]
 
 A destination runtime (seed 004): claims provisioned transfers of its tier, pulls the snapshot and
 verifies its checksum, pushes, waits for activation, then runs --exec as a child process with the
@@ -26,6 +29,16 @@ Options:
   --state-dir DIR        where snapshot files are written (default: the system temp directory)
   --kill-after MS        SIGKILL this long after SIGTERM (default 3000)
   --once                 exit after the first transfer ends
+
+With --compute LANGUAGES (comma-separated; the hub accepts json-expr-v1) it is a compute runtime
+instead (seed 000): it heartbeats so discovery's runtimeAvailability lists it, claims queued
+jobs of those languages under a lease, evaluates them on --workers worker threads (default 2)
+under every bound, renews the lease while a job runs and sends the result. A runtime that dies
+loses its lease; the hub gives the job to another runtime, and a late result is refused.
+  --heartbeat-interval MS  how often the runtime says it is live (default 3000)
+  --renew-interval MS      how often a running job's lease is renewed (default 5000)
+  --timeout-ms MS          wall time of one evaluation (default 1000)
+  --memory-mb MB           heap of one worker thread (default 64)
 
 The hub URL may also come from BATON_HUB, the identity file from BATON_IDENTITY.`
 
@@ -67,6 +80,12 @@ export async function runtimeCommand(argv: string[], io: Io): Promise<number> {
       'kill-after': { type: 'string' },
       'state-dir': { type: 'string' },
       once: { type: 'boolean' },
+      compute: { type: 'string' },
+      workers: { type: 'string' },
+      'heartbeat-interval': { type: 'string' },
+      'renew-interval': { type: 'string' },
+      'timeout-ms': { type: 'string' },
+      'memory-mb': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -79,6 +98,7 @@ export async function runtimeCommand(argv: string[], io: Io): Promise<number> {
   const identity = values.identity ?? process.env.BATON_IDENTITY
   if (!hub) throw new UsageError('--hub URL is required (or set BATON_HUB)')
   if (!identity) throw new UsageError('--identity FILE is required (or set BATON_IDENTITY)')
+  if (values.compute !== undefined) return computeRuntime(hub, identity, values, io)
   if (!values.tier) throw new UsageError('--tier is required')
   if (!values.exec) throw new UsageError('--exec "<command>" is required')
   const ms = (v: string | undefined, name: string, fallback: number) => {
@@ -372,4 +392,82 @@ class Runtime {
 function describe(error: unknown): string {
   if (error instanceof BatonError) return `${error.code}: ${error.message}`
   return (error as Error)?.message ?? String(error)
+}
+
+const count = (v: string | undefined, name: string, fallback: number, min = 1) => {
+  if (v === undefined) return fallback
+  if (!/^\d{1,9}$/.test(v) || Number(v) < min) throw new UsageError(`--${name} must be >= ${min}`)
+  return Number(v)
+}
+
+/** `baton runtime --compute`: a remote compute runtime over the signed API (seed 000). */
+async function computeRuntime(
+  hub: string,
+  identity: string,
+  values: Record<string, string | boolean | undefined>,
+  io: Io,
+): Promise<number> {
+  const str = (name: string) => values[name] as string | undefined
+  const languages = String(values.compute)
+    .split(',')
+    .map((l) => l.trim())
+    .filter(Boolean)
+  if (languages.length === 0) throw new UsageError('--compute needs a language, e.g. json-expr-v1')
+  const workers = count(str('workers'), 'workers', 2)
+  const signed = await SignedClient.fromFile(new URL('/.well-known/agent-net', hub).href, identity)
+  const send = async <T>(method: string, path: string, body?: object): Promise<T> => {
+    const res = await signed.request<T>(method, path, body)
+    if (res.status >= 400) throw BatonError.fromBody(res.body, res.status)
+    return res.body as T
+  }
+  const pool = createComputePool({
+    size: workers,
+    worker: {
+      timeoutMs: count(str('timeout-ms'), 'timeout-ms', 1000),
+      memoryMb: count(str('memory-mb'), 'memory-mb', 64, 16),
+    },
+  })
+  const log = (event: string, data: Record<string, unknown> = {}) =>
+    io.stderr(JSON.stringify({ at: new Date().toISOString(), event, ...data }))
+  const runner = new ComputeRunner(
+    {
+      heartbeat: (runtimeId, langs) =>
+        send('POST', '/v1/compute/runtimes', { runtimeId, languages: langs }).then(() => {}),
+      claim: (runtimeId) =>
+        send<{ job: ClaimedComputeJobView | null }>(
+          'POST',
+          `/v1/compute/runtimes/${runtimeId}/claim`,
+        ).then((r) => r.job),
+      renew: (jobId, leaseId) =>
+        send('POST', `/v1/compute/jobs/${jobId}/lease`, { leaseId }).then(() => {}),
+      complete: (jobId, result) =>
+        send('POST', `/v1/compute/jobs/${jobId}/result`, result).then(() => {}),
+      stop: (runtimeId) => send('DELETE', `/v1/compute/runtimes/${runtimeId}`).then(() => {}),
+    },
+    pool,
+    {
+      languages,
+      concurrency: workers,
+      heartbeatMs: count(str('heartbeat-interval'), 'heartbeat-interval', 3000, 10),
+      pollMs: count(str('poll-interval'), 'poll-interval', 1000, 10),
+      renewMs: count(str('renew-interval'), 'renew-interval', 5000, 10),
+      log,
+    },
+  )
+  // runner.stop() runs once however many signals come; it deregisters, so availability drops now.
+  const stopped = new Promise<void>((resolve) => {
+    const stop = () => void runner.stop().finally(resolve)
+    process.once('SIGTERM', stop)
+    process.once('SIGINT', stop)
+  })
+  // The runner's timers do not hold a process open (the hub embeds it); this command must.
+  const keepAlive = setInterval(() => {}, 60_000)
+  try {
+    await runner.start()
+    await stopped
+  } finally {
+    clearInterval(keepAlive)
+    await pool.close()
+  }
+  return 0
 }

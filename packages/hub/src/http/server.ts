@@ -6,6 +6,7 @@ import Fastify, {
   LogController,
 } from 'fastify'
 import type { AppContext } from '../app.js'
+import { registerGuidePages } from '../guides/pages.js'
 import { registerIdentityRoutes } from '../identity/http.js'
 import { MCP_DOCS, registerMcpRoute } from '../mcp/http.js'
 import { registerHttpOperations } from '../ops/http.js'
@@ -189,6 +190,7 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
   registerHttpOperations(app, ctx, OPERATIONS)
   registerMcpRoute(api, ctx)
   registerDashboard(api, ctx)
+  registerGuidePages(app)
 
   const doc = openApiDocument(OPERATIONS, [...DOCUMENTED_ROUTES, ...MCP_DOCS], {
     version: ctx.version,

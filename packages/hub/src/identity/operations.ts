@@ -27,7 +27,10 @@ export const discovery = defineOperation({
   tool: false,
   cli: ['hub', 'discovery'],
   run: async (ctx, caller) =>
-    ctx.identity.discovery(caller.origin ?? ctx.config.identity.publicUrl ?? ''),
+    ctx.identity.discovery(
+      caller.origin ?? ctx.config.identity.publicUrl ?? '',
+      await ctx.compute.availability(),
+    ),
 })
 
 /** The signing principal; answers in every admission state so a pending key can see it waits. */

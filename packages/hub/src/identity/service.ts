@@ -473,7 +473,10 @@ export class IdentityService {
   }
 
   /** The discovery document for clients reaching the hub at `origin`. */
-  discovery(origin: string): DiscoveryDocument {
+  discovery(
+    origin: string,
+    runtimeAvailability?: DiscoveryDocument['runtimeAvailability'],
+  ): DiscoveryDocument {
     if (!this.hubJwk) throw new Error('IdentityService.init() was not called')
     const { config } = this.deps
     const apiBase = config.publicUrl ?? origin
@@ -499,6 +502,8 @@ export class IdentityService {
       limits: { bodyLimitBytes: this.deps.bodyLimitBytes },
       quotas: { ...config.quotas },
       hubKey: this.hubJwk,
+      // seed 000: live, from runtime heartbeats in the database, so every instance agrees.
+      ...(runtimeAvailability ? { runtimeAvailability } : {}),
     }
   }
 

@@ -1,4 +1,6 @@
+import { computeOperations } from '../compute/operations.js'
 import { grantOperations } from '../grants/operations.js'
+import { guideOperations } from '../guides/operations.js'
 import { handoffComposites, handoffOperations } from '../handoffs/operations.js'
 import { homeComposites, homeOperations } from '../home/operations.js'
 import { hopOperations } from '../hops/operations.js'
@@ -21,6 +23,8 @@ export const OPERATIONS: readonly Operation[] = [
   ...messageOperations,
   ...homeOperations,
   ...hopOperations,
+  ...computeOperations,
+  ...guideOperations,
 ]
 
 /** MCP tools that combine operations (seed 002's read-or-wait tool). */

@@ -371,6 +371,66 @@ const migrations: Record<string, Migration> = {
       `.execute(db)
     },
   },
+  '009_compute_jobs': {
+    async up(db: Kysely<unknown>) {
+      // Compute jobs (seed 000 json-expr-v1): queued, claimed under a lease by one runtime, and
+      // ended once; `lease_id` names the claim a result must present.
+      await db.schema
+        .createTable('compute_jobs')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('owner', 'text', (c) => c.notNull())
+        .addColumn('idempotency_key', 'text', (c) => c.notNull())
+        .addColumn('request_hash', 'text', (c) => c.notNull())
+        .addColumn('language', 'text', (c) => c.notNull())
+        .addColumn('program', 'text', (c) => c.notNull())
+        .addColumn('input', 'text', (c) => c.notNull())
+        .addColumn('output_resource_id', 'text')
+        .addColumn('output_expected_version', 'integer')
+        .addColumn('output_version', 'integer')
+        .addColumn('state', 'text', (c) => c.notNull())
+        .addColumn('version', 'integer', (c) => c.notNull())
+        .addColumn('output', 'text')
+        .addColumn('error_code', 'text')
+        .addColumn('error_message', 'text')
+        .addColumn('steps', 'bigint')
+        .addColumn('attempts', 'integer', (c) => c.notNull())
+        .addColumn('runtime_id', 'text')
+        .addColumn('lease_id', 'text')
+        .addColumn('lease_until', 'bigint')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .addColumn('finished_at', 'bigint')
+        .addUniqueConstraint('compute_jobs_owner_key', ['owner', 'idempotency_key'])
+        .execute()
+      await db.schema
+        .createIndex('compute_jobs_claimable')
+        .on('compute_jobs')
+        .columns(['language', 'state', 'created_at'])
+        .execute()
+      await db.schema
+        .createIndex('compute_jobs_owner')
+        .on('compute_jobs')
+        .columns(['owner', 'created_at'])
+        .execute()
+      // Live runtimes, one row per process, kept alive by heartbeats: discovery's
+      // runtimeAvailability reads these, so it is true on every instance.
+      await db.schema
+        .createTable('compute_runtimes')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('principal', 'text', (c) => c.notNull())
+        .addColumn('languages', 'text', (c) => c.notNull())
+        .addColumn('started_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .execute()
+      // Each principal's jobs not yet ended, kept by conditional updates in the transaction of
+      // every submit and end, so the concurrent-jobs quota holds across instances.
+      await db.schema
+        .createTable('compute_active')
+        .addColumn('principal', 'text', (c) => c.primaryKey())
+        .addColumn('active', 'integer', (c) => c.notNull())
+        .execute()
+    },
+  },
   '010_hops': {
     async up(db: Kysely<unknown>) {
       // seed 003: the hub as a delegation witness. Signed elements are kept verbatim, because

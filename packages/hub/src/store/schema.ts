@@ -292,11 +292,53 @@ export interface HopReplayRow {
   data: string | null
 }
 
+export interface ComputeJobRow {
+  id: string
+  owner: string
+  idempotency_key: string
+  request_hash: string
+  language: string
+  program: string
+  input: string
+  output_resource_id: string | null
+  output_expected_version: number | null
+  output_version: number | null
+  state: string
+  version: number
+  output: string | null
+  error_code: string | null
+  error_message: string | null
+  steps: number | null
+  attempts: number
+  runtime_id: string | null
+  lease_id: string | null
+  lease_until: number | null
+  created_at: number
+  updated_at: number
+  finished_at: number | null
+}
+
+export interface ComputeRuntimeRow {
+  id: string
+  principal: string
+  languages: string
+  started_at: number
+  expires_at: number
+}
+
+export interface ComputeActiveRow {
+  principal: string
+  active: number
+}
+
 export interface Schema {
   hops: HopRow
   hop_statuses: HopStatusRow
   hop_deliveries: HopDeliveryRow
   hop_replay: HopReplayRow
+  compute_jobs: ComputeJobRow
+  compute_runtimes: ComputeRuntimeRow
+  compute_active: ComputeActiveRow
   notify_outbox: NotifyOutboxRow
   dashboard_signouts: DashboardSignoutRow
   resources: ResourceRow

@@ -1,0 +1,605 @@
+import { randomBytes } from 'node:crypto'
+import {
+  BatonError,
+  type ClaimedComputeJobView,
+  type ComputeJobView,
+  type ComputeJobWaitView,
+  ComputeLeaseInput,
+  ComputeResultInput,
+  ComputeRuntimeInput,
+  type ComputeRuntimeView,
+  isErrorCode,
+  type RuntimeAvailability,
+  SubmitComputeJobInput,
+} from '@baton/protocol'
+import type { Logger } from 'pino'
+import type { Clock } from '../clock.js'
+import type { ComputeConfig } from '../config.js'
+import type { EventBus } from '../events/bus.js'
+import type { WaitRegistry } from '../events/wait.js'
+import type { GrantService } from '../grants/service.js'
+import type { ResourceService } from '../resources/service.js'
+import type { Database } from '../store/database.js'
+import { requestHash } from '../store/idempotency.js'
+import {
+  consumeDailyQuota,
+  consumeDailyQuotas,
+  quotaExceeded,
+  utcDayStart,
+} from '../store/quota.js'
+import type { ComputeJobRow } from '../store/schema.js'
+import type { Tx, WriteBatcher } from '../store/transaction.js'
+import { parseInput } from '../validation.js'
+import { checkJsonInput, compileJsonExpr, JSON_EXPR_V1 } from './json-expr.js'
+import { DEFAULT_COMPUTE_LIMITS } from './limits.js'
+import * as store from './store.js'
+
+/** The languages this hub accepts; it never hands a runtime anything else. */
+export const SUPPORTED_LANGUAGES: readonly string[] = [JSON_EXPR_V1]
+
+/** The principal the embedded runtime runs as; never a did:key, so no signed caller is it. */
+export const EMBEDDED_RUNTIME = 'hub'
+
+const STEPS_SCOPE = 'compute_steps'
+const FINAL = ['succeeded', 'failed', 'canceled'] as const
+const newJobId = () => `cj_${randomBytes(16).toString('base64url')}`
+const newLeaseId = () => randomBytes(18).toString('base64url')
+const iso = (ms: number) => new Date(ms).toISOString()
+
+/** The topic of one job's changes. */
+export const jobTopic = (id: string) => `compute-job:${id}`
+/** The topic runtimes listen on for new work. */
+export const QUEUE_TOPIC = 'compute-queue'
+
+export interface ComputeDeps {
+  database: Database
+  batcher: WriteBatcher
+  clock: Clock
+  bus: EventBus
+  waits: WaitRegistry
+  config: ComputeConfig
+  resources: ResourceService
+  grants: GrantService
+  log: Logger
+}
+
+function notFound(id: string): BatonError {
+  return new BatonError('compute_job_not_found', `No compute job ${JSON.stringify(id)}`)
+}
+
+function leaseLost(): BatonError {
+  return new BatonError('compute_lease_lost', 'This runtime no longer holds the job')
+}
+
+function wholeNumber(raw: unknown, field: string): number {
+  const n = typeof raw === 'number' ? raw : Number(raw)
+  if (!Number.isSafeInteger(n) || n < 0 || (typeof raw === 'string' && !/^\d{1,9}$/.test(raw))) {
+    throw new BatonError('invalid_request', `${field} must be a whole number`, { field })
+  }
+  return n
+}
+
+function toView(row: ComputeJobRow): ComputeJobView {
+  const view: ComputeJobView = {
+    jobId: row.id,
+    language: row.language,
+    // a result accepted but not yet written into its resource is still running to its submitter
+    state: (row.state === 'finishing' ? 'running' : row.state) as ComputeJobView['state'],
+    version: row.version,
+    attempts: row.attempts,
+    createdAt: iso(row.created_at),
+    updatedAt: iso(row.updated_at),
+  }
+  if (row.state === 'succeeded' && row.output !== null) view.output = JSON.parse(row.output)
+  if (row.error_code !== null) {
+    view.error = { code: row.error_code, message: row.error_message ?? '' }
+  }
+  if (row.steps !== null) view.steps = Number(row.steps)
+  if (row.output_resource_id !== null) {
+    view.outputResource = {
+      resourceId: row.output_resource_id,
+      expectedVersion: row.output_expected_version ?? 0,
+      ...(row.output_version !== null ? { version: row.output_version } : {}),
+    }
+  }
+  if (row.finished_at !== null) view.finishedAt = iso(row.finished_at)
+  return view
+}
+
+/**
+ * Compute jobs (seed 000 json-expr-v1): durable, claimed by exactly one runtime under a lease,
+ * ended exactly once. Runtimes are rows kept alive by heartbeats, so availability is the same
+ * answer on every instance.
+ */
+export class ComputeService {
+  constructor(private readonly deps: ComputeDeps) {}
+
+  private get db() {
+    return this.deps.database.db
+  }
+
+  /** seed 000: what a client checks before it submits compute. */
+  async availability(): Promise<RuntimeAvailability> {
+    const now = this.deps.clock.now()
+    const [live, queued] = await Promise.all([
+      store.liveRuntimes(this.db, now),
+      store.queuedCounts(this.db),
+    ])
+    const workers = new Map<string, number>()
+    for (const r of live) {
+      for (const language of JSON.parse(r.languages) as string[]) {
+        if (SUPPORTED_LANGUAGES.includes(language)) {
+          workers.set(language, (workers.get(language) ?? 0) + 1)
+        }
+      }
+    }
+    return {
+      ready: workers.size > 0,
+      available: [...workers].map(([language, n]) => ({
+        language,
+        workers: n,
+        queued: queued.get(language) ?? 0,
+      })),
+      supported: [...SUPPORTED_LANGUAGES],
+    }
+  }
+
+  /** Submits a job; the same idempotencyKey with the same request answers the first job. */
+  async submit(owner: string, input: unknown): Promise<ComputeJobView> {
+    const body = parseInput(SubmitComputeJobInput, input)
+    const hash = requestHash({
+      language: body.language,
+      program: body.program,
+      input: body.input,
+      inputResourceId: body.inputResourceId,
+      output: body.output,
+    })
+    const prior = await store.findByKey(this.db, owner, body.idempotencyKey)
+    if (prior) return this.repeat(prior, hash)
+    if (!SUPPORTED_LANGUAGES.includes(body.language)) {
+      throw new BatonError(
+        'compute_language_unsupported',
+        `The hub does not accept ${JSON.stringify(body.language)}`,
+        { supported: [...SUPPORTED_LANGUAGES] },
+      )
+    }
+    // seed 000: a language no live worker serves is refused now, never left to wait forever.
+    const availability = await this.availability()
+    if (!availability.available.some((a) => a.language === body.language)) {
+      throw new BatonError(
+        'compute_unavailable',
+        `No live runtime serves ${body.language} now; see runtimeAvailability in discovery`,
+        { runtimeAvailability: availability },
+        { 'retry-after': '5' },
+      )
+    }
+    let jobInput: unknown = body.input ?? null
+    if (body.inputResourceId !== undefined) {
+      jobInput = (await this.deps.resources.get(owner, body.inputResourceId)).data
+    }
+    compileJsonExpr(body.program, DEFAULT_COMPUTE_LIMITS)
+    checkJsonInput(jobInput, DEFAULT_COMPUTE_LIMITS)
+    if (body.output) {
+      await this.deps.grants.assertAllowed(
+        this.db,
+        owner,
+        body.output.resourceId,
+        'resource:update',
+      )
+    }
+    const now = this.deps.clock.now()
+    const { quotas } = this.deps.config
+    if ((await this.stepsUsed(owner, now)) >= quotas.stepsPerDay) {
+      throw quotaExceeded('compute steps', quotas.stepsPerDay, now)
+    }
+    const row: ComputeJobRow = {
+      id: newJobId(),
+      owner,
+      idempotency_key: body.idempotencyKey,
+      request_hash: hash,
+      language: body.language,
+      program: JSON.stringify(body.program),
+      input: JSON.stringify(jobInput),
+      output_resource_id: body.output?.resourceId ?? null,
+      output_expected_version: body.output?.expectedVersion ?? null,
+      output_version: null,
+      state: 'queued',
+      version: 1,
+      output: null,
+      error_code: null,
+      error_message: null,
+      steps: null,
+      attempts: 0,
+      runtime_id: null,
+      lease_id: null,
+      lease_until: null,
+      created_at: now,
+      updated_at: now,
+      finished_at: null,
+    }
+    try {
+      return await this.deps.batcher.run(async (tx) => {
+        const again = await store.findByKey(tx.db, owner, body.idempotencyKey)
+        if (again) return this.repeat(again, hash)
+        await consumeDailyQuota(tx.db, {
+          scope: 'compute_jobs',
+          subject: owner,
+          limit: quotas.jobsPerDay,
+          now,
+        })
+        if (
+          !(await store.changeActive(tx.db, {
+            principal: owner,
+            delta: 1,
+            limit: quotas.concurrent,
+          }))
+        ) {
+          throw new BatonError(
+            'rate_limited',
+            `At most ${quotas.concurrent} compute jobs may be queued or running at once`,
+            { limit: quotas.concurrent, retry_after: 1 },
+            { 'retry-after': '1' },
+          )
+        }
+        await store.insertJob(tx.db, row)
+        this.published(tx, row, 'compute.job.queued')
+        return toView(row)
+      })
+    } catch (error) {
+      // Two submits of one key raced: the loser answers the winner's job.
+      const winner = await store.findByKey(this.db, owner, body.idempotencyKey)
+      if (winner && winner.id !== row.id) return this.repeat(winner, hash)
+      throw error
+    }
+  }
+
+  private repeat(row: ComputeJobRow, hash: string): ComputeJobView {
+    if (row.request_hash !== hash) {
+      throw new BatonError(
+        'idempotency_conflict',
+        'This idempotencyKey was already used with a different job',
+        { jobId: row.id },
+      )
+    }
+    return { ...toView(row), repeated: true }
+  }
+
+  private async stepsUsed(owner: string, now: number): Promise<number> {
+    const row = await this.db
+      .selectFrom('quota_counters')
+      .select('count')
+      .where('scope', '=', STEPS_SCOPE)
+      .where('subject', '=', owner)
+      .where('window_start', '=', utcDayStart(now))
+      .executeTakeFirst()
+    return Number(row?.count ?? 0)
+  }
+
+  private async visible(owner: string, id: string): Promise<ComputeJobRow> {
+    if (!/^cj_[A-Za-z0-9_-]{22}$/.test(id)) throw notFound(id)
+    const row = await store.findJob(this.db, id)
+    // Another principal's job answers exactly like a missing one.
+    if (!row || row.owner !== owner) throw notFound(id)
+    return row
+  }
+
+  async get(owner: string, id: string): Promise<ComputeJobView> {
+    return toView(await this.visible(owner, id))
+  }
+
+  async list(owner: string, limit: unknown): Promise<{ jobs: ComputeJobView[] }> {
+    const n = limit === undefined ? 50 : wholeNumber(limit, 'limit')
+    if (n < 1 || n > 100) {
+      throw new BatonError('invalid_request', 'limit must be 1 to 100', { field: 'limit' })
+    }
+    return { jobs: (await store.listJobs(this.db, owner, n)).map(toView) }
+  }
+
+  /** Waits up to `seconds` (clamped) for the job to pass `seenVersion` or to end. */
+  async wait(
+    owner: string,
+    id: string,
+    seconds: unknown,
+    seenVersion?: unknown,
+    signal?: AbortSignal,
+    address?: string,
+  ): Promise<ComputeJobWaitView> {
+    const secs = wholeNumber(seconds ?? 0, 'seconds')
+    const seen = seenVersion === undefined ? undefined : wholeNumber(seenVersion, 'version')
+    const waitMs = Math.min(secs, this.deps.config.maxWaitSeconds) * 1000
+    await this.visible(owner, id)
+    const ended = (v: ComputeJobView) => (FINAL as readonly string[]).includes(v.state)
+    const changed = (v: ComputeJobView, first: ComputeJobView) =>
+      v.version > (seen ?? first.version)
+    const { first, last } = await this.deps.waits.wait({
+      key: `${jobTopic(id)} ${owner}`,
+      topics: [jobTopic(id)],
+      read: () => this.get(owner, id),
+      view: (v) => v,
+      ready: (v, f) => changed(v, f) || ended(v),
+      timeoutMs: () => waitMs,
+      address,
+      signal,
+    })
+    return { ...last, changed: changed(last, first) }
+  }
+
+  /** Cancels a job not yet ended; an ended job answers as it is. A running result is refused. */
+  async cancel(owner: string, id: string): Promise<ComputeJobView> {
+    await this.visible(owner, id)
+    return this.deps.batcher.run(async (tx) => {
+      const now = this.deps.clock.now()
+      const row = (await store.findJob(tx.db, id))!
+      if (row.state !== 'queued' && row.state !== 'running') return toView(row)
+      const version = await store.casMove(tx.db, {
+        id,
+        from: ['queued', 'running'],
+        to: 'canceled',
+        now,
+        patch: { finished_at: now, lease_id: null, lease_until: null },
+      })
+      const after = (await store.findJob(tx.db, id))!
+      if (version === undefined) return toView(after)
+      await store.changeActive(tx.db, { principal: owner, delta: -1 })
+      this.published(tx, after, 'compute.job.canceled')
+      return toView(after)
+    })
+  }
+
+  private assertRuntime(principal: string): void {
+    // A runtime reads the programs and inputs (perhaps a private resource's data) of its jobs,
+    // so remote runtimes are opt-in: listed principals, or any admitted one with `*`.
+    const allowed = this.deps.config.runtimes
+    if (principal !== EMBEDDED_RUNTIME && !allowed.includes('*') && !allowed.includes(principal)) {
+      throw new BatonError('compute_runtime_forbidden', 'This principal may not serve compute')
+    }
+  }
+
+  /** A runtime's heartbeat: registers or renews it as live for the languages it serves. */
+  async heartbeat(principal: string, input: unknown): Promise<ComputeRuntimeView> {
+    this.assertRuntime(principal)
+    const body = parseInput(ComputeRuntimeInput, input)
+    const unsupported = body.languages.filter((l) => !SUPPORTED_LANGUAGES.includes(l))
+    if (unsupported.length > 0) {
+      throw new BatonError(
+        'compute_language_unsupported',
+        `The hub does not accept ${unsupported.join(', ')}`,
+        { supported: [...SUPPORTED_LANGUAGES] },
+      )
+    }
+    const now = this.deps.clock.now()
+    const expiresAt = now + this.deps.config.runtimeTtlMs
+    const languages = [...new Set(body.languages)]
+    await this.deps.batcher.run(async (tx) => {
+      const existing = await store.findRuntime(tx.db, body.runtimeId)
+      // A runtime id is its process's; another principal's id is refused like an unknown one.
+      if (existing && existing.principal !== principal) {
+        throw new BatonError(
+          'compute_runtime_forbidden',
+          'This runtime id belongs to another principal',
+        )
+      }
+      await store.upsertRuntime(tx.db, {
+        id: body.runtimeId,
+        principal,
+        languages: JSON.stringify(languages),
+        started_at: now,
+        expires_at: expiresAt,
+      })
+    })
+    return { runtimeId: body.runtimeId, languages, expiresAt: iso(expiresAt) }
+  }
+
+  /** A runtime stops: it is no longer counted as live, at once. */
+  async stopRuntime(principal: string, runtimeId: string): Promise<{ stopped: boolean }> {
+    const n = await this.deps.batcher.run((tx) => store.deleteRuntime(tx.db, runtimeId, principal))
+    return { stopped: n > 0 }
+  }
+
+  /** Claims the oldest job of the runtime's languages, under a lease; none when nothing waits. */
+  async claim(principal: string, runtimeId: string): Promise<ClaimedComputeJobView | null> {
+    this.assertRuntime(principal)
+    const runtime = await store.findRuntime(this.db, runtimeId)
+    const now = this.deps.clock.now()
+    if (!runtime || runtime.principal !== principal || runtime.expires_at <= now) {
+      throw new BatonError(
+        'invalid_request',
+        'Send a heartbeat for this runtimeId before claiming',
+        { field: 'runtimeId' },
+      )
+    }
+    const languages = (JSON.parse(runtime.languages) as string[]).filter((l) =>
+      SUPPORTED_LANGUAGES.includes(l),
+    )
+    if (languages.length === 0) return null
+    const { maxAttempts, leaseMs, quotas } = this.deps.config
+    for (const row of await store.claimable(this.db, languages, now, 8)) {
+      if (row.attempts >= maxAttempts) continue
+      const leaseId = newLeaseId()
+      const until = now + leaseMs
+      const won = await this.deps.batcher.run(async (tx) => {
+        const ok = await store.casClaim(tx.db, {
+          id: row.id,
+          version: row.version,
+          runtimeId,
+          leaseId,
+          now,
+          until,
+        })
+        if (ok) this.published(tx, { ...row, version: row.version + 1 }, 'compute.job.running')
+        return ok
+      })
+      if (!won) continue
+      const remaining = Math.max(1, quotas.stepsPerDay - (await this.stepsUsed(row.owner, now)))
+      return {
+        jobId: row.id,
+        language: row.language,
+        program: JSON.parse(row.program),
+        input: JSON.parse(row.input),
+        leaseId,
+        leaseEndsAt: iso(until),
+        maxSteps: Math.min(DEFAULT_COMPUTE_LIMITS.maxSteps, remaining),
+      }
+    }
+    return null
+  }
+
+  /** Extends the lease of a job the runtime still holds. */
+  async renew(principal: string, jobId: string, input: unknown): Promise<{ leaseEndsAt: string }> {
+    this.assertRuntime(principal)
+    const body = parseInput(ComputeLeaseInput, input)
+    const now = this.deps.clock.now()
+    const until = now + this.deps.config.leaseMs
+    const ok = await this.deps.batcher.run((tx) =>
+      store.casRenew(tx.db, { id: jobId, leaseId: body.leaseId, now, until }),
+    )
+    if (!ok) throw leaseLost()
+    return { leaseEndsAt: iso(until) }
+  }
+
+  /**
+   * A runtime's result. It commits only under the live lease it was claimed with, so of a lost
+   * runtime and the one that reclaimed the job exactly one result ends it; the other is refused.
+   */
+  async complete(principal: string, jobId: string, input: unknown): Promise<ComputeJobView> {
+    this.assertRuntime(principal)
+    const body = parseInput(ComputeResultInput, input)
+    const row = await store.findJob(this.db, jobId)
+    if (!row || row.lease_id !== body.leaseId) throw leaseLost()
+    const now = this.deps.clock.now()
+    let patch: Partial<ComputeJobRow>
+    let to: string
+    const steps = body.steps ?? 0
+    const outputText = body.ok ? JSON.stringify(body.output ?? null) : undefined
+    if (
+      outputText !== undefined &&
+      Buffer.byteLength(outputText) <= DEFAULT_COMPUTE_LIMITS.maxOutputBytes
+    ) {
+      to = row.output_resource_id !== null ? 'finishing' : 'succeeded'
+      patch = { output: outputText, steps }
+    } else {
+      const code =
+        outputText !== undefined
+          ? 'compute_output_too_large'
+          : isErrorCode(body.error?.code) && body.error.code.startsWith('compute_')
+            ? body.error.code
+            : 'internal'
+      to = 'failed'
+      patch = {
+        error_code: code,
+        error_message: body.error?.message ?? 'The output is larger than the hub accepts',
+        steps,
+      }
+    }
+    if (to !== 'finishing') patch.finished_at = now
+    const after = await this.deps.batcher.run(async (tx) => {
+      const version = await store.casMove(tx.db, {
+        id: jobId,
+        from: ['running'],
+        to,
+        now,
+        leaseId: body.leaseId,
+        patch: { ...patch, lease_until: now },
+      })
+      if (version === undefined) throw leaseLost()
+      if (steps > 0) {
+        await consumeDailyQuotas(tx.db, {
+          scope: STEPS_SCOPE,
+          uses: new Map([[row.owner, steps]]),
+          now,
+        })
+      }
+      if (to !== 'finishing') await store.changeActive(tx.db, { principal: row.owner, delta: -1 })
+      const moved = (await store.findJob(tx.db, jobId))!
+      this.published(tx, moved, `compute.job.${to}`)
+      return moved
+    })
+    if (after.state === 'finishing') return toView(await this.writeOutput(after))
+    return toView(after)
+  }
+
+  /**
+   * Writes a succeeded job's output into its resource through the resource service, at the
+   * version the submitter stated (seed 000 compare-and-set). The resource service answers a
+   * repeat of the identical write as done, so a retry after a crash writes it once.
+   */
+  private async writeOutput(row: ComputeJobRow): Promise<ComputeJobRow> {
+    let patch: Partial<ComputeJobRow>
+    let to: 'succeeded' | 'failed'
+    try {
+      const written = await this.deps.resources.update(row.owner, row.output_resource_id!, {
+        expectedVersion: row.output_expected_version,
+        data: JSON.parse(row.output!),
+      })
+      to = 'succeeded'
+      patch = { output_version: written.version }
+    } catch (error) {
+      if (!(error instanceof BatonError)) throw error
+      to = 'failed'
+      patch = { error_code: error.code, error_message: error.message }
+    }
+    return this.deps.batcher.run(async (tx) => {
+      const now = this.deps.clock.now()
+      const version = await store.casMove(tx.db, {
+        id: row.id,
+        from: ['finishing'],
+        to,
+        now,
+        patch: { ...patch, finished_at: now },
+      })
+      const after = (await store.findJob(tx.db, row.id))!
+      if (version === undefined) return after
+      await store.changeActive(tx.db, { principal: row.owner, delta: -1 })
+      this.published(tx, after, `compute.job.${to}`)
+      return after
+    })
+  }
+
+  /**
+   * Timed work: fails jobs every runtime gave up on, finishes output writes a crash left, and
+   * forgets runtimes long gone. Every write is conditional, so many instances may run it at once.
+   */
+  async reap(): Promise<number> {
+    const now = this.deps.clock.now()
+    let count = 0
+    for (const row of await store.exhausted(this.db, now, this.deps.config.maxAttempts)) {
+      const done = await this.deps.batcher.run(async (tx) => {
+        const version = await store.casMove(tx.db, {
+          id: row.id,
+          from: ['running'],
+          to: 'failed',
+          now,
+          expiredLease: true,
+          patch: {
+            error_code: 'compute_runtime_lost',
+            error_message: `Every runtime that claimed the job stopped (${row.attempts} claims)`,
+            finished_at: now,
+            lease_id: null,
+          },
+        })
+        if (version === undefined) return false
+        await store.changeActive(tx.db, { principal: row.owner, delta: -1 })
+        this.published(tx, { ...row, version, state: 'failed' }, 'compute.job.failed')
+        return true
+      })
+      if (done) count++
+    }
+    for (const row of await store.finishing(this.db, now - this.deps.config.leaseMs)) {
+      await this.writeOutput(row)
+      count++
+    }
+    count += await this.deps.batcher.run((tx) => store.pruneRuntimes(tx.db, now - 24 * 3600 * 1000))
+    return count
+  }
+
+  private published(tx: Tx, row: ComputeJobRow, type: string): void {
+    const at = this.deps.clock.now()
+    const event = { jobId: row.id, state: row.state, version: row.version }
+    tx.afterCommit(() => {
+      this.deps.bus.publish({ topic: jobTopic(row.id), type, at, data: event })
+      if (row.state === 'queued') {
+        this.deps.bus.publish({ topic: QUEUE_TOPIC, type, at, data: { language: row.language } })
+      }
+    })
+  }
+}
