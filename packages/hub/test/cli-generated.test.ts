@@ -334,3 +334,19 @@ test('the built command index that `baton --help` reads is the registry’s comm
   ) as unknown
   assert.deepEqual(built, indexOf(commandTree()))
 })
+
+test('hand-written commands take --json too and print one compact JSON value', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'baton-json-'))
+  try {
+    const file = path.join(dir, 'agent.identity.json')
+    await saveIdentity(file, createIdentity('http://127.0.0.1:9/.well-known/agent-net'))
+    const out: string[] = []
+    const io: Io = { stdout: (s) => out.push(s), stderr: () => {} }
+    assert.equal(await main(['identity', 'show', file, '--json'], io), 0)
+    assert.equal(out.length, 1)
+    assert.doesNotMatch(out[0]!.trim(), /\n/)
+    assert.match((JSON.parse(out[0]!) as { principal: string }).principal, /^did:key:z6Mk/)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})

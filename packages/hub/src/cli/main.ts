@@ -76,6 +76,18 @@ prints the version.
 Exit codes: 0 ok, 1 refused (4xx), 2 failed (5xx or network), 64 usage.`
 }
 
+/** Hand-written commands whose answers are JSON and that take `--json` through `main`. */
+const PRINTS_JSON = new Set(['identity', 'request', 'context', 'runtime', 'dev', 'serve', 'mcp'])
+
+/** One JSON value per line, compact; text that is not JSON passes unchanged. */
+function compactJson(text: string): string {
+  try {
+    return JSON.stringify(JSON.parse(text))
+  } catch {
+    return text
+  }
+}
+
 /** The `baton` command: dispatches to a subcommand and answers the exit code. */
 export async function main(argv: string[], io: Io = stdio): Promise<number> {
   const [name, ...rest] = argv
@@ -89,6 +101,15 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
   }
   try {
     const command = commands[name]
+    if (command && PRINTS_JSON.has(name)) {
+      // These print JSON already; `--json` makes it the compact wire form, as everywhere else.
+      const json = rest.includes('--json')
+      const out: Io = json ? { ...io, stdout: (s) => io.stdout(compactJson(s)) } : io
+      return await command.run(
+        rest.filter((a) => a !== '--json'),
+        out,
+      )
+    }
     if (command) return await command.run(rest, io)
     const { commandTree, runGroup } = await import('./generated.js')
     const tree = commandTree()
