@@ -13,6 +13,7 @@ import SQLite from 'better-sqlite3'
 import Fastify, { type FastifyInstance } from 'fastify'
 import pg from 'pg'
 import {
+  assertAllAnswered,
   type LoadClient,
   type LoadRequest,
   type LoadResult,
@@ -79,16 +80,6 @@ const STEPS = [
   ['offered', 'accepted'],
   ['accepted', 'working'],
 ] as const
-
-function assertAllOk(what: string, load: LoadResult, expected: number): void {
-  const ok = load.statuses[String(expected)] ?? 0
-  if (ok !== load.count || load.errors > 0) {
-    throw new Error(
-      `${what}: ${ok}/${load.count} answered ${expected}; statuses ${JSON.stringify(load.statuses)}, ` +
-        `${load.errors} connection errors`,
-    )
-  }
-}
 
 /** The bare baseline: one route, one UPDATE, one commit per request. */
 async function startBaseline(
@@ -237,7 +228,7 @@ async function startBaton(
           body: JSON.stringify({ payload: { task: 'bench', n: i } }),
         })),
       })
-      assertAllOk(`baton ${store} create`, created, 201)
+      assertAllAnswered(`baton ${store} create`, created, 201)
       const handoffs = created.bodies!.map(
         (b) => JSON.parse(b) as { handoff_id: string; receiver_token: string },
       )
@@ -294,7 +285,7 @@ async function pass(
 ): Promise<Sample> {
   const before = await target.batchCounter?.()
   const load = await client.run({ origin: target.url, concurrency: c, requests })
-  assertAllOk(`${target.name} move`, load, 200)
+  assertAllAnswered(`${target.name} move`, load, 200)
   const after = await target.batchCounter?.()
   const sample: Sample = { load }
   if (before && after && after.count > before.count) {

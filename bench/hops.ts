@@ -13,16 +13,16 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { pathToFileURL } from 'node:url'
-import { createIdentity, hopSigner, type Identity, SignedClient, signRequest } from '@baton/client'
+import { createIdentity, hopSigner, SignedClient } from '@baton/client'
 import { type Handoff, parseJws, signOffer, toHandoff } from '@baton/context'
 import { loadConfig, startHub } from '@baton/hub'
 import pino from 'pino'
 import {
-  type LoadRequest,
-  type LoadResult,
+  assertAllAnswered,
   median,
   printResults,
   type Result,
+  signedLoadRequest,
   startLoadClient,
 } from './lib.js'
 
@@ -36,32 +36,6 @@ const ROUNDS = intEnv('BENCH_ROUNDS', 3)
 const CHAIN_ROUNDS = intEnv('BENCH_CHAIN_ROUNDS', 15)
 const CHAIN_BATCH = intEnv('BENCH_CHAIN_BATCH', 100)
 const AGENTS = 16
-
-function signed(origin: string, id: Identity, method: string, p: string, body?: unknown) {
-  const req = signRequest({
-    method,
-    url: origin + p,
-    body: body === undefined ? undefined : Buffer.from(JSON.stringify(body)),
-    headers: { accept: 'application/json' },
-    privateKey: id.privateKey,
-    keyid: id.principal,
-  })
-  return {
-    method,
-    path: p,
-    headers: req.headers,
-    ...(req.body ? { body: Buffer.from(req.body).toString('utf8') } : {}),
-  } satisfies LoadRequest
-}
-
-function assertAll(what: string, load: LoadResult, status: number): void {
-  const ok = load.statuses[String(status)] ?? 0
-  if (ok !== load.count || load.errors > 0) {
-    throw new Error(
-      `${what}: ${ok}/${load.count} answered ${status}: ${JSON.stringify(load.statuses)}`,
-    )
-  }
-}
 
 /** Runs both figures and answers their result rows. */
 export async function run(): Promise<Result[]> {
@@ -90,10 +64,10 @@ export async function run(): Promise<Result[]> {
     const offerP50: number[] = []
     for (let round = 0; round < ROUNDS; round++) {
       const me = Array.from({ length: OFFERS }, (_, i) =>
-        signed(origin, agents[i % AGENTS]!, 'GET', '/v1/me'),
+        signedLoadRequest(origin, agents[i % AGENTS]!, 'GET', '/v1/me'),
       )
       const meLoad = await client.run({ origin, requests: me, concurrency: CONCURRENCY })
-      assertAll('GET /v1/me', meLoad, 200)
+      assertAllAnswered('GET /v1/me', meLoad, 200)
       const offers = Array.from({ length: OFFERS }, (_, i) => {
         const from = i % AGENTS
         const to = (i * 3 + 1) % AGENTS
@@ -103,13 +77,13 @@ export async function run(): Promise<Result[]> {
           dialog: `bench-${round}`,
           task: `task-${i}`,
         })
-        return signed(origin, agents[from]!, 'POST', '/v1/hops', {
+        return signedLoadRequest(origin, agents[from]!, 'POST', '/v1/hops', {
           to: agents[to]!.principal,
           handoff: { offer: offer.element },
         })
       })
       const offerLoad = await client.run({ origin, requests: offers, concurrency: CONCURRENCY })
-      assertAll('POST /v1/hops', offerLoad, 200)
+      assertAllAnswered('POST /v1/hops', offerLoad, 200)
       meRates.push(meLoad.perSecond)
       offerRates.push(offerLoad.perSecond)
       offerP50.push(offerLoad.p50)

@@ -4,6 +4,7 @@ import { type ChildProcess, fork } from 'node:child_process'
 import http from 'node:http'
 import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
+import { type Identity, signRequest } from '@baton/client'
 
 /** One line of a scenario's result: the scenario's figure beside its same-run baseline. */
 export interface Result {
@@ -238,4 +239,39 @@ if (process.argv.includes('--serve-load') && process.send) {
   })
   process.on('disconnect', () => process.exit(0))
   process.send({ ready: true })
+}
+
+/** Throws unless every request of a load answered `status` with no connection error. */
+export function assertAllAnswered(what: string, load: LoadResult, status: number): void {
+  const ok = load.statuses[String(status)] ?? 0
+  if (ok !== load.count || load.errors > 0) {
+    throw new Error(
+      `${what}: ${ok}/${load.count} answered ${status}; statuses ${JSON.stringify(load.statuses)}, ` +
+        `${load.errors} connection errors`,
+    )
+  }
+}
+
+/** One request signed now as `id` (RFC 9421), in the shape the load client sends. */
+export function signedLoadRequest(
+  origin: string,
+  id: Identity,
+  method: string,
+  p: string,
+  body?: unknown,
+): LoadRequest {
+  const req = signRequest({
+    method,
+    url: origin + p,
+    body: body === undefined ? undefined : Buffer.from(JSON.stringify(body)),
+    headers: { accept: 'application/json' },
+    privateKey: id.privateKey,
+    keyid: id.principal,
+  })
+  return {
+    method,
+    path: p,
+    headers: req.headers,
+    ...(req.body ? { body: Buffer.from(req.body).toString('utf8') } : {}),
+  }
 }

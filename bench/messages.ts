@@ -6,16 +6,16 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { createIdentity, type Identity, SignedClient, signRequest } from '@baton/client'
+import { createIdentity, SignedClient } from '@baton/client'
 import { loadConfig, startHub } from '@baton/hub'
 import type { SentMessageView } from '@baton/protocol'
 import pino from 'pino'
 import {
-  type LoadRequest,
-  type LoadResult,
+  assertAllAnswered,
   median,
   printResults,
   type Result,
+  signedLoadRequest,
   startLoadClient,
 } from './lib.js'
 
@@ -28,33 +28,6 @@ const MESSAGES = intEnv('BENCH_MESSAGES', 1500)
 const CONCURRENCY = intEnv('BENCH_CONCURRENCY', 32)
 const ROUNDS = intEnv('BENCH_ROUNDS', 3)
 const AGENTS = 8
-
-/** Signs one request now, as the load client will send it (Host is the hub's origin). */
-function signed(origin: string, id: Identity, method: string, p: string, body?: unknown) {
-  const req = signRequest({
-    method,
-    url: origin + p,
-    body: body === undefined ? undefined : Buffer.from(JSON.stringify(body)),
-    headers: { accept: 'application/json' },
-    privateKey: id.privateKey,
-    keyid: id.principal,
-  })
-  return {
-    method,
-    path: p,
-    headers: req.headers,
-    ...(req.body ? { body: Buffer.from(req.body).toString('utf8') } : {}),
-  } satisfies LoadRequest
-}
-
-function assertAll(what: string, load: LoadResult, status: number): void {
-  const ok = load.statuses[String(status)] ?? 0
-  if (ok !== load.count || load.errors > 0) {
-    throw new Error(
-      `${what}: ${ok}/${load.count} answered ${status}: ${JSON.stringify(load.statuses)}`,
-    )
-  }
-}
 
 /** Medians of three rounds of: signed /v1/me (the floor), then N sends, then their N acks. */
 export async function run(): Promise<Result[]> {
@@ -87,17 +60,17 @@ export async function run(): Promise<Result[]> {
     const sendP50: number[] = []
     for (let round = 0; round < ROUNDS; round++) {
       const me = Array.from({ length: MESSAGES }, (_, i) =>
-        signed(origin, agents[i % AGENTS]!, 'GET', '/v1/me'),
+        signedLoadRequest(origin, agents[i % AGENTS]!, 'GET', '/v1/me'),
       )
       const meLoad = await client.run({ origin, requests: me, concurrency: CONCURRENCY })
-      assertAll('GET /v1/me', meLoad, 200)
+      assertAllAnswered('GET /v1/me', meLoad, 200)
 
       const pairs = Array.from({ length: MESSAGES }, (_, i) => ({
         from: agents[i % AGENTS]!,
         to: agents[(i * 3 + 1) % AGENTS]!,
       }))
       const sends = pairs.map(({ from, to }, i) =>
-        signed(origin, from, 'POST', '/v1/messages', {
+        signedLoadRequest(origin, from, 'POST', '/v1/messages', {
           recipient: to.principal,
           body: { round, i, task: 'bench' },
           idempotencyKey: `bench:${round}:${i}`,
@@ -109,13 +82,13 @@ export async function run(): Promise<Result[]> {
         concurrency: CONCURRENCY,
         keepBodies: true,
       })
-      assertAll('POST /v1/messages', sendLoad, 201)
+      assertAllAnswered('POST /v1/messages', sendLoad, 201)
       const acks = sendLoad.bodies!.map((text, i) => {
         const sent = JSON.parse(text) as SentMessageView
-        return signed(origin, pairs[i]!.to, 'POST', `/v1/messages/${sent.id}/ack`)
+        return signedLoadRequest(origin, pairs[i]!.to, 'POST', `/v1/messages/${sent.id}/ack`)
       })
       const ackLoad = await client.run({ origin, requests: acks, concurrency: CONCURRENCY })
-      assertAll('POST /v1/messages/{id}/ack', ackLoad, 200)
+      assertAllAnswered('POST /v1/messages/{id}/ack', ackLoad, 200)
 
       const msgPerSecond = (MESSAGES / (sendLoad.elapsedMs + ackLoad.elapsedMs)) * 1000
       meRates.push(meLoad.perSecond)
