@@ -25,6 +25,9 @@ const only = process.argv.slice(2)
 const results: Result[] = []
 const ran: string[] = []
 const started = Date.now()
+// A scenario may hold only unref'd handles (worker threads, timers) while it waits on them; keep
+// the process alive until every scenario has answered, or Node ends it mid-await (exit 13).
+const alive = setInterval(() => {}, 1 << 30)
 for (const name of ordered) {
   if (only.length > 0 && !only.includes(name)) continue
   const mod = (await import(new URL(`./${name}.ts`, import.meta.url).href)) as { run?: Scenario }
@@ -33,6 +36,7 @@ for (const name of ordered) {
   results.push(...(await mod.run()))
   ran.push(name)
 }
+clearInterval(alive)
 if (only.some((name) => !ran.includes(name))) {
   throw new Error(`no scenario named ${only.filter((n) => !ran.includes(n)).join(', ')} in bench/`)
 }
