@@ -33,43 +33,18 @@ export async function consumeDailyQuota(
 
 /** The refusal of a used-up daily quota, with Retry-After until the next UTC day. */
 export function quotaExceeded(scope: string, limit: number, now: number): BatonError {
-  const retryAfter = Math.max(1, Math.ceil((utcDayStart(now) + DAY_MS - now) / 1000))
-  return new BatonError(
-    'rate_limited',
-    `Quota of ${limit} ${scope} per UTC day is used up`,
-    { limit, retry_after: retryAfter },
-    { 'retry-after': String(retryAfter) },
-  )
+  return windowQuotaExceeded(scope, limit, now, DAY_MS)
 }
 
 /**
  * Counts many uses against per-UTC-day quotas at once (one row per subject) and answers each
  * subject's count after them, so the caller can tell which uses passed the limit.
  */
-export async function consumeDailyQuotas(
+export function consumeDailyQuotas(
   db: Kysely<Schema>,
   q: { scope: string; uses: Map<string, number>; now: number },
 ): Promise<Map<string, number>> {
-  if (q.uses.size === 0) return new Map()
-  const windowStart = utcDayStart(q.now)
-  const rows = await db
-    .insertInto('quota_counters')
-    .values(
-      [...q.uses].map(([subject, n]) => ({
-        scope: q.scope,
-        subject,
-        window_start: windowStart,
-        count: n,
-      })),
-    )
-    .onConflict((oc) =>
-      oc.columns(['scope', 'subject', 'window_start']).doUpdateSet((eb) => ({
-        count: eb('quota_counters.count', '+', eb.ref('excluded.count')),
-      })),
-    )
-    .returning(['subject', 'count'])
-    .execute()
-  return new Map(rows.map((r) => [r.subject, r.count]))
+  return consumeWindowQuotas(db, { ...q, windowMs: DAY_MS })
 }
 
 /** Deletes counters of days before `now`'s day. */
@@ -125,9 +100,10 @@ export function windowQuotaExceeded(
   windowMs: number,
 ): BatonError {
   const retryAfter = Math.max(1, Math.ceil((windowStart(now, windowMs) + windowMs - now) / 1000))
+  const per = windowMs === DAY_MS ? 'UTC day' : `${windowMs / 1000} s`
   return new BatonError(
     'rate_limited',
-    `Quota of ${limit} ${scope} per ${windowMs / 1000} s is used up`,
+    `Quota of ${limit} ${scope} per ${per} is used up`,
     { limit, retry_after: retryAfter },
     { 'retry-after': String(retryAfter) },
   )
