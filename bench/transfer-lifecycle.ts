@@ -77,8 +77,8 @@ function countStatements(): void {
       typeof first === 'string' ? first : ((first as { text?: string } | null)?.text ?? '')
     const verb = /^\s*(\w+)/.exec(text)?.[1]?.toLowerCase() ?? ''
     const db = this.database ?? ''
-    let c = counts.get(db)
-    if (!c) counts.set(db, (c = { statements: 0, commits: 0 }))
+    const c = counts.get(db) ?? { statements: 0, commits: 0 }
+    counts.set(db, c)
     if (verb === 'begin') inTx.add(this)
     else if (verb === 'commit' || verb === 'rollback') {
       inTx.delete(this)
@@ -169,16 +169,13 @@ async function batonSide(adminUrl: string): Promise<Side> {
   const runtime = 'did:key:bench-runtime'
   const budget = { tier: 'standard', budgetMicros: 1000, rateMicrosPerSecond: 10 }
   const big = { tier: 'large', budgetMicros: 1_000_000_000, rateMicrosPerSecond: 10 }
-  const checksums = new Map<number, string>()
   const start = async (i: number, b: typeof budget) => {
     const s = snapshot(i)
     const { transferId: id } = await service.create(owner, { snapshot: s })
     const { token } = await service.mint(id, { scope: 'provision', ...b })
     await service.provision(owner, id, { ...b, token })
     await service.claim(runtime, id)
-    let sum = checksums.get(i)
-    if (!sum) checksums.set(i, (sum = checksumOfCanonical(canonicalJson(s))))
-    await service.push(runtime, id, { checksum: sum })
+    await service.push(runtime, id, { checksum: checksumOfCanonical(canonicalJson(s)) })
     const { token: act } = await service.mint(id, { scope: 'activate' })
     await service.activate(owner, id, { token: act })
     return id
