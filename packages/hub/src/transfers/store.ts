@@ -1,6 +1,12 @@
 import type { TransferState } from '@baton/protocol'
-import type { Kysely } from 'kysely'
-import type { Schema, TransferEventRow, TransferRow, TransferUsageRow } from '../store/schema.js'
+import { type Kysely, sql } from 'kysely'
+import type {
+  Schema,
+  TransferEventRow,
+  TransferRow,
+  TransferTokenUseRow,
+  TransferUsageRow,
+} from '../store/schema.js'
 
 /** SQL for session transfers, in the subset both dialects share. Every function takes db or tx. */
 
@@ -282,4 +288,123 @@ export async function countByState(db: Db): Promise<Record<string, number>> {
     .groupBy('state')
     .execute()
   return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]))
+}
+
+/** The transfers of a group of writes, in id order, locked for update where rows lock. */
+export async function lockTransfers(db: Db, ids: string[], lock: boolean): Promise<TransferRow[]> {
+  return db
+    .selectFrom('transfers')
+    .selectAll()
+    .where('id', 'in', ids)
+    .orderBy('id')
+    .$if(lock, (qb) => qb.forUpdate())
+    .execute()
+}
+
+/** The event logs of many transfers, each in order. */
+export async function listEventsOf(db: Db, ids: string[]): Promise<TransferEventRow[]> {
+  return db
+    .selectFrom('transfer_events')
+    .selectAll()
+    .where('transfer_id', 'in', ids)
+    .orderBy('transfer_id')
+    .orderBy('seq')
+    .execute()
+}
+
+/** Which of `jtis` were already used. */
+export async function usedTokens(db: Db, jtis: string[]): Promise<string[]> {
+  const rows = await db
+    .selectFrom('transfer_token_uses')
+    .select('jti')
+    .where('jti', 'in', jtis)
+    .execute()
+  return rows.map((r) => r.jti)
+}
+
+/** Usage reports of any of `ids` under any of `keys` (a superset of the pairs asked for). */
+export async function findUsages(
+  db: Db,
+  ids: string[],
+  keys: string[],
+): Promise<TransferUsageRow[]> {
+  return db
+    .selectFrom('transfer_usage')
+    .selectAll()
+    .where('transfer_id', 'in', ids)
+    .where('idempotency_key', 'in', keys)
+    .execute()
+}
+
+/** The canonical snapshot content of many transfers. */
+export async function readSnapshots(
+  db: Db,
+  ids: string[],
+): Promise<{ transfer_id: string; content: string }[]> {
+  return db
+    .selectFrom('transfer_snapshots')
+    .select(['transfer_id', 'content'])
+    .where('transfer_id', 'in', ids)
+    .execute()
+}
+
+/**
+ * Writes the decided rows of a group in one statement, each only if still at the version it was
+ * read at; answers how many rows changed.
+ */
+export async function applyTransfers(
+  db: Db,
+  rows: TransferRow[],
+  readVersion: Map<string, number>,
+): Promise<number> {
+  const text = (v: string | null) => sql`cast(${v} as text)`
+  const big = (v: number | null) => sql`cast(${v} as bigint)`
+  const int = (v: number) => sql`cast(${v} as integer)`
+  const values = sql.join(
+    rows.map(
+      (r) =>
+        sql`(${sql.join([
+          text(r.id),
+          int(readVersion.get(r.id)!),
+          text(r.state),
+          int(r.version),
+          big(r.updated_at),
+          big(r.expires_at),
+          text(r.tier),
+          big(r.budget_micros),
+          big(r.rate_micros),
+          big(r.spent_micros),
+          text(r.runtime),
+          text(r.lease_instance),
+          big(r.lease_ends_at),
+          big(r.grace_ends_at),
+          text(r.end_reason),
+        ])})`,
+    ),
+  )
+  const result = await sql`
+    with v (id, expect, state, version, updated_at, expires_at, tier, budget_micros, rate_micros,
+            spent_micros, runtime, lease_instance, lease_ends_at, grace_ends_at, end_reason)
+    as (values ${values})
+    update transfers
+    set state = v.state, version = v.version, updated_at = v.updated_at,
+        expires_at = v.expires_at, tier = v.tier, budget_micros = v.budget_micros,
+        rate_micros = v.rate_micros, spent_micros = v.spent_micros, runtime = v.runtime,
+        lease_instance = v.lease_instance, lease_ends_at = v.lease_ends_at,
+        grace_ends_at = v.grace_ends_at, end_reason = v.end_reason
+    from v
+    where transfers.id = v.id and transfers.version = v.expect`.execute(db)
+  return Number(result.numAffectedRows ?? 0n)
+}
+
+export async function insertEvents(db: Db, rows: TransferEventRow[]): Promise<void> {
+  if (rows.length > 0) await db.insertInto('transfer_events').values(rows).execute()
+}
+
+export async function useTokens(db: Db, rows: TransferTokenUseRow[]): Promise<void> {
+  if (rows.length > 0) await db.insertInto('transfer_token_uses').values(rows).execute()
+}
+
+export async function insertUsages(db: Db, rows: TransferUsageRow[]): Promise<void> {
+  if (rows.length > 0) await db.insertInto('transfer_usage').values(rows).execute()
 }

@@ -1,0 +1,419 @@
+import { BatonError, type LeaseView, type TransferView, type UsageView } from '@baton/protocol'
+import type { Logger } from 'pino'
+import type { Clock } from '../clock.js'
+import type { TransferConfig } from '../config.js'
+import type { EventBus } from '../events/bus.js'
+import type { Database } from '../store/database.js'
+import type { TransferEventRow, TransferRow } from '../store/schema.js'
+import type { BatchGroup, GroupOutcome, Tx, WriteBatcher } from '../store/transaction.js'
+import { refused, transition, WriteSet } from './machine.js'
+import { decideUsage, type UsageReport, usageKey } from './metering.js'
+import * as store from './store.js'
+import {
+  conflict,
+  expiredError,
+  HUB,
+  isDue,
+  iso,
+  isoOrNull,
+  notFound,
+  OPERATOR,
+  type Outcome,
+  toView,
+  transferTopic,
+} from './views.js'
+
+/** One write on one transfer, as the lifecycle's group of writes takes it. */
+export type TransferWrite =
+  | {
+      kind: 'provision'
+      id: string
+      caller: string
+      jti: string
+      params: { tier: string; budgetMicros: number; rateMicrosPerSecond: number }
+    }
+  | { kind: 'activate'; id: string; caller: string; jti: string }
+  | { kind: 'claim'; id: string; runtime: string }
+  | { kind: 'push'; id: string; runtime: string; checksum: string }
+  | { kind: 'lease'; id: string; runtime: string; instance: string }
+  | ({ kind: 'usage'; id: string } & UsageReport)
+  | { kind: 'terminate'; id: string; note?: string | undefined }
+  /** The reaper's and a read's: a transfer past its TTL ends, with its event. */
+  | { kind: 'expire'; id: string }
+  /** The reaper's: an insolvent transfer past its grace ends. */
+  | { kind: 'grace_over'; id: string }
+
+/** What the lifecycle needs from the rest of the hub. */
+export interface LifecycleDeps {
+  database: Database
+  batcher: WriteBatcher
+  clock: Clock
+  bus: EventBus
+  config: TransferConfig
+  log: Logger
+  /** `sha-256:` checksum of canonical snapshot bytes. */
+  checksumOf(canonical: string): string
+}
+
+/** The writes whose answer carries the transfer's event log. */
+const ANSWERS_VIEW = new Set<TransferWrite['kind']>([
+  'provision',
+  'activate',
+  'claim',
+  'push',
+  'terminate',
+])
+
+const fail = (error: BatonError): Outcome<never> => ({ ok: false, error })
+
+function replayed(row?: TransferRow): BatonError {
+  return new BatonError('transfer_token_replayed', 'This transfer token was already used', {
+    ...(row ? { state: row.state, version: row.version } : {}),
+  })
+}
+
+/**
+ * The access rule of the runtime's own writes (push, lease, usage): the claiming runtime acts;
+ * the owner, who sees the transfer, is refused; anyone else is answered like a missing id.
+ */
+function runtimeOnly(row: TransferRow, runtime: string): BatonError | undefined {
+  if (row.runtime === runtime) return undefined
+  if (row.owner !== runtime) return notFound(row.id)
+  // seed 004 fault: anyone could report usage; only the claiming runtime may act for it.
+  return new BatonError(
+    'transfer_forbidden',
+    row.runtime === null
+      ? 'Claim the transfer before running it'
+      : 'Only the runtime that claimed this transfer may do this',
+  )
+}
+
+/**
+ * Only a claimable transfer is visible to a runtime that neither owns nor holds it: one that is
+ * not, or that another runtime won meanwhile, is answered like a missing id.
+ */
+function claimAccess(row: TransferRow, runtime: string, now: number): BatonError | undefined {
+  const hidden = row.owner !== runtime && row.runtime !== runtime
+  return hidden && (row.runtime !== null || row.state !== 'provisioned' || isDue(row, now))
+    ? notFound(row.id)
+    : undefined
+}
+
+/**
+ * Every write of a transfer, set-based: the writes that arrive together lock and read their rows
+ * once, are decided in memory in arrival order, and are written with one statement each for
+ * rows, events, token uses and usage reports. A write of one goes the same way.
+ */
+export class TransferLifecycle {
+  constructor(private readonly deps: LifecycleDeps) {}
+
+  private readonly group: BatchGroup<TransferWrite, Outcome<unknown>> = {
+    many: (db, inputs) => this.many(db, inputs),
+    one: async (tx, input) => {
+      const [out] = await this.many(tx.db, [input])
+      if (!out!.ok) throw out!.error
+      if (out!.after) tx.afterCommit(out!.after)
+      return out!.value
+    },
+  }
+
+  /** Commits one write with whatever else arrives with it; throws its refusal once committed. */
+  async run(input: TransferWrite & { kind: 'lease' }): Promise<LeaseView>
+  async run(input: TransferWrite & { kind: 'usage' }): Promise<UsageView>
+  async run(input: TransferWrite & { kind: 'expire' | 'grace_over' }): Promise<boolean>
+  async run(input: TransferWrite): Promise<TransferView>
+  async run(input: TransferWrite): Promise<unknown> {
+    const outcome = await this.deps.batcher.runIn(this.group, input)
+    if (!outcome.ok) throw outcome.error
+    return outcome.value
+  }
+
+  private async many(
+    db: Tx['db'],
+    inputs: TransferWrite[],
+  ): Promise<GroupOutcome<Outcome<unknown>>[]> {
+    const w = new WriteSet(this.deps.clock.now())
+    const ids = [...new Set(inputs.map((m) => m.id))].sort()
+    const rows = await store.lockTransfers(db, ids, this.deps.database.caps.lockRowsForUpdate)
+    for (const r of rows) {
+      w.rows.set(r.id, { ...r })
+      w.readVersion.set(r.id, r.version)
+    }
+    const present = (kinds: Set<TransferWrite['kind']>) => [
+      ...new Set(inputs.filter((m) => kinds.has(m.kind) && w.rows.has(m.id)).map((m) => m.id)),
+    ]
+    const jtis = inputs.flatMap((m) =>
+      (m.kind === 'provision' || m.kind === 'activate') && w.rows.has(m.id) ? [m.jti] : [],
+    )
+    if (jtis.length > 0) for (const j of await store.usedTokens(db, jtis)) w.usedJtis.add(j)
+    const reports = inputs.filter(
+      (m): m is TransferWrite & { kind: 'usage' } => m.kind === 'usage' && w.rows.has(m.id),
+    )
+    if (reports.length > 0) {
+      const found = await store.findUsages(
+        db,
+        [...new Set(reports.map((m) => m.id))],
+        [...new Set(reports.map((m) => m.key))],
+      )
+      for (const u of found) w.usage.set(usageKey(u.transfer_id, u.idempotency_key), u)
+    }
+    const pushed = present(new Set(['push']))
+    if (pushed.length > 0) {
+      for (const s of await store.readSnapshots(db, pushed))
+        w.snapshots.set(s.transfer_id, s.content)
+    }
+    const viewed = present(ANSWERS_VIEW)
+    if (viewed.length > 0) {
+      for (const id of viewed) w.logs.set(id, [])
+      for (const e of await store.listEventsOf(db, viewed)) w.logs.get(e.transfer_id)!.push(e)
+    }
+
+    const outcomes: GroupOutcome<Outcome<unknown>>[] = []
+    for (const m of inputs) {
+      const events = w.events.length
+      const reported = w.newUsage.length
+      const value = this.decide(w, m)
+      const fresh = w.events.slice(events)
+      const spent = w.newUsage.length > reported ? w.rows.get(m.id)!.spent_micros : undefined
+      outcomes.push({
+        ok: true,
+        value,
+        ...(fresh.length > 0 || spent !== undefined
+          ? { after: () => this.announce(m.id, fresh, spent, w.now) }
+          : {}),
+      })
+    }
+
+    const changed = [...w.dirty].map((id) => w.rows.get(id)!)
+    if (changed.length > 0) {
+      const applied = await store.applyTransfers(db, changed, w.readVersion)
+      // Rows are locked (or the database is), so this holds; if not, every write is retried alone.
+      if (applied !== changed.length) throw new Error('transfers changed under a locked batch')
+    }
+    await store.insertEvents(db, w.events)
+    await store.useTokens(db, w.tokenUses)
+    await store.insertUsages(db, w.newUsage)
+    return outcomes
+  }
+
+  /** After commit: one event per transition, and the spend hint for live views. */
+  private announce(
+    id: string,
+    events: TransferEventRow[],
+    spent: number | undefined,
+    at: number,
+  ): void {
+    const topic = transferTopic(id)
+    if (spent !== undefined) {
+      // Not an event of the log (usage goes to its ledger), but a hint for live views.
+      this.deps.bus.publish({
+        topic,
+        type: 'transfer.usage',
+        at,
+        data: { transferId: id, spentMicros: spent },
+      })
+    }
+    for (const e of events) {
+      this.deps.bus.publish({
+        topic,
+        type: `transfer.${e.type}`,
+        at: e.at,
+        data: { transferId: id, state: e.to_state, version: e.seq },
+      })
+    }
+  }
+
+  private view(w: WriteSet, row: TransferRow): TransferView {
+    return toView(row, w.logs.get(row.id) ?? [])
+  }
+
+  private decide(w: WriteSet, m: TransferWrite): Outcome<unknown> {
+    const row = w.rows.get(m.id)
+    if (m.kind === 'expire') return { ok: true, value: row ? this.expire(w, row) : false }
+    if (m.kind === 'grace_over') return { ok: true, value: row ? this.graceOver(w, row) : false }
+    if (!row) return fail(notFound(m.id))
+    if (m.kind === 'terminate') return this.terminate(w, row, m.note)
+    // A caller who may not see the transfer is answered exactly as for an id that does not
+    // exist, before anything else, so no state or expiry tells that it does.
+    const refusal =
+      m.kind === 'claim'
+        ? claimAccess(row, m.runtime, w.now)
+        : m.kind === 'push' || m.kind === 'lease' || m.kind === 'usage'
+          ? runtimeOnly(row, m.runtime)
+          : undefined
+    if (refusal) return fail(refusal)
+    if (isDue(row, w.now)) {
+      // Expired: the expiry commits, with its event, and the write is answered transfer_expired.
+      const before = { ...row }
+      this.expire(w, row)
+      return fail(expiredError(before))
+    }
+    switch (m.kind) {
+      case 'provision':
+      case 'activate':
+        return this.tokenMove(w, row, m)
+      case 'claim':
+        return this.claim(w, row, m.runtime)
+      case 'push':
+        return this.push(w, row, m.runtime, m.checksum)
+      case 'lease':
+        return this.lease(w, row, m.runtime, m.instance)
+      case 'usage':
+        return decideUsage(w, row, m, this.deps.config.graceMs)
+    }
+  }
+
+  /**
+   * A token-gated move: refuses a used token before anything else, and records the token's use
+   * with the move, so a refused move leaves the token unused (seed 004 fault: tokens were burned
+   * before the state change).
+   */
+  private tokenMove(
+    w: WriteSet,
+    row: TransferRow,
+    m: TransferWrite & { kind: 'provision' | 'activate' },
+  ): Outcome<TransferView> {
+    if (w.usedJtis.has(m.jti)) return fail(replayed(row))
+    const moved =
+      m.kind === 'provision'
+        ? transition(w, row, 'provisioned', {
+            actor: m.caller,
+            patch: {
+              tier: m.params.tier,
+              budget_micros: m.params.budgetMicros,
+              rate_micros: m.params.rateMicrosPerSecond,
+              expires_at: w.now + this.deps.config.ttlMs,
+            },
+            data: { ...m.params, jti: m.jti },
+          })
+        : transition(w, row, 'active', {
+            actor: m.caller,
+            patch: { expires_at: null },
+            data: { jti: m.jti },
+          })
+    if (refused(moved)) return fail(moved)
+    w.usedJtis.add(m.jti)
+    w.tokenUses.push({ jti: m.jti, transfer_id: row.id, scope: m.kind, used_at: w.now })
+    return { ok: true, value: this.view(w, row) }
+  }
+
+  /** A runtime claims one provisioned transfer; claiming it again is answered, not refused. */
+  private claim(w: WriteSet, row: TransferRow, runtime: string): Outcome<TransferView> {
+    if (row.runtime === runtime && row.state !== 'terminated') {
+      return { ok: true, value: this.view(w, row) }
+    }
+    if (row.runtime !== null) {
+      return fail(new BatonError('transfer_claimed', 'Another runtime holds it'))
+    }
+    const moved = transition(w, row, 'claimed', {
+      actor: runtime,
+      patch: { runtime },
+      data: { tier: row.tier },
+      wanted: 'claim',
+    })
+    if (refused(moved)) return fail(moved)
+    return { ok: true, value: this.view(w, row) }
+  }
+
+  /**
+   * provisioned → pushed, with the checksum the runtime computed over the snapshot it fetched;
+   * the hub recomputes its own from the stored bytes. A mismatch is refused and recorded as an
+   * event (seed 004 fault: push moved no data and re-hashed nothing).
+   */
+  private push(
+    w: WriteSet,
+    row: TransferRow,
+    runtime: string,
+    checksum: string,
+  ): Outcome<TransferView> {
+    if (row.state !== 'provisioned') return fail(conflict(row, 'push'))
+    const content = w.snapshots.get(row.id)
+    const hub = content === undefined ? '' : this.deps.checksumOf(content)
+    if (hub !== row.checksum || checksum !== row.checksum) {
+      const data = { expected: row.checksum, hub, runtime: checksum }
+      transition(w, row, 'checksum_mismatch', { actor: runtime, data })
+      this.deps.log.warn(
+        { transferId: row.id, ...data },
+        'transfer push refused: checksum mismatch',
+      )
+      return fail(new BatonError('checksum_mismatch', 'The snapshot checksums differ', data))
+    }
+    const moved = transition(w, row, 'pushed', {
+      actor: runtime,
+      patch: { expires_at: w.now + this.deps.config.ttlMs },
+      data: { checksum: row.checksum },
+    })
+    if (refused(moved)) return fail(moved)
+    return { ok: true, value: this.view(w, row) }
+  }
+
+  /**
+   * Takes or renews the lease to run an active transfer's agent: free, already this instance's,
+   * or lapsed (seed 004: started twice, it does not run a transfer twice).
+   */
+  private lease(
+    w: WriteSet,
+    row: TransferRow,
+    runtime: string,
+    instance: string,
+  ): Outcome<LeaseView> {
+    if (row.state !== 'active') return fail(conflict(row, 'lease'))
+    const free =
+      row.lease_instance === null ||
+      row.lease_instance === instance ||
+      (row.lease_ends_at !== null && row.lease_ends_at <= w.now)
+    if (!free) {
+      return fail(
+        new BatonError('transfer_lease_held', 'Another process runs this transfer', {
+          leaseEndsAt: isoOrNull(row.lease_ends_at),
+        }),
+      )
+    }
+    const until = w.now + this.deps.config.leaseMs
+    const renewed = row.lease_instance === instance
+    const started = row.lease_instance === null
+    w.patch(row, { lease_instance: instance, lease_ends_at: until })
+    if (!renewed) {
+      transition(w, row, started ? 'started' : 'restarted', { actor: runtime, data: { instance } })
+    }
+    return { ok: true, value: { transferId: row.id, instance, leaseEndsAt: iso(until), renewed } }
+  }
+
+  /** Terminates a transfer in any state (the orchestrator); terminating it again is answered. */
+  private terminate(w: WriteSet, row: TransferRow, note?: string): Outcome<TransferView> {
+    if (row.state === 'terminated') return { ok: true, value: this.view(w, row) }
+    const moved = transition(w, row, 'terminated', {
+      actor: OPERATOR,
+      patch: { end_reason: 'orchestrator', lease_instance: null },
+      data: { reason: 'orchestrator', ...(note ? { note } : {}) },
+      wanted: 'terminate',
+    })
+    if (refused(moved)) return fail(moved)
+    return { ok: true, value: this.view(w, row) }
+  }
+
+  private expire(w: WriteSet, row: TransferRow): boolean {
+    if (!isDue(row, w.now)) return false
+    const expiresAt = isoOrNull(row.expires_at)
+    return !refused(
+      transition(w, row, 'expired', {
+        actor: HUB,
+        patch: { end_reason: 'expired' },
+        data: { reason: 'expired', expiresAt },
+      }),
+    )
+  }
+
+  private graceOver(w: WriteSet, row: TransferRow): boolean {
+    if (row.state !== 'insolvent' || row.grace_ends_at === null || row.grace_ends_at > w.now) {
+      return false
+    }
+    return !refused(
+      transition(w, row, 'terminated', {
+        actor: HUB,
+        patch: { end_reason: 'insolvent', lease_instance: null },
+        data: { reason: 'insolvent', spentMicros: row.spent_micros },
+      }),
+    )
+  }
+}
