@@ -1,4 +1,10 @@
-import { BatonError, type LeaseView, type TransferView, type UsageView } from '@baton/protocol'
+import {
+  BatonError,
+  type CreatedTransferView,
+  type LeaseView,
+  type TransferView,
+  type UsageView,
+} from '@baton/protocol'
 import type { Logger } from 'pino'
 import type { Clock } from '../clock.js'
 import type { TransferConfig } from '../config.js'
@@ -25,6 +31,16 @@ import {
 
 /** One write on one transfer, as the lifecycle's group of writes takes it. */
 export type TransferWrite =
+  | {
+      kind: 'create'
+      /** A fresh transfer id; a repeat of a key answers the first transfer instead. */
+      id: string
+      owner: string
+      key: string | undefined
+      canonical: string
+      checksum: string
+      bytes: number
+    }
   | {
       kind: 'provision'
       id: string
@@ -63,6 +79,8 @@ const ANSWERS_VIEW = new Set<TransferWrite['kind']>([
   'push',
   'terminate',
 ])
+
+const ownerKey = (owner: string, key: string) => `${owner}\0${key}`
 
 const fail = (error: BatonError): Outcome<never> => ({ ok: false, error })
 
@@ -118,6 +136,7 @@ export class TransferLifecycle {
   }
 
   /** Commits one write with whatever else arrives with it; throws its refusal once committed. */
+  async run(input: TransferWrite & { kind: 'create' }): Promise<CreatedTransferView>
   async run(input: TransferWrite & { kind: 'lease' }): Promise<LeaseView>
   async run(input: TransferWrite & { kind: 'usage' }): Promise<UsageView>
   async run(input: TransferWrite & { kind: 'expire' | 'grace_over' }): Promise<boolean>
@@ -162,7 +181,20 @@ export class TransferLifecycle {
       for (const s of await store.readSnapshots(db, pushed))
         w.snapshots.set(s.transfer_id, s.content)
     }
-    const viewed = present(ANSWERS_VIEW)
+    const keyed = inputs.filter(
+      (m): m is TransferWrite & { kind: 'create' } => m.kind === 'create' && m.key !== undefined,
+    )
+    if (keyed.length > 0) {
+      const found = await store.findByOwnerKeys(
+        db,
+        [...new Set(keyed.map((m) => m.owner))],
+        [...new Set(keyed.map((m) => m.key!))],
+      )
+      for (const r of found) w.keyed.set(ownerKey(r.owner, r.idempotency_key!), r)
+    }
+    const viewed = [
+      ...new Set([...present(ANSWERS_VIEW), ...[...w.keyed.values()].map((r) => r.id)]),
+    ]
     if (viewed.length > 0) {
       for (const id of viewed) w.logs.set(id, [])
       for (const e of await store.listEventsOf(db, viewed)) w.logs.get(e.transfer_id)!.push(e)
@@ -190,6 +222,7 @@ export class TransferLifecycle {
       // Rows are locked (or the database is), so this holds; if not, every write is retried alone.
       if (applied !== changed.length) throw new Error('transfers changed under a locked batch')
     }
+    await store.insertTransfers(db, w.created)
     await store.insertEvents(db, w.events)
     await store.useTokens(db, w.tokenUses)
     await store.insertUsages(db, w.newUsage)
@@ -228,6 +261,7 @@ export class TransferLifecycle {
   }
 
   private decide(w: WriteSet, m: TransferWrite): Outcome<unknown> {
+    if (m.kind === 'create') return this.create(w, m)
     const row = w.rows.get(m.id)
     if (m.kind === 'expire') return { ok: true, value: row ? this.expire(w, row) : false }
     if (m.kind === 'grace_over') return { ok: true, value: row ? this.graceOver(w, row) : false }
@@ -261,6 +295,68 @@ export class TransferLifecycle {
       case 'usage':
         return decideUsage(w, row, m, this.deps.config.graceMs)
     }
+  }
+
+  /**
+   * Stages a snapshot as a new transfer, its first event beginning the log (creation is no
+   * transition of the table); a repeat of the owner's key with the same snapshot answers the
+   * first transfer.
+   */
+  private create(w: WriteSet, m: TransferWrite & { kind: 'create' }): Outcome<CreatedTransferView> {
+    if (m.key !== undefined) {
+      const prior = w.keyed.get(ownerKey(m.owner, m.key))
+      if (prior) {
+        if (prior.checksum !== m.checksum) {
+          return fail(
+            new BatonError(
+              'idempotency_conflict',
+              'This idempotency key already staged a different snapshot',
+              { transferId: prior.id },
+            ),
+          )
+        }
+        return {
+          ok: true,
+          value: { ...this.view(w, w.rows.get(prior.id) ?? prior), repeated: true },
+        }
+      }
+    }
+    const row: TransferRow = {
+      id: m.id,
+      owner: m.owner,
+      state: 'staged',
+      version: 1,
+      idempotency_key: m.key ?? null,
+      checksum: m.checksum,
+      snapshot_bytes: m.bytes,
+      tier: null,
+      budget_micros: null,
+      rate_micros: null,
+      spent_micros: 0,
+      runtime: null,
+      lease_instance: null,
+      lease_ends_at: null,
+      created_at: w.now,
+      updated_at: w.now,
+      expires_at: w.now + this.deps.config.ttlMs,
+      grace_ends_at: null,
+      end_reason: null,
+    }
+    const event: TransferEventRow = {
+      transfer_id: row.id,
+      seq: 1,
+      type: 'staged',
+      from_state: null,
+      to_state: 'staged',
+      actor: m.owner,
+      data: JSON.stringify({ checksum: m.checksum, snapshotBytes: m.bytes }),
+      at: w.now,
+    }
+    w.created.push({ row, content: m.canonical })
+    w.events.push(event)
+    w.logs.set(row.id, [event])
+    if (m.key !== undefined) w.keyed.set(ownerKey(m.owner, m.key), row)
+    return { ok: true, value: { ...toView(row, [event]), repeated: false } }
   }
 
   /**

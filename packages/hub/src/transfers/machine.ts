@@ -46,6 +46,10 @@ export class WriteSet {
   readonly usage = new Map<string, TransferUsageRow>()
   readonly newUsage: TransferUsageRow[] = []
   readonly snapshots = new Map<string, string>()
+  /** Transfers staged by the group, with their snapshot content. */
+  readonly created: { row: TransferRow; content: string }[] = []
+  /** Transfers by owner and idempotency key, as read and as staged by the group. */
+  readonly keyed = new Map<string, TransferRow>()
 
   constructor(readonly now: number) {}
 

@@ -91,64 +91,14 @@ export class TransferService {
     const checksum = checksumOfCanonical(canonical)
     const key = body.idempotencyKey ?? headerKey
     const run = () =>
-      this.deps.batcher.run(async (tx): Promise<CreatedTransferView> => {
-        const now = this.deps.clock.now()
-        if (key) {
-          const prior = await store.findByOwnerKey(tx.db, owner, key)
-          if (prior) {
-            if (prior.checksum !== checksum) {
-              throw new BatonError(
-                'idempotency_conflict',
-                'This idempotency key already staged a different snapshot',
-                { transferId: prior.id },
-              )
-            }
-            return { ...(await this.viewOf(tx.db, prior)), repeated: true }
-          }
-        }
-        const row: TransferRow = {
-          id: newTransferId(),
-          owner,
-          state: 'staged',
-          version: 1,
-          idempotency_key: key ?? null,
-          checksum,
-          snapshot_bytes: bytes,
-          tier: null,
-          budget_micros: null,
-          rate_micros: null,
-          spent_micros: 0,
-          runtime: null,
-          lease_instance: null,
-          lease_ends_at: null,
-          created_at: now,
-          updated_at: now,
-          expires_at: now + this.deps.config.ttlMs,
-          grace_ends_at: null,
-          end_reason: null,
-        }
-        await store.insertTransfer(tx.db, row, canonical)
-        // Creation is no transition of the table: the row and its first event begin the log.
-        const event = {
-          transfer_id: row.id,
-          seq: 1,
-          type: 'staged',
-          from_state: null,
-          to_state: 'staged',
-          actor: owner,
-          data: JSON.stringify({ checksum, snapshotBytes: bytes }),
-          at: now,
-        }
-        await store.insertEvent(tx.db, event)
-        tx.afterCommit(() =>
-          this.deps.bus.publish({
-            topic: transferTopic(row.id),
-            type: 'transfer.staged',
-            at: now,
-            data: { transferId: row.id, state: 'staged', version: 1 },
-          }),
-        )
-        return { ...toView(row, [event]), repeated: false }
+      this.lifecycle.run({
+        kind: 'create',
+        id: newTransferId(),
+        owner,
+        key,
+        canonical,
+        checksum,
+        bytes,
       })
     try {
       return await run()

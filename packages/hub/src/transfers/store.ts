@@ -1,4 +1,3 @@
-import type { TransferState } from '@baton/protocol'
 import { type Kysely, sql } from 'kysely'
 import type {
   Schema,
@@ -12,26 +11,38 @@ import type {
 
 type Db = Kysely<Schema>
 
-export async function insertTransfer(db: Db, row: TransferRow, content: string): Promise<void> {
-  await db.insertInto('transfers').values(row).execute()
-  await db.insertInto('transfer_snapshots').values({ transfer_id: row.id, content }).execute()
+/** Inserts many staged transfers and their snapshots, one statement each. */
+export async function insertTransfers(
+  db: Db,
+  created: { row: TransferRow; content: string }[],
+): Promise<void> {
+  if (created.length === 0) return
+  await db
+    .insertInto('transfers')
+    .values(created.map((c) => c.row))
+    .execute()
+  await db
+    .insertInto('transfer_snapshots')
+    .values(created.map((c) => ({ transfer_id: c.row.id, content: c.content })))
+    .execute()
+}
+
+/** Transfers of any of `owners` under any of `keys` (a superset of the pairs asked for). */
+export async function findByOwnerKeys(
+  db: Db,
+  owners: string[],
+  keys: string[],
+): Promise<TransferRow[]> {
+  return db
+    .selectFrom('transfers')
+    .selectAll()
+    .where('owner', 'in', owners)
+    .where('idempotency_key', 'in', keys)
+    .execute()
 }
 
 export async function findTransfer(db: Db, id: string): Promise<TransferRow | undefined> {
   return db.selectFrom('transfers').selectAll().where('id', '=', id).executeTakeFirst()
-}
-
-export async function findByOwnerKey(
-  db: Db,
-  owner: string,
-  key: string,
-): Promise<TransferRow | undefined> {
-  return db
-    .selectFrom('transfers')
-    .selectAll()
-    .where('owner', '=', owner)
-    .where('idempotency_key', '=', key)
-    .executeTakeFirst()
 }
 
 export async function readSnapshot(db: Db, id: string): Promise<string | undefined> {
@@ -52,71 +63,6 @@ export async function listEvents(db: Db, id: string): Promise<TransferEventRow[]
     .execute()
 }
 
-export async function insertEvent(db: Db, row: TransferEventRow): Promise<void> {
-  await db.insertInto('transfer_events').values(row).execute()
-}
-
-/** Which time condition a conditional write carries. */
-export type TimeGuard = 'live' | 'expired' | 'grace_over' | 'none'
-
-/**
- * The one conditional write of a move: from one of `from` to `to`, bumping the version, only if
- * the time guard holds (`live`: not past its TTL). Answers the new version, or undefined when
- * another writer got there first or the guard failed.
- */
-export async function casMove(
-  db: Db,
-  m: {
-    id: string
-    from: readonly string[]
-    to: TransferState
-    now: number
-    guard: TimeGuard
-    patch?: Partial<TransferRow>
-    runtime?: string
-  },
-): Promise<number | undefined> {
-  let q = db
-    .updateTable('transfers')
-    .set((eb) => ({
-      ...m.patch,
-      state: m.to,
-      version: eb('version', '+', 1),
-      updated_at: m.now,
-    }))
-    .where('id', '=', m.id)
-    .where('state', 'in', m.from)
-  if (m.runtime !== undefined) q = q.where('runtime', '=', m.runtime)
-  if (m.guard === 'live') {
-    q = q.where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', m.now)]))
-  } else if (m.guard === 'expired') {
-    q = q.where('expires_at', '<=', m.now)
-  } else if (m.guard === 'grace_over') {
-    q = q.where('grace_ends_at', '<=', m.now)
-  }
-  const row = await q.returning('version').executeTakeFirst()
-  return row ? Number(row.version) : undefined
-}
-
-/** A runtime takes a provisioned, unclaimed, live transfer; answers the new version. */
-export async function casClaim(
-  db: Db,
-  id: string,
-  runtime: string,
-  now: number,
-): Promise<number | undefined> {
-  const row = await db
-    .updateTable('transfers')
-    .set((eb) => ({ runtime, version: eb('version', '+', 1), updated_at: now }))
-    .where('id', '=', id)
-    .where('state', '=', 'provisioned')
-    .where('runtime', 'is', null)
-    .where('expires_at', '>', now)
-    .returning('version')
-    .executeTakeFirst()
-  return row ? Number(row.version) : undefined
-}
-
 /** Provisioned, unclaimed, live transfers of a tier, oldest first. */
 export async function claimable(db: Db, tier: string, now: number, limit = 8): Promise<string[]> {
   const rows = await db
@@ -130,116 +76,6 @@ export async function claimable(db: Db, tier: string, now: number, limit = 8): P
     .limit(limit)
     .execute()
   return rows.map((r) => r.id)
-}
-
-/** Bumps the version for an event that moves no state (a claim, a refused push, a lease). */
-export async function bumpVersion(
-  db: Db,
-  id: string,
-  now: number,
-  patch: Partial<TransferRow> = {},
-): Promise<number> {
-  const row = await db
-    .updateTable('transfers')
-    .set((eb) => ({ ...patch, version: eb('version', '+', 1), updated_at: now }))
-    .where('id', '=', id)
-    .returning('version')
-    .executeTakeFirstOrThrow()
-  return Number(row.version)
-}
-
-/**
- * Takes or renews the lease to run an active transfer's agent: free, already this instance's, or
- * lapsed. Answers whether it holds now.
- */
-export async function casLease(
-  db: Db,
-  m: { id: string; runtime: string; instance: string; now: number; until: number },
-): Promise<boolean> {
-  const res = await db
-    .updateTable('transfers')
-    .set({ lease_instance: m.instance, lease_ends_at: m.until })
-    .where('id', '=', m.id)
-    .where('runtime', '=', m.runtime)
-    .where('state', '=', 'active')
-    .where((eb) =>
-      eb.or([
-        eb('lease_instance', 'is', null),
-        eb('lease_instance', '=', m.instance),
-        eb('lease_ends_at', '<=', m.now),
-      ]),
-    )
-    .executeTakeFirst()
-  return Number(res.numUpdatedRows) === 1
-}
-
-/** Adds spend for the claiming runtime of an active or insolvent transfer; answers the row. */
-export async function addSpend(
-  db: Db,
-  m: { id: string; runtime: string; amount: number; now: number },
-): Promise<TransferRow | undefined> {
-  return db
-    .updateTable('transfers')
-    .set((eb) => ({ spent_micros: eb('spent_micros', '+', m.amount), updated_at: m.now }))
-    .where('id', '=', m.id)
-    .where('runtime', '=', m.runtime)
-    .where('state', 'in', ['active', 'insolvent'])
-    .returningAll()
-    .executeTakeFirst()
-}
-
-/** The insolvency flip: only an active transfer whose spend reached its budget, exactly once. */
-export async function casInsolvent(
-  db: Db,
-  m: { id: string; now: number; graceEndsAt: number },
-): Promise<number | undefined> {
-  const row = await db
-    .updateTable('transfers')
-    .set((eb) => ({
-      state: 'insolvent',
-      version: eb('version', '+', 1),
-      updated_at: m.now,
-      grace_ends_at: m.graceEndsAt,
-    }))
-    .where('id', '=', m.id)
-    .where('state', '=', 'active')
-    .whereRef('spent_micros', '>=', 'budget_micros')
-    .returning('version')
-    .executeTakeFirst()
-  return row ? Number(row.version) : undefined
-}
-
-export async function findUsage(
-  db: Db,
-  id: string,
-  key: string,
-): Promise<TransferUsageRow | undefined> {
-  return db
-    .selectFrom('transfer_usage')
-    .selectAll()
-    .where('transfer_id', '=', id)
-    .where('idempotency_key', '=', key)
-    .executeTakeFirst()
-}
-
-export async function insertUsage(db: Db, row: TransferUsageRow): Promise<void> {
-  await db.insertInto('transfer_usage').values(row).execute()
-}
-
-export async function tokenUsed(db: Db, jti: string): Promise<boolean> {
-  const row = await db
-    .selectFrom('transfer_token_uses')
-    .select('jti')
-    .where('jti', '=', jti)
-    .executeTakeFirst()
-  return row !== undefined
-}
-
-export async function useToken(
-  db: Db,
-  row: { jti: string; transfer_id: string; scope: string; used_at: number },
-): Promise<void> {
-  await db.insertInto('transfer_token_uses').values(row).execute()
 }
 
 /** Transfers whose pre-active TTL passed, and insolvent ones past their grace, for the reaper. */
