@@ -152,8 +152,12 @@ export class TransferLifecycle {
     inputs: TransferWrite[],
   ): Promise<GroupOutcome<Outcome<unknown>>[]> {
     const w = new WriteSet(this.deps.clock.now())
-    const ids = [...new Set(inputs.map((m) => m.id))].sort()
-    const rows = await store.lockTransfers(db, ids, this.deps.database.caps.lockRowsForUpdate)
+    // A create's id is new: only the writes on existing transfers lock and read rows.
+    const ids = [...new Set(inputs.filter((m) => m.kind !== 'create').map((m) => m.id))].sort()
+    const rows =
+      ids.length === 0
+        ? []
+        : await store.lockTransfers(db, ids, this.deps.database.caps.lockRowsForUpdate)
     for (const r of rows) {
       w.rows.set(r.id, { ...r })
       w.readVersion.set(r.id, r.version)
