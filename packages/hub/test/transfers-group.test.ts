@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { BatonError, canonicalJson, type TransferView } from '@baton/protocol'
+import pg from 'pg'
 import { ManualClock } from '../src/clock.js'
 import { checksumOfCanonical, type TransferService } from '../src/transfers/service.js'
 import { startTestHub, type TestHub, testStores } from './support.js'
@@ -176,6 +177,39 @@ for (const store of testStores) {
         ['staged', 'expired'],
       )
       assert.equal((await svc.get(OWNER, fresh)).state, 'provisioned')
+    })
+
+    test('a group that fails as a whole is decided again from what committed meanwhile', {
+      skip: store.name !== 'postgres' && 'row locks and a second session: PostgreSQL only',
+    }, async () => {
+      const id = await toActive()
+      // Another instance reports the same key and has not committed yet: this report decides
+      // it is new, then its insert waits on that key; once the other commits, the group fails
+      // on the unique key and is decided again from what is committed.
+      const other = new pg.Client({ connectionString: hub.config.databaseUrl })
+      await other.connect()
+      try {
+        await other.query('begin')
+        await other.query(
+          `insert into transfer_usage (transfer_id, idempotency_key, amount_micros, spent_after, reporter, at)
+             values ($1, 'raced', 7, 7, $2, 0)`,
+          [id, RUNTIME],
+        )
+        const report = svc.usage(RUNTIME, id, { idempotencyKey: 'raced', amountMicros: 7 })
+        for (;;) {
+          const waiting = await other.query(
+            `select 1 from pg_stat_activity
+             where datname = current_database() and wait_event_type = 'Lock'`,
+          )
+          if (waiting.rowCount) break
+          await new Promise((r) => setImmediate(r))
+        }
+        await other.query('commit')
+        const answer = await report
+        assert.deepEqual([answer.repeated, answer.spentMicros], [true, 0])
+      } finally {
+        await other.end()
+      }
     })
   })
 }
