@@ -44,7 +44,7 @@ const options = {
   lifecycles: intEnv('BENCH_TRANSFER_LIFECYCLES', 160),
   reports: intEnv('BENCH_TRANSFER_REPORTS', 800),
   reads: intEnv('BENCH_TRANSFER_READS', 1600),
-  rounds: Math.max(5, intEnv('BENCH_ROUNDS', 5)),
+  rounds: Math.max(5, intEnv('BENCH_ROUNDS', 7)),
   reference: env.BENCH_REFERENCE_DIR,
 }
 
@@ -423,7 +423,10 @@ export async function run(): Promise<Result[]> {
       name,
       baseline: m(ref, k),
       value: m(baton, k),
-      ratio: m(baton, k) / m(ref, k),
+      // The median of each round's ratio: a round's two sides ran seconds apart, under one load.
+      ratio: ref
+        ? median(figures.get(baton)![k].map((v, i) => v / figures.get(ref)![k][i]!))
+        : Number.NaN,
       unit: ref
         ? 'per s (baseline: the seed-004 reference, same PostgreSQL)'
         : 'per s (reference skipped)',

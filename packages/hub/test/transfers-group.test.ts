@@ -2,7 +2,10 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { BatonError, canonicalJson, type TransferView } from '@baton/protocol'
 import pg from 'pg'
+import pino from 'pino'
 import { ManualClock } from '../src/clock.js'
+import { loadConfig } from '../src/config.js'
+import { type RunningHub, startHub } from '../src/hub.js'
 import { checksumOfCanonical, type TransferService } from '../src/transfers/service.js'
 import { startTestHub, type TestHub, testStores } from './support.js'
 
@@ -213,3 +216,60 @@ for (const store of testStores) {
     })
   })
 }
+
+const postgres = testStores.find((s) => s.name === 'postgres')
+
+// An instance answers from the event logs it committed only while no other instance wrote since.
+describe('transfer answers across two instances on one PostgreSQL database', {
+  skip: !postgres && 'PostgreSQL only',
+}, () => {
+  let hubs: RunningHub[] = []
+  let drop: () => Promise<void> = async () => {}
+  const clock = new ManualClock(Date.UTC(2026, 10, 30, 12))
+
+  before(async () => {
+    const db = await postgres!.fresh()
+    drop = db.drop
+    const config = loadConfig({
+      BATON_PORT: '0',
+      BATON_LOG_LEVEL: 'silent',
+      BATON_TRANSFER_REAP_INTERVAL_MS: String(3600_000),
+      ...db.env,
+    })
+    hubs = await Promise.all([
+      startHub(config, { clock, log: pino({ level: 'silent' }) }),
+      startHub(config, { clock, log: pino({ level: 'silent' }) }),
+    ])
+  })
+  after(async () => {
+    for (const hub of hubs) await hub.stop()
+    await drop()
+  })
+
+  test('each answer carries every event, whichever instance wrote it', async () => {
+    const [a, b] = hubs.map((h) => h.ctx.transfers) as [TransferService, TransferService]
+    const s = snapshot('two instances')
+    const id = (await a.create(OWNER, { snapshot: s })).transferId
+    const p = await a.mint(id, { scope: 'provision', ...params })
+    await a.provision(OWNER, id, { ...params, token: p.token })
+    await b.claim(RUNTIME, id)
+    const pushed = await a.push(RUNTIME, id, { checksum: checksumOfCanonical(canonicalJson(s)) })
+    assert.deepEqual(
+      pushed.events.map((e) => e.type),
+      ['staged', 'provisioned', 'claimed', 'pushed'],
+    )
+    const act = await b.mint(id, { scope: 'activate' })
+    await b.activate(OWNER, id, { token: act.token })
+    assert.deepEqual(
+      (await a.get(OWNER, id)).events.map((e) => e.type),
+      ['staged', 'provisioned', 'claimed', 'pushed', 'active'],
+    )
+    await b.lease(RUNTIME, id, { instance: 'process-b' })
+    assert.equal((await a.get(OWNER, id)).events.at(-1)?.type, 'started')
+    const ended = await a.terminate(id, {})
+    assert.deepEqual(
+      ended.events.map((e) => e.type),
+      ['staged', 'provisioned', 'claimed', 'pushed', 'active', 'started', 'terminated'],
+    )
+  })
+})

@@ -80,6 +80,9 @@ const ANSWERS_VIEW = new Set<TransferWrite['kind']>([
   'terminate',
 ])
 
+/** How many transfers' event logs an instance keeps in memory to answer from. */
+const KNOWN_LOGS = 4096
+
 const ownerKey = (owner: string, key: string) => `${owner}\0${key}`
 
 const fail = (error: BatonError): Outcome<never> => ({ ok: false, error })
@@ -199,9 +202,22 @@ export class TransferLifecycle {
     const viewed = [
       ...new Set([...present(ANSWERS_VIEW), ...[...w.keyed.values()].map((r) => r.id)]),
     ]
-    if (viewed.length > 0) {
-      for (const id of viewed) w.logs.set(id, [])
-      for (const e of await store.listEventsOf(db, viewed)) w.logs.get(e.transfer_id)!.push(e)
+    const priorVersion = new Map([...w.keyed.values()].map((r) => [r.id, r.version]))
+    const unknown: string[] = []
+    for (const id of viewed) {
+      const version = w.rows.get(id)?.version ?? priorVersion.get(id)
+      const known = this.logs.get(id)
+      // Every event bumps the version and its seq is the version after it, so a log whose last
+      // seq is the locked row's version is the whole log: no other instance wrote since.
+      if (known && version !== undefined && known.at(-1)?.seq === version) {
+        w.logs.set(id, [...known])
+      } else {
+        w.logs.set(id, [])
+        unknown.push(id)
+      }
+    }
+    if (unknown.length > 0) {
+      for (const e of await store.listEventsOf(db, unknown)) w.logs.get(e.transfer_id)!.push(e)
     }
 
     const outcomes: GroupOutcome<Outcome<unknown>>[] = []
@@ -211,12 +227,15 @@ export class TransferLifecycle {
       const value = this.decide(w, m)
       const fresh = w.events.slice(events)
       const spent = w.newUsage.length > reported ? w.rows.get(m.id)!.spent_micros : undefined
+      const first = outcomes.length === 0
       outcomes.push({
         ok: true,
         value,
-        ...(fresh.length > 0 || spent !== undefined
-          ? { after: () => this.announce(m.id, fresh, spent, w.now) }
-          : {}),
+        after: () => {
+          // Only what committed is remembered, so a group rolled back leaves nothing behind.
+          if (first) this.remember(w)
+          if (fresh.length > 0 || spent !== undefined) this.announce(m.id, fresh, spent, w.now)
+        },
       })
     }
 
@@ -231,6 +250,30 @@ export class TransferLifecycle {
     await store.useTokens(db, w.tokenUses)
     await store.insertUsages(db, w.newUsage)
     return outcomes
+  }
+
+  /** Event logs as last committed here, newest last; checked against the version on each use. */
+  private readonly logs = new Map<string, TransferEventRow[]>()
+
+  /** A transfer's whole event log: as committed here when no instance wrote since, else read. */
+  async eventsOf(row: TransferRow): Promise<TransferEventRow[]> {
+    const known = this.logs.get(row.id)
+    if (known && known.at(-1)?.seq === row.version) return known
+    const log = await store.listEvents(this.deps.database.db, row.id)
+    // Committed rows, read whole: as good to answer from as the ones written here.
+    if (log.length > 0 && log.at(-1)!.seq >= row.version) this.keep(row.id, log)
+    return log
+  }
+
+  private remember(w: WriteSet): void {
+    for (const [id, log] of w.logs) if (log.length > 0) this.keep(id, log)
+  }
+
+  /** Keeps a log as the newest; the least recently kept go first past the bound. */
+  private keep(id: string, log: TransferEventRow[]): void {
+    this.logs.delete(id)
+    this.logs.set(id, log)
+    if (this.logs.size > KNOWN_LOGS) this.logs.delete(this.logs.keys().next().value!)
   }
 
   /** After commit: one event per transition, and the spend hint for live views. */

@@ -28,7 +28,7 @@ import type { WaitRegistry } from '../events/wait.js'
 import { assertAdmitted, principalTopic } from '../identity/admission.js'
 import type { Database } from '../store/database.js'
 import type { TransferRow } from '../store/schema.js'
-import type { Tx, WriteBatcher } from '../store/transaction.js'
+import type { WriteBatcher } from '../store/transaction.js'
 import { parseInput } from '../validation.js'
 import { TransferLifecycle } from './lifecycle.js'
 import { assertNoSecrets } from './secrets.js'
@@ -117,7 +117,7 @@ export class TransferService {
       await this.lifecycle.run({ kind: 'expire', id })
       row = await this.visible(caller, id)
     }
-    return this.viewOf(this.deps.database.db, row)
+    return toView(row, await this.lifecycle.eventsOf(row))
   }
 
   /** Transfers the caller owns or runs, newest first (without their event logs). */
@@ -394,10 +394,6 @@ export class TransferService {
       throw notFound(id)
     }
     return row
-  }
-
-  private async viewOf(db: Tx['db'], row: TransferRow): Promise<TransferView> {
-    return toView(row, await store.listEvents(db, row.id))
   }
 
   private assertTier(p: { tier: string; budgetMicros: number; rateMicrosPerSecond: number }) {
