@@ -157,21 +157,27 @@ export class TransferLifecycle {
     const w = new WriteSet(this.deps.clock.now())
     // A create's id is new: only the writes on existing transfers lock and read rows.
     const ids = [...new Set(inputs.filter((m) => m.kind !== 'create').map((m) => m.id))].sort()
+    const tokens = inputs.some((m) => m.kind === 'provision' || m.kind === 'activate')
+    const content = [...new Set(inputs.filter((m) => m.kind === 'push').map((m) => m.id))]
     const rows =
       ids.length === 0
         ? []
-        : await store.lockTransfers(db, ids, this.deps.database.caps.lockRowsForUpdate)
-    for (const r of rows) {
-      w.rows.set(r.id, { ...r })
+        : await store.lockTransfers(db, ids, {
+            lock: this.deps.database.caps.lockRowsForUpdate,
+            tokens,
+            content,
+          })
+    for (const { provision_jti, activate_jti, content: text, ...r } of rows) {
+      w.rows.set(r.id, r)
       w.readVersion.set(r.id, r.version)
+      // A token is bound to its transfer and scope, so these are the only uses it can collide with.
+      if (provision_jti) w.usedJtis.add(provision_jti)
+      if (activate_jti) w.usedJtis.add(activate_jti)
+      if (typeof text === 'string') w.snapshots.set(r.id, text)
     }
     const present = (kinds: Set<TransferWrite['kind']>) => [
       ...new Set(inputs.filter((m) => kinds.has(m.kind) && w.rows.has(m.id)).map((m) => m.id)),
     ]
-    const jtis = inputs.flatMap((m) =>
-      (m.kind === 'provision' || m.kind === 'activate') && w.rows.has(m.id) ? [m.jti] : [],
-    )
-    if (jtis.length > 0) for (const j of await store.usedTokens(db, jtis)) w.usedJtis.add(j)
     const reports = inputs.filter(
       (m): m is TransferWrite & { kind: 'usage' } => m.kind === 'usage' && w.rows.has(m.id),
     )
@@ -182,11 +188,6 @@ export class TransferLifecycle {
         [...new Set(reports.map((m) => m.key))],
       )
       for (const u of found) w.usage.set(usageKey(u.transfer_id, u.idempotency_key), u)
-    }
-    const pushed = present(new Set(['push']))
-    if (pushed.length > 0) {
-      for (const s of await store.readSnapshots(db, pushed))
-        w.snapshots.set(s.transfer_id, s.content)
     }
     const keyed = inputs.filter(
       (m): m is TransferWrite & { kind: 'create' } => m.kind === 'create' && m.key !== undefined,

@@ -126,15 +126,60 @@ export async function countByState(db: Db): Promise<Record<string, number>> {
   return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]))
 }
 
-/** The transfers of a group of writes, in id order, locked for update where rows lock. */
-export async function lockTransfers(db: Db, ids: string[], lock: boolean): Promise<TransferRow[]> {
+/** A transfer as a group of writes reads it, with what its writes need beside the row. */
+export interface LockedTransfer extends TransferRow {
+  /** The tokens used on it, one per scope at most (each token-gated move happens once). */
+  provision_jti?: string | null
+  activate_jti?: string | null
+  /** The snapshot's canonical content, when asked for. */
+  content?: string | null
+}
+
+/**
+ * The transfers of a group of writes, in id order, locked for update where rows lock; with the
+ * tokens used on them when `tokens`, and the snapshot content of those in `content`, so a group
+ * reads what it decides on in one statement.
+ */
+export async function lockTransfers(
+  db: Db,
+  ids: string[],
+  m: { lock: boolean; tokens: boolean; content: string[] },
+): Promise<LockedTransfer[]> {
   return db
     .selectFrom('transfers')
-    .selectAll()
-    .where('id', 'in', ids)
-    .orderBy('id')
-    .$if(lock, (qb) => qb.forUpdate())
-    .execute()
+    .selectAll('transfers')
+    .$if(m.tokens, (qb) =>
+      qb.select((eb) =>
+        (['provision', 'activate'] as const).map((scope) =>
+          eb
+            .selectFrom('transfer_token_uses')
+            .select('transfer_token_uses.jti')
+            .whereRef('transfer_token_uses.transfer_id', '=', 'transfers.id')
+            .where('transfer_token_uses.scope', '=', scope)
+            .limit(1)
+            .as(`${scope}_jti`),
+        ),
+      ),
+    )
+    .$if(m.content.length > 0, (qb) =>
+      qb.select((eb) =>
+        eb
+          .case()
+          .when('transfers.id', 'in', m.content)
+          .then(
+            eb
+              .selectFrom('transfer_snapshots')
+              .select('transfer_snapshots.content')
+              .whereRef('transfer_snapshots.transfer_id', '=', 'transfers.id'),
+          )
+          .end()
+          .as('content'),
+      ),
+    )
+    .where('transfers.id', 'in', ids)
+    .orderBy('transfers.id')
+    .$if(m.lock, (qb) => qb.forUpdate('transfers'))
+    .execute() as Promise<LockedTransfer[]>
 }
 
 /** The event logs of many transfers, each in order. */
@@ -148,16 +193,6 @@ export async function listEventsOf(db: Db, ids: string[]): Promise<TransferEvent
     .execute()
 }
 
-/** Which of `jtis` were already used. */
-export async function usedTokens(db: Db, jtis: string[]): Promise<string[]> {
-  const rows = await db
-    .selectFrom('transfer_token_uses')
-    .select('jti')
-    .where('jti', 'in', jtis)
-    .execute()
-  return rows.map((r) => r.jti)
-}
-
 /** Usage reports of any of `ids` under any of `keys` (a superset of the pairs asked for). */
 export async function findUsages(
   db: Db,
@@ -169,18 +204,6 @@ export async function findUsages(
     .selectAll()
     .where('transfer_id', 'in', ids)
     .where('idempotency_key', 'in', keys)
-    .execute()
-}
-
-/** The canonical snapshot content of many transfers. */
-export async function readSnapshots(
-  db: Db,
-  ids: string[],
-): Promise<{ transfer_id: string; content: string }[]> {
-  return db
-    .selectFrom('transfer_snapshots')
-    .select(['transfer_id', 'content'])
-    .where('transfer_id', 'in', ids)
     .execute()
 }
 
