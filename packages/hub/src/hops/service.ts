@@ -2,6 +2,7 @@ import { createHash, sign } from 'node:crypto'
 import {
   applyStatus,
   DEFAULT_SKEW_MS,
+  grantDigest,
   type Handoff,
   type HandoffVerification,
   isNonterminalRejection,
@@ -19,12 +20,15 @@ import {
   type AnsweredHopView,
   AnswerHandoffInput,
   BatonError,
+  type GrantOutcomeView,
+  type GrantView,
   HOP_LIMITS,
   HOP_RECEIPT_TYPE,
   type HopChainView,
   type HopDeliveryView,
   type HopInboxView,
   type HopView,
+  hubGrantOctets,
   type OfferedHopView,
   OfferHandoffInput,
 } from '@baton/protocol'
@@ -50,6 +54,8 @@ export interface HopDeps {
   signer: HubSigner
   /** How the hub checks an offer's references (the binding to resources, handoffs, transfers). */
   refs?: (caller: string) => RefPolicy | undefined
+  /** The grants a principal issued or holds, against which an offer's `grant` is checked. */
+  grants?: { list(principal: string): Promise<{ capabilities: GrantView[] }> }
 }
 
 /** The event topic of a principal's hop inbox; an event is a hint to re-read. */
@@ -562,6 +568,22 @@ export class HopService {
     return `${header}.${body}.${signature.toString('base64url')}`
   }
 
+  /**
+   * The offer's `grant` as checked now, against the grants its delegator issued or holds: a grant
+   * is never deleted and its terms never change, so only its status (revoked, expired) moves.
+   */
+  // seed 003: grant is the digest of a credential; a receiver must not report verified unchecked
+  private async grantOutcome(row: HopRow): Promise<GrantOutcomeView | null> {
+    const digest = claimOf(row.element, 'grant')
+    if (digest === undefined) return null
+    if (this.deps.grants === undefined) return { digest, outcome: 'not-checked' }
+    const { capabilities } = await this.deps.grants.list(row.iss)
+    const grant = capabilities.find((g) => grantDigest(hubGrantOctets(g)) === digest)
+    // A grant the delegator may not see digests nothing here, exactly like no grant at all.
+    if (grant === undefined) return { digest, outcome: 'unverifiable' }
+    return { digest, outcome: 'verified', status: grant.status }
+  }
+
   private async toView(db: Db, row: HopRow): Promise<HopView> {
     const statuses = await store.statusesOf(db, row.digest)
     const now = this.deps.clock.now()
@@ -584,6 +606,7 @@ export class HopService {
       offer: row.element,
       chain: JSON.parse(row.chain) as string[],
       refs: JSON.parse(row.refs),
+      grant: await this.grantOutcome(row),
       receipt: row.receipt,
       statuses: statuses.map(toStatusView),
       lastStatus: statuses.at(-1)?.element ?? null,
@@ -638,6 +661,11 @@ function toStatusView(row: HopStatusRow) {
  * checks parse the element in full afterwards, so only the payload is decoded here.
  */
 function issuerOf(element: string): string | undefined {
+  return claimOf(element, 'iss')
+}
+
+/** One string member of a JWS element's payload, unverified; undefined when absent. */
+function claimOf(element: string, member: string): string | undefined {
   if (element.length > HOP_LIMITS.maxElementOctets) return undefined
   const first = element.indexOf('.')
   const second = element.indexOf('.', first + 1)
@@ -646,7 +674,8 @@ function issuerOf(element: string): string | undefined {
     const payload = JSON.parse(
       Buffer.from(element.slice(first + 1, second), 'base64url').toString('utf8'),
     )
-    return typeof payload?.iss === 'string' ? payload.iss : undefined
+    const value = payload?.[member]
+    return typeof value === 'string' ? value : undefined
   } catch {
     return undefined
   }
