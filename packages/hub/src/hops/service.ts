@@ -365,12 +365,13 @@ export class HopService {
   /**
    * The trust configuration for these elements: each issuer that is an admitted did:key is
    * trusted with the key its identifier names, under the `kid` of the identifier itself or of its
-   * DID URL (`did:key:z…#z…`). Any other issuer is untrusted.
+   * DID URL (`did:key:z…#z…`). Any other issuer is untrusted. The issuers looked up are those the
+   * elements' `kid`s name, so no payload is decoded before the checks decode it.
    */
   private async trustFor(elements: readonly string[]): Promise<TrustStore> {
     const issuers = new Set<string>()
     for (const e of elements) {
-      const iss = issuerOf(e)
+      const iss = kidIssuerOf(e)
       if (iss !== undefined) issuers.add(iss)
     }
     const admitted = [...(await store.admittedAmong(this.deps.database.db, [...issuers]))].sort()
@@ -656,9 +657,35 @@ function toStatusView(row: HopStatusRow) {
   }
 }
 
+const KID_CACHE_SIZE = 1024
+/** Issuers by protected-header text: every signer repeats its header on every element. */
+const kidIssuers = new Map<string, string | undefined>()
+
 /**
- * The unverified `iss` of a JWS element, to find its key; undefined when it does not parse. The
- * checks parse the element in full afterwards, so only the payload is decoded here.
+ * The did:key a JWS element's `kid` names (the identifier itself or its DID URL), unverified and
+ * read from the protected header alone: it only picks which admitted keys the checks may use, and
+ * an element whose `iss` is not the issuer its `kid` names is untrusted either way.
+ */
+function kidIssuerOf(element: string): string | undefined {
+  const dot = element.indexOf('.')
+  if (dot <= 0 || element.length > HOP_LIMITS.maxElementOctets) return undefined
+  const header = element.slice(0, dot)
+  if (kidIssuers.has(header)) return kidIssuers.get(header)
+  let issuer: string | undefined
+  try {
+    const kid = JSON.parse(Buffer.from(header, 'base64url').toString('utf8'))?.kid
+    if (typeof kid === 'string' && kid.startsWith('did:key:')) issuer = kid.split('#', 1)[0]
+  } catch {
+    issuer = undefined
+  }
+  if (kidIssuers.size >= KID_CACHE_SIZE) kidIssuers.clear()
+  kidIssuers.set(header, issuer)
+  return issuer
+}
+
+/**
+ * The unverified `iss` of a JWS element, to tell who posts it; undefined when it does not parse.
+ * The checks parse the element in full afterwards, so only the payload is decoded here.
  */
 function issuerOf(element: string): string | undefined {
   return claimOf(element, 'iss')
