@@ -206,7 +206,8 @@ async function assemble(
     clock,
     bus,
     signer: hubSigner,
-    refs: (sender) => hubRefPolicy({ resources, transfers }, sender),
+    refs: (sender) => hubRefPolicy({ resources, transfers, grants }, sender),
+    grants,
   })
   // seed 004: insolvent transfers end within seconds of their grace, not at the next cron.
   const reaperJob = startPeriodic(

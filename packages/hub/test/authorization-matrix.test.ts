@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { type SignedClient, signedFetch } from '@baton/client'
+import { hopSigner, type SignedClient, signedFetch } from '@baton/client'
+import { signOffer, signStatus } from '@baton/context'
 import { ERRORS, type ErrorCode } from '@baton/protocol'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
@@ -339,6 +340,27 @@ for (const store of testStores) {
       f.provisionToken = await mint(f.transfer, { scope: 'provision', ...f.tier })
       f.activateToken = await mint(f.transfer, { scope: 'activate' })
       f.terminable = await stage('to terminate')
+
+      // A real hop: the owner's signed offer to granteeRead, which granteeRead accepted.
+      const hopNow = () => clock.now()
+      const offer = signOffer({
+        signer: await hopSigner(owner.identity),
+        aud: agents.granteeRead.principal,
+        dialog: 'ctx-matrix',
+        ttlS: 300,
+        now: hopNow,
+      })
+      f.hopOffer = offer.element as string
+      f.hopDigest = offer.digest
+      f.hopDelegate = agents.granteeRead.principal
+      await owner.call('POST', '/v1/hops', { to: f.hopDelegate, handoff: { offer: f.hopOffer } })
+      f.hopStatus = signStatus({
+        signer: await hopSigner(agents.granteeRead.identity),
+        offer: f.hopOffer,
+        state: 'accepted',
+        now: hopNow,
+      }).element as string
+      await agents.granteeRead.call('POST', '/v1/hops/statuses', { status: f.hopStatus })
 
       const now = () => Math.floor(clock.now() / 1000)
       mcp.anonymous = await mcpClient()

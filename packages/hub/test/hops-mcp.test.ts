@@ -7,7 +7,14 @@ import {
   type SignedClient,
   signedFetch,
 } from '@baton/client'
-import { signOffer, signStatus } from '@baton/context'
+import {
+  MCP_META_KEY,
+  readMcpStatus,
+  signOffer,
+  signStatus,
+  toHandoff,
+  withMcpHandoff,
+} from '@baton/context'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js'
@@ -68,6 +75,84 @@ for (const store of testStores) {
       clients.push(client)
       const names = new Set((await client.listTools()).tools.map((t) => t.name))
       for (const name of TOOLS) assert.equal(names.has(name), false, name)
+    })
+
+    test('offer_handoff reads the Handoff object from _meta; the status rides back in _meta', async () => {
+      const planner = await signedAgent(hub)
+      const coder = await signedAgent(hub)
+      const p = await streamable(planner)
+      const c = await streamable(coder)
+      const offer = signOffer({
+        signer: await hopSigner(planner.identity),
+        aud: coder.principal,
+        dialog: 'ctx-meta',
+        task: 'task-42',
+      })
+      const handoff = toHandoff(offer)
+      // seed 003: the Handoff object under the carrying key in the request params' _meta
+      const carried = withMcpHandoff(
+        { name: 'offer_handoff', arguments: { to: coder.principal } },
+        handoff,
+      )
+      const first = await p.callTool(carried)
+      const offered = toolAnswer(first)
+      assert.equal(offered.isError, false, JSON.stringify(offered.body))
+      assert.equal((offered.body.hop as { digest: string }).digest, offer.digest)
+      assert.equal(offered.body.retransmission, false)
+      assert.equal(readMcpStatus(first), undefined)
+      const inbox = toolAnswer(await c.callTool({ name: 'list_hop_inbox', arguments: {} }))
+      assert.deepEqual(
+        (inbox.body.deliveries as { element: string }[]).map((d) => d.element),
+        [offer.element],
+      )
+
+      const accepted = signStatus({
+        signer: await hopSigner(coder.identity),
+        offer: offer.element,
+        state: 'accepted',
+      })
+      await c.callTool({ name: 'answer_handoff', arguments: { status: accepted.element } })
+      // A delegator over MCP learns of a later status by retransmitting: it rides in _meta.
+      const again = await p.callTool(carried)
+      assert.equal(toolAnswer(again).body.retransmission, true)
+      assert.deepEqual(readMcpStatus(again), { status: accepted.element })
+      assert.deepEqual((again._meta as Record<string, unknown>)[MCP_META_KEY], {
+        status: accepted.element,
+      })
+      // The same Handoff in both places is one offer; different ones are refused.
+      const both = await p.callTool({
+        ...carried,
+        arguments: { to: coder.principal, handoff: { offer: offer.element } },
+      })
+      assert.equal(toolAnswer(both).body.retransmission, true)
+      const other = signOffer({
+        signer: await hopSigner(planner.identity),
+        aud: coder.principal,
+        dialog: 'ctx-meta',
+      })
+      for (const params of [
+        { ...carried, arguments: { to: coder.principal, handoff: { offer: other.element } } },
+        { ...carried, _meta: { [MCP_META_KEY]: { offer: 42 } } },
+        { name: 'offer_handoff', arguments: { to: coder.principal } },
+      ]) {
+        const refused = toolAnswer(await p.callTool(params))
+        assert.equal(refused.isError, true)
+        assert.equal(refused.body.code, 'invalid_request', JSON.stringify(params))
+      }
+      const unsigned = toolAnswer(
+        await p.callTool(
+          withMcpHandoff(
+            { name: 'offer_handoff', arguments: { to: coder.principal } },
+            { offer: 'not.a.jws' },
+          ),
+        ),
+      )
+      assert.equal(unsigned.body.code, 'hop_refused')
+      assert.equal(unsigned.body.reason, 'bad-signature')
+      // Over HTTP the Handoff object is required in the body.
+      const bare = await planner.request('POST', '/v1/hops', { to: coder.principal })
+      assert.equal(bare.status, 400)
+      assert.equal((bare.body as { code: string }).code, 'invalid_request')
     })
 
     for (const [face, connect] of [

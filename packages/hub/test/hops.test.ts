@@ -12,13 +12,15 @@ import {
 import {
   createDigestRef,
   createSigner,
+  grantDigest,
   type Handoff,
   handoffDigest,
+  type Ref,
   signOffer,
   signStatus,
   toHandoff,
 } from '@baton/context'
-import type { HopView } from '@baton/protocol'
+import { type GrantView, type HopView, hubGrantOctets } from '@baton/protocol'
 import { ManualClock } from '../src/clock.js'
 import {
   call,
@@ -434,6 +436,104 @@ for (const store of testStores) {
         )
         assert.equal(r.code, 'hop_refused')
         assert.equal(r.context.reason, 'unverifiable-ref')
+      }
+    })
+
+    test("an offer's grant is checked against the grants its delegator issued or holds", async () => {
+      const resource = async (owner: Agent) =>
+        owner.client.call<{ id: string }>('POST', '/v1/resources', {
+          namespace: 'plans',
+          kind: 'plan',
+          data: { step: 1 },
+        })
+      const issue = (owner: Agent, resourceId: string, subject: string, ttlMs: number) =>
+        owner.client.call<GrantView>('POST', '/v1/capabilities', {
+          resourceId,
+          subject,
+          actions: ['resource:read'],
+          expiresAt: new Date(clock.now() + ttlMs).toISOString(),
+        })
+      const mine = await resource(assistant)
+      const theirs = await resource(outsider)
+      const issued = await issue(assistant, mine.id, planner.principal, 3_600_000)
+      const short = await issue(assistant, mine.id, planner.principal, 60_000)
+      const hidden = await issue(outsider, theirs.id, coder.principal, 3_600_000)
+      const digestOf = (g: GrantView) => grantDigest(hubGrantOctets(g))
+      const offer = (grant: string, refs?: Ref[]) =>
+        assistant.hops.offer({
+          to: planner.principal,
+          dialog: 'ctx-grant',
+          grant,
+          ...(refs === undefined ? {} : { refs }),
+          now,
+        })
+
+      const bound = await offer(digestOf(issued))
+      assert.deepEqual(bound.answer.hop.grant, {
+        digest: digestOf(issued),
+        outcome: 'verified',
+        status: 'active',
+      })
+      assert.deepEqual((await planner.hops.read(bound.signed.digest)).grant, bound.answer.hop.grant)
+      // Held, not issued: the planner's own offer onward binds the grant it holds.
+      const onward = await planner.hops.offer({
+        to: coder.principal,
+        dialog: 'ctx-grant',
+        grant: digestOf(issued),
+        after: bound.handoff,
+        now,
+      })
+      assert.equal(onward.answer.hop.grant?.outcome, 'verified')
+
+      await assistant.client.call('DELETE', `/v1/capabilities/${issued.id}`)
+      assert.deepEqual((await planner.hops.read(bound.signed.digest)).grant, {
+        digest: digestOf(issued),
+        outcome: 'verified',
+        status: 'revoked',
+      })
+      const lapsing = await offer(digestOf(short))
+      assert.equal(lapsing.answer.hop.grant?.status, 'active')
+      clock.advance(61_000)
+      assert.deepEqual((await assistant.hops.read(lapsing.signed.digest)).grant, {
+        digest: digestOf(short),
+        outcome: 'verified',
+        status: 'expired',
+      })
+
+      // A grant the delegator may not see answers exactly like a digest of nothing at all.
+      const unseen = await offer(digestOf(hidden))
+      const nothing = await offer(createDigestRef('no such grant').digest)
+      assert.deepEqual(unseen.answer.hop.grant, {
+        digest: digestOf(hidden),
+        outcome: 'unverifiable',
+      })
+      assert.deepEqual(nothing.answer.hop.grant, {
+        digest: createDigestRef('no such grant').digest,
+        outcome: 'unverifiable',
+      })
+      assert.equal(unseen.answer.hop.state, nothing.answer.hop.state)
+      const plain = await assistant.hops.offer({ to: planner.principal, dialog: 'ctx-grant', now })
+      assert.equal(plain.answer.hop.grant, null)
+
+      // A `digest` ref naming a grant is checked over its terms, like a resource version.
+      const grantRef = (g: GrantView) => ({ ...createDigestRef(hubGrantOctets(g)), grant: g.id })
+      const named = await offer(digestOf(short), [grantRef(short)])
+      assert.deepEqual(
+        named.answer.hop.refs.map((r) => r.outcome),
+        ['verified'],
+      )
+      const mismatch = await refusal(
+        offer(digestOf(short), [{ ...grantRef(short), digest: digestOf(hidden) }]),
+      )
+      assert.equal(mismatch.context.reason, 'ref-mismatch')
+      const refusals = []
+      for (const ref of [grantRef(hidden), { ...grantRef(short), grant: 'gr_nosuchgrant' }]) {
+        refusals.push(await refusal(offer(digestOf(short), [ref])))
+      }
+      for (const r of refusals) {
+        assert.equal(r.code, 'hop_refused')
+        assert.equal(r.context.reason, 'unverifiable-ref')
+        assert.equal(r.context.check, 'refs')
       }
     })
 

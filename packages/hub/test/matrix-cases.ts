@@ -62,6 +62,14 @@ export interface Fixture {
   /** Live tokens for the transfer, for moves its state refuses. */
   provisionToken: string
   activateToken: string
+  /** A signed offer (JWS) from the owner to `granteeRead`, delivered by the hub. */
+  hopOffer: string
+  /** Its handoff digest. */
+  hopDigest: string
+  /** The principal of its delegate, `granteeRead`. */
+  hopDelegate: string
+  /** The delegate's signed `accepted` status for it, witnessed by the hub. */
+  hopStatus: string
 }
 
 /**
@@ -99,6 +107,7 @@ export const HIDDEN_CODES: ErrorCode[] = [
   'grant_not_found',
   'message_not_found',
   'transfer_not_found',
+  'hop_not_found',
 ]
 
 /** An id of the same shape as `id` that names nothing: its last letter or digit changed. */
@@ -376,27 +385,30 @@ export const CASES: Record<string, Case> = {
       args: { path: 'matrix/owner.json', expectedRevision: 7 },
     }),
   },
-  // Seed 003 hops: what a signed offer or status may do is tested in hops.test.ts with three
-  // agents; here each operation's auth, and an element that is not a signed one is refused.
+  // Seed 003 hops, on a real hop from the owner to granteeRead that granteeRead accepted: only
+  // the offer's iss may post it (again: a retransmission), only the status's iss may post that,
+  // and a third party reads and answers nothing it could tell from a missing hop.
   offerHandoff: {
     request: (f) => ({
       path: '/v1/hops',
-      body: { to: f.principal, handoff: { offer: 'not.a.jws' } },
+      body: { to: f.hopDelegate, handoff: { offer: f.hopOffer } },
     }),
-    expect: { others: 'hop_refused' },
+    expect: { owner: 'ok', others: 'hop_refused' },
   },
   answerHandoff: {
-    request: () => ({ path: '/v1/hops/statuses', body: { status: 'not.a.jws' } }),
-    expect: { others: 'hop_refused' },
+    request: (f) => ({ path: '/v1/hops/statuses', body: { status: f.hopStatus } }),
+    expect: { granteeRead: 'ok', owner: 'hop_refused', others: 'hop_not_found' },
   },
   listHopInbox: { request: get('/v1/hops/inbox'), expect: {} },
   readHop: {
-    request: get('/v1/hops/sha-256%3Amissing'),
-    expect: { others: 'hop_not_found' },
+    request: (f) => ({ path: `/v1/hops/${f.hopDigest}` }),
+    expect: { owner: 'ok', granteeRead: 'ok', others: 'hop_not_found' },
+    hides: (f) => f.hopDigest,
   },
   readHopChain: {
-    request: get('/v1/hops/sha-256%3Amissing/chain'),
-    expect: { others: 'hop_not_found' },
+    request: (f) => ({ path: `/v1/hops/${f.hopDigest}/chain` }),
+    expect: { owner: 'ok', granteeRead: 'ok', others: 'hop_not_found' },
+    hides: (f) => f.hopDigest,
   },
   // Compute (seed 000 json-expr-v1): the matrix hub runs no compute runtime and admits no remote
   // one, so a submit finds no worker and runtime calls are refused; jobs.test covers the rest.

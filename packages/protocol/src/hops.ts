@@ -1,4 +1,6 @@
 import { z } from 'zod'
+import { canonicalJson } from './canonical-json.js'
+import type { GrantView } from './resources.js'
 
 /**
  * The `typ` header of a hop receipt: a compact JWS signed with the hub's Ed25519 key, as a
@@ -59,6 +61,39 @@ export const RefOutcomeView = z.object({
   outcome: z.enum(['verified', 'mismatch', 'unverifiable', 'not-checked']),
 })
 
+/**
+ * The octets of a hub grant that an offer's `grant` digests: the RFC 8785 canonical JSON of the
+ * grant's terms, which never change once it is issued (its revocation and status are not terms).
+ * @example const grant = grantDigest(hubGrantOctets(view))
+ */
+export function hubGrantOctets(grant: Omit<GrantView, 'revokedAt' | 'status'>): string {
+  return canonicalJson({
+    id: grant.id,
+    resourceId: grant.resourceId,
+    issuer: grant.issuer,
+    subject: grant.subject,
+    actions: grant.actions,
+    delegable: grant.delegable,
+    expiresAt: grant.expiresAt,
+    parentId: grant.parentId,
+    createdAt: grant.createdAt,
+  })
+}
+
+/**
+ * What the hub reports for an offer's `grant` (seed 003: never verified without the check):
+ * `verified` when it is the digest of a hub grant the delegator issued or holds, with that grant's
+ * status now; `unverifiable` when it digests no such grant (another system's credential, a grant
+ * the delegator may not see, or none at all answer alike); `not-checked` when the hub checks none.
+ */
+export const GrantOutcomeView = z.object({
+  digest: z.string(),
+  outcome: z.enum(['verified', 'mismatch', 'unverifiable', 'not-checked']),
+  status: z.enum(['active', 'expired', 'revoked']).optional(),
+})
+/** A grant outcome. */
+export type GrantOutcomeView = z.infer<typeof GrantOutcomeView>
+
 /** One status the hub accepted for a hop. */
 export const HopStatusView = z.object({
   digest: z.string(),
@@ -84,6 +119,9 @@ export const HopView = z.object({
   offer: z.string().describe('The signed offer exactly as received'),
   chain: z.array(z.string()).describe('The carried chain, oldest first, verbatim'),
   refs: z.array(RefOutcomeView),
+  grant: GrantOutcomeView.nullable().describe(
+    "The offer's grant member as checked; null when none",
+  ),
   receipt: z.string().describe('The hub receipt for the delivery of the offer'),
   statuses: z.array(HopStatusView),
   lastStatus: z.string().nullable().describe('The last status, to resend as identical octets'),

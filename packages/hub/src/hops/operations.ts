@@ -1,6 +1,9 @@
+import { MCP_META_KEY, readMcpHandoff, toStatusJson } from '@baton/context'
 import {
   AnsweredHopView,
   AnswerHandoffInput,
+  BatonError,
+  HandoffObject,
   HopChainView,
   HopInboxView,
   HopView,
@@ -17,6 +20,46 @@ const HopDigest = z.strictObject({
   digest: z.string().max(256).describe('The handoff digest of the offer (seed 003)'),
 })
 
+/**
+ * The offer body as declared: over MCP the Handoff object may ride in the request's `_meta`
+ * instead, so the declaration lets it be absent and the service refuses a request with neither.
+ */
+const OfferHandoffBody = OfferHandoffInput.extend({
+  handoff: HandoffObject.optional().describe(
+    `The Handoff object; required, except over MCP where it may ride in _meta under "${MCP_META_KEY}"`,
+  ),
+})
+
+/**
+ * seed 003 (MCP carrying): the Handoff object goes under the carrying key in the `_meta` of the
+ * request params, and a status under the same key in the CallToolResult's `_meta`. The hub signs
+ * no status of its own; the result carries the hop's last status, which is how a delegator over
+ * MCP learns of a later one by retransmitting.
+ */
+const offerMeta = {
+  read(args: Record<string, unknown>, meta: Record<string, unknown>): Record<string, unknown> {
+    if (!(MCP_META_KEY in meta)) return args
+    let handoff: unknown
+    try {
+      handoff = readMcpHandoff(meta)
+    } catch {
+      throw new BatonError('invalid_request', 'The Handoff object in _meta is malformed', {
+        field: '_meta',
+      })
+    }
+    if (args.handoff !== undefined && JSON.stringify(args.handoff) !== JSON.stringify(handoff)) {
+      throw new BatonError('invalid_request', 'The arguments and _meta carry different handoffs', {
+        field: 'handoff',
+      })
+    }
+    return { ...args, handoff }
+  },
+  write(result: unknown): Record<string, unknown> | undefined {
+    const status = (result as OfferedHopView | undefined)?.hop.lastStatus
+    return status ? { [MCP_META_KEY]: toStatusJson(status) } : undefined
+  },
+}
+
 /** seed 003: the seven checks on an offer, with the admitted principals as trust; then delivery. */
 export const offerHandoff = defineOperation({
   name: 'offerHandoff',
@@ -29,15 +72,16 @@ export const offerHandoff = defineOperation({
   method: 'POST',
   path: '/v1/hops',
   auth: 'signature',
-  body: OfferHandoffInput,
+  body: OfferHandoffBody,
   output: OfferedHopView,
   errors: ['hop_refused', 'recipient_unknown'],
   tool: {
     name: 'offer_handoff',
     title: 'Offer a signed handoff',
     description:
-      'Hand work to another agent with a signed offer (and the chain before it). The hub checks signature, audience, freshness, replay, chain and references, and refuses with the draft reason code. Resending the identical offer answers its current state.',
+      'Hand work to another agent with a signed offer (and the chain before it), in the arguments or in _meta under the signed handoff context key. The hub checks signature, audience, freshness, replay, chain and references, and refuses with the draft reason code. Resending the identical offer answers its current state.',
     annotations: { destructiveHint: false, idempotentHint: true },
+    meta: offerMeta,
   },
   run: (ctx, caller, { body }) => ctx.hops.offer(signer(caller), body),
 })

@@ -1,5 +1,6 @@
 import type { Ref, RefMaterial, RefPolicy } from '@baton/context'
-import { canonicalJson } from '@baton/protocol'
+import { canonicalJson, hubGrantOctets } from '@baton/protocol'
+import type { GrantService } from '../grants/service.js'
 import type { ResourceService } from '../resources/service.js'
 import type { TransferService } from '../transfers/service.js'
 
@@ -7,6 +8,7 @@ import type { TransferService } from '../transfers/service.js'
 export interface RefSources {
   resources: Pick<ResourceService, 'history'>
   transfers: Pick<TransferService, 'snapshot'>
+  grants: Pick<GrantService, 'list'>
 }
 
 /** What a `digest` ref names in this hub, from its members; undefined for anything else. */
@@ -14,11 +16,12 @@ export type HubRef =
   | { type: 'resource'; id: string; version: number }
   | { type: 'transfer'; id: string }
   | { type: 'handoff'; id: string }
+  | { type: 'grant'; id: string }
 
 /**
  * Reads the hub object a ref names: `{ kind: 'digest', resource, version }` a resource version,
  * `{ kind: 'digest', transfer }` a transfer's snapshot, `{ kind: 'digest', handoff }` a token
- * handoff's payload.
+ * handoff's payload, `{ kind: 'digest', grant }` a grant's terms (`hubGrantOctets`).
  */
 export function hubRef(ref: Ref): HubRef | undefined {
   if (ref.kind !== 'digest') return undefined
@@ -29,12 +32,13 @@ export function hubRef(ref: Ref): HubRef | undefined {
   }
   if (typeof ref.transfer === 'string') return { type: 'transfer', id: ref.transfer }
   if (typeof ref.handoff === 'string') return { type: 'handoff', id: ref.handoff }
+  if (typeof ref.grant === 'string') return { type: 'grant', id: ref.grant }
   return undefined
 }
 
 /**
- * The hub's reference policy for an offer from `sender`: a ref naming a resource version or a
- * transfer must verify over the exact stored octets, read as the sender may read them; one the
+ * The hub's reference policy for an offer from `sender`: a ref naming a resource version, a
+ * transfer or a grant (one the sender issued or holds) must verify over the exact stored octets, read as the sender may read them; one the
  * sender may not read is unverifiable, like one that does not exist. A token handoff is read only
  * with its bearer token, which no offer may carry, so its refs are reported unverifiable and do
  * not refuse the offer, nor do `digest` refs naming nothing in the hub (the hub holds no octets
@@ -61,6 +65,11 @@ export function hubRefPolicy(sources: RefSources, sender: string): RefPolicy {
           // A snapshot is stored as its RFC 8785 canonical JSON, the octets its checksum covers.
           const { snapshot } = await sources.transfers.snapshot(sender, named.id)
           return { content: canonicalJson(snapshot) }
+        }
+        if (named.type === 'grant') {
+          const { capabilities } = await sources.grants.list(sender)
+          const grant = capabilities.find((g) => g.id === named.id)
+          return grant && { content: hubGrantOctets(grant) }
         }
       } catch {
         // Not found and not readable by the sender answer alike: nothing to check against.

@@ -2,6 +2,7 @@ import { createHash, sign } from 'node:crypto'
 import {
   applyStatus,
   DEFAULT_SKEW_MS,
+  grantDigest,
   type Handoff,
   type HandoffVerification,
   isNonterminalRejection,
@@ -19,12 +20,15 @@ import {
   type AnsweredHopView,
   AnswerHandoffInput,
   BatonError,
+  type GrantOutcomeView,
+  type GrantView,
   HOP_LIMITS,
   HOP_RECEIPT_TYPE,
   type HopChainView,
   type HopDeliveryView,
   type HopInboxView,
   type HopView,
+  hubGrantOctets,
   type OfferedHopView,
   OfferHandoffInput,
 } from '@baton/protocol'
@@ -50,6 +54,8 @@ export interface HopDeps {
   signer: HubSigner
   /** How the hub checks an offer's references (the binding to resources, handoffs, transfers). */
   refs?: (caller: string) => RefPolicy | undefined
+  /** The grants a principal issued or holds, against which an offer's `grant` is checked. */
+  grants?: { list(principal: string): Promise<{ capabilities: GrantView[] }> }
 }
 
 /** The event topic of a principal's hop inbox; an event is a hint to re-read. */
@@ -359,12 +365,13 @@ export class HopService {
   /**
    * The trust configuration for these elements: each issuer that is an admitted did:key is
    * trusted with the key its identifier names, under the `kid` of the identifier itself or of its
-   * DID URL (`did:key:z…#z…`). Any other issuer is untrusted.
+   * DID URL (`did:key:z…#z…`). Any other issuer is untrusted. The issuers looked up are those the
+   * elements' `kid`s name, so no payload is decoded before the checks decode it.
    */
   private async trustFor(elements: readonly string[]): Promise<TrustStore> {
     const issuers = new Set<string>()
     for (const e of elements) {
-      const iss = issuerOf(e)
+      const iss = kidIssuerOf(e)
       if (iss !== undefined) issuers.add(iss)
     }
     const admitted = [...(await store.admittedAmong(this.deps.database.db, [...issuers]))].sort()
@@ -562,6 +569,22 @@ export class HopService {
     return `${header}.${body}.${signature.toString('base64url')}`
   }
 
+  /**
+   * The offer's `grant` as checked now, against the grants its delegator issued or holds: a grant
+   * is never deleted and its terms never change, so only its status (revoked, expired) moves.
+   */
+  // seed 003: grant is the digest of a credential; a receiver must not report verified unchecked
+  private async grantOutcome(row: HopRow): Promise<GrantOutcomeView | null> {
+    const digest = claimOf(row.element, 'grant')
+    if (digest === undefined) return null
+    if (this.deps.grants === undefined) return { digest, outcome: 'not-checked' }
+    const { capabilities } = await this.deps.grants.list(row.iss)
+    const grant = capabilities.find((g) => grantDigest(hubGrantOctets(g)) === digest)
+    // A grant the delegator may not see digests nothing here, exactly like no grant at all.
+    if (grant === undefined) return { digest, outcome: 'unverifiable' }
+    return { digest, outcome: 'verified', status: grant.status }
+  }
+
   private async toView(db: Db, row: HopRow): Promise<HopView> {
     const statuses = await store.statusesOf(db, row.digest)
     const now = this.deps.clock.now()
@@ -584,6 +607,7 @@ export class HopService {
       offer: row.element,
       chain: JSON.parse(row.chain) as string[],
       refs: JSON.parse(row.refs),
+      grant: await this.grantOutcome(row),
       receipt: row.receipt,
       statuses: statuses.map(toStatusView),
       lastStatus: statuses.at(-1)?.element ?? null,
@@ -633,11 +657,42 @@ function toStatusView(row: HopStatusRow) {
   }
 }
 
+const KID_CACHE_SIZE = 1024
+/** Issuers by protected-header text: every signer repeats its header on every element. */
+const kidIssuers = new Map<string, string | undefined>()
+
 /**
- * The unverified `iss` of a JWS element, to find its key; undefined when it does not parse. The
- * checks parse the element in full afterwards, so only the payload is decoded here.
+ * The did:key a JWS element's `kid` names (the identifier itself or its DID URL), unverified and
+ * read from the protected header alone: it only picks which admitted keys the checks may use, and
+ * an element whose `iss` is not the issuer its `kid` names is untrusted either way.
+ */
+function kidIssuerOf(element: string): string | undefined {
+  const dot = element.indexOf('.')
+  if (dot <= 0 || element.length > HOP_LIMITS.maxElementOctets) return undefined
+  const header = element.slice(0, dot)
+  if (kidIssuers.has(header)) return kidIssuers.get(header)
+  let issuer: string | undefined
+  try {
+    const kid = JSON.parse(Buffer.from(header, 'base64url').toString('utf8'))?.kid
+    if (typeof kid === 'string' && kid.startsWith('did:key:')) issuer = kid.split('#', 1)[0]
+  } catch {
+    issuer = undefined
+  }
+  if (kidIssuers.size >= KID_CACHE_SIZE) kidIssuers.clear()
+  kidIssuers.set(header, issuer)
+  return issuer
+}
+
+/**
+ * The unverified `iss` of a JWS element, to tell who posts it; undefined when it does not parse.
+ * The checks parse the element in full afterwards, so only the payload is decoded here.
  */
 function issuerOf(element: string): string | undefined {
+  return claimOf(element, 'iss')
+}
+
+/** One string member of a JWS element's payload, unverified; undefined when absent. */
+function claimOf(element: string, member: string): string | undefined {
   if (element.length > HOP_LIMITS.maxElementOctets) return undefined
   const first = element.indexOf('.')
   const second = element.indexOf('.', first + 1)
@@ -646,7 +701,8 @@ function issuerOf(element: string): string | undefined {
     const payload = JSON.parse(
       Buffer.from(element.slice(first + 1, second), 'base64url').toString('utf8'),
     )
-    return typeof payload?.iss === 'string' ? payload.iss : undefined
+    const value = payload?.[member]
+    return typeof value === 'string' ? value : undefined
   } catch {
     return undefined
   }

@@ -1,5 +1,5 @@
 import type { HopRecord, ReplayStore } from '@baton/context'
-import type { Kysely } from 'kysely'
+import { type Kysely, sql } from 'kysely'
 import type { Database } from '../store/database.js'
 import type { HopDeliveryRow, HopReplayRow, HopRow, HopStatusRow, Schema } from '../store/schema.js'
 
@@ -24,12 +24,11 @@ export async function admittedAmong(
   principals: string[],
 ): Promise<Set<string>> {
   if (principals.length === 0) return new Set()
-  const rows = await db
-    .selectFrom('principals')
-    .select('principal')
-    .where('principal', 'in', principals)
-    .where('state', '=', 'approved')
-    .execute()
+  // A plain statement: it runs on every check, and building it with the query builder was a
+  // measurable part of a 16-hop check (bench/hops.ts).
+  const { rows } = await sql<{ principal: string }>`
+    select principal from principals
+    where state = 'approved' and principal in (${sql.join(principals)})`.execute(db)
   return new Set(rows.map((r) => r.principal))
 }
 

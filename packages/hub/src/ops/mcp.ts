@@ -95,7 +95,7 @@ export async function toolResult(
 
 type ToolExtra = {
   signal: AbortSignal
-  _meta?: { progressToken?: string | number } | undefined
+  _meta?: { progressToken?: string | number; [key: string]: unknown } | undefined
   sendNotification: (n: {
     method: 'notifications/progress'
     params: { progressToken: string | number; progress: number; total?: number; message?: string }
@@ -146,15 +146,19 @@ export function registerOperationTools(
         ...(op.output instanceof z.ZodObject ? { outputSchema: op.output.shape } : {}),
         ...(tool.annotations ? { annotations: tool.annotations } : {}),
       },
-      async (args: Record<string, unknown>, extra: ToolExtra) =>
-        toolResult(() => {
-          const { input, token } = splitToolArgs(op, args)
+      async (args: Record<string, unknown>, extra: ToolExtra) => {
+        const result = await toolResult(() => {
+          const carried = tool.meta && extra._meta ? tool.meta.read(args, extra._meta) : args
+          const { input, token } = splitToolArgs(op, carried)
           return opts.invoke(op, input, {
             token,
             signal: extra.signal,
             progress: progressOf(extra),
           })
-        }, opts.log),
+        }, opts.log)
+        const meta = result.isError ? undefined : tool.meta?.write(result.structuredContent)
+        return meta === undefined ? result : { ...result, _meta: meta }
+      },
     )
   }
   for (const c of opts.composites) {

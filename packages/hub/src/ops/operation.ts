@@ -43,6 +43,15 @@ export interface ToolSpec {
   /** What the tool does, for a model; the operation's summary when absent. */
   description?: string
   annotations?: ToolAnnotations
+  /**
+   * What the tool reads from the request's `_meta` and writes to the result's (seed 003 carries
+   * a Handoff object in the one and its status in the other): `read` answers the arguments with
+   * what `_meta` carried merged in, before they are checked; `write` the result's `_meta`.
+   */
+  meta?: {
+    read(args: Record<string, unknown>, meta: Record<string, unknown>): Record<string, unknown>
+    write(result: unknown): Record<string, unknown> | undefined
+  }
 }
 
 /**
