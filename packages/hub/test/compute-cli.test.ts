@@ -29,7 +29,9 @@ function baton(argv: string[], stdin = ''): Promise<Run> {
 let keys = 0
 const key = () => `sdk-key-${++keys}-${Date.now()}`
 const SUM = { '+': [{ var: 'a' }, { var: 'b' }] }
-const LOOP = { reduce: [{ var: 'xs' }, { cat: [{ var: 'accumulator' }, 'xx'] }, ''] }
+const LOOP: Record<string, unknown> = {
+  reduce: [{ var: 'xs' }, { cat: [{ var: 'accumulator' }, 'xx'] }, ''],
+}
 
 test('completion offers --wait for compute run', () => {
   assert.ok(completionTable().get('baton compute run')?.includes('--wait'))
@@ -139,7 +141,7 @@ for (const store of testStores) {
       const seen: string[] = []
       const sub = await compute.submit({
         language: 'json-expr-v1',
-        program: LOOP,
+        program: LOOP as never,
         input: { xs: Array.from({ length: 40_000 }, (_, i) => i) },
         idempotencyKey: key(),
       })
