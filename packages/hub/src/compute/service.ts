@@ -142,6 +142,63 @@ export class ComputeService {
     }
   }
 
+  /**
+   * The operator dashboard's compute page: the queue per language, the runtimes live now with
+   * their last heartbeat, and the most recent jobs (states, steps, durations and codes; never
+   * programs, inputs or outputs).
+   */
+  async dashboard(): Promise<{
+    queue: { language: string; queued: number; running: number }[]
+    workers: { runtimeId: string; principal: string; languages: string[]; lastHeartbeat: string }[]
+    jobs: {
+      jobId: string
+      owner: string
+      language: string
+      state: string
+      steps: number | null
+      attempts: number
+      durationMs: number | null
+      errorCode: string | null
+      createdAt: string
+    }[]
+  }> {
+    const now = this.deps.clock.now()
+    const [counts, live, recent] = await Promise.all([
+      store.activeCounts(this.db),
+      store.liveRuntimes(this.db, now),
+      store.recentJobs(this.db, 50),
+    ])
+    const queue = new Map<string, { language: string; queued: number; running: number }>()
+    for (const language of SUPPORTED_LANGUAGES)
+      queue.set(language, { language, queued: 0, running: 0 })
+    for (const c of counts) {
+      const q = queue.get(c.language) ?? { language: c.language, queued: 0, running: 0 }
+      if (c.state === 'queued') q.queued += c.n
+      else q.running += c.n
+      queue.set(c.language, q)
+    }
+    return {
+      queue: [...queue.values()],
+      workers: live.map((r) => ({
+        runtimeId: r.id,
+        principal: r.principal,
+        languages: JSON.parse(r.languages) as string[],
+        lastHeartbeat: iso(r.expires_at - this.deps.config.runtimeTtlMs),
+      })),
+      jobs: recent.map((j) => ({
+        jobId: j.id,
+        owner: j.owner,
+        language: j.language,
+        state: j.state === 'finishing' ? 'running' : j.state,
+        steps: j.steps === null ? null : Number(j.steps),
+        attempts: j.attempts,
+        durationMs: j.finished_at === null ? null : j.finished_at - j.created_at,
+        errorCode: j.error_code,
+        createdAt: iso(j.created_at),
+      })),
+    }
+  }
+
   /** Submits a job; the same idempotencyKey with the same request answers the first job. */
   async submit(owner: string, input: unknown): Promise<ComputeJobView> {
     const body = parseInput(SubmitComputeJobInput, input)

@@ -383,3 +383,27 @@ export async function othersRunning(db: Db, owner: string, except: string): Prom
     .executeTakeFirst()
   return row !== undefined
 }
+
+/** Jobs per language and state, of the states not yet ended: the queue the dashboard shows. */
+export async function activeCounts(
+  db: Db,
+): Promise<{ language: string; state: string; n: number }[]> {
+  const rows = await db
+    .selectFrom('compute_jobs')
+    .select(['language', 'state', (eb) => eb.fn.countAll<number>().as('n')])
+    .where('state', 'in', ACTIVE_STATES)
+    .groupBy(['language', 'state'])
+    .execute()
+  return rows.map((r) => ({ language: r.language, state: r.state, n: Number(r.n) }))
+}
+
+/** The most recent jobs of every principal, newest first. */
+export async function recentJobs(db: Db, limit: number): Promise<ComputeJobRow[]> {
+  return db
+    .selectFrom('compute_jobs')
+    .selectAll()
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute()
+}
