@@ -471,7 +471,7 @@ export class ComputeService {
     )
     if (languages.length === 0) return null
     const { maxAttempts, leaseMs, quotas } = this.deps.config
-    for (const row of await store.claimable(this.db, languages, now, 32)) {
+    for (const row of await store.claimable(this.db, languages, now, 8)) {
       if (row.attempts >= maxAttempts) continue
       const leaseId = newLeaseId()
       const until = now + leaseMs
