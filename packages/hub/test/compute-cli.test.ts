@@ -29,9 +29,8 @@ function baton(argv: string[], stdin = ''): Promise<Run> {
 let keys = 0
 const key = () => `sdk-key-${++keys}-${Date.now()}`
 const SUM = { '+': [{ var: 'a' }, { var: 'b' }] }
-const LOOP: Record<string, unknown> = {
-  reduce: [{ var: 'xs' }, { cat: [{ var: 'accumulator' }, 'xx'] }, ''],
-}
+// Fails on a deterministic bound at once: the merged array is longer than an array may grow.
+const GROW: Record<string, unknown> = { merge: [{ var: 'xs' }, { var: 'xs' }] }
 
 test('completion offers --wait for compute run', () => {
   assert.ok(completionTable().get('baton compute run')?.includes('--wait'))
@@ -50,7 +49,7 @@ for (const store of testStores) {
       await saveIdentity(identity, createIdentity(`${hub.url}/.well-known/agent-net`))
       writeFileSync(path.join(dir, 'sum.json'), JSON.stringify(SUM))
       writeFileSync(path.join(dir, 'in.json'), JSON.stringify({ a: 2, b: 40 }))
-      writeFileSync(path.join(dir, 'loop.json'), JSON.stringify(LOOP))
+      writeFileSync(path.join(dir, 'grow.json'), JSON.stringify(GROW))
       alice = await signedAgent(hub)
     })
     after(async () => {
@@ -102,14 +101,14 @@ for (const store of testStores) {
       const run = await baton([
         'compute',
         'run',
-        path.join(dir, 'loop.json'),
+        path.join(dir, 'grow.json'),
         '--input',
         path.join(dir, 'xs.json'),
         '--wait',
         ...signed(),
       ])
       assert.equal(run.code, 1)
-      assert.match(run.stderr, /compute_steps_exceeded/)
+      assert.match(run.stderr, /compute_array_too_long/)
     })
 
     test('without --wait the job is printed as submitted; a bad program is refused', async () => {
@@ -141,13 +140,13 @@ for (const store of testStores) {
       const seen: string[] = []
       const sub = await compute.submit({
         language: 'json-expr-v1',
-        program: LOOP as never,
+        program: GROW as never,
         input: { xs: Array.from({ length: 40_000 }, (_, i) => i) },
         idempotencyKey: key(),
       })
       const failed = await compute.wait(sub.jobId, { onChange: (j) => seen.push(j.state) })
       assert.equal(failed.state, 'failed')
-      assert.equal(failed.error?.code, 'compute_steps_exceeded')
+      assert.equal(failed.error?.code, 'compute_array_too_long')
       assert.equal(seen.at(-1), 'failed')
       assert.equal((await compute.get(sub.jobId)).state, 'failed')
       assert.ok((await compute.list(10)).some((j) => j.jobId === done.jobId))
