@@ -504,7 +504,7 @@ export class ComputeService {
           // No steps left today. While the owner's other jobs run, their unused steps may come
           // back: leave this one queued (the claim rolls back). Otherwise it cannot run today.
           if (await store.othersRunning(tx.db, row.owner, row.id)) throw new StepsPending()
-          await this.endClaimed(tx, row, row.version + 1, now, {
+          await this.failJob(tx, row, row.version + 1, now, {
             error_code: 'rate_limited',
             error_message: `The quota of ${quotas.stepsPerDay} compute steps per UTC day is used up`,
           })
@@ -528,8 +528,8 @@ export class ComputeService {
     return null
   }
 
-  /** Fails a job this transaction moved, at `version`, with its code; frees its active slot. */
-  private async endClaimed(
+  /** Fails a job still at `version` (queued or running) with its code; frees its active slot. */
+  private async failJob(
     tx: Tx,
     row: ComputeJobRow,
     version: number,
@@ -679,7 +679,7 @@ export class ComputeService {
     let count = 0
     for (const row of await store.stranded(this.db, gone, since)) {
       const done = await this.deps.batcher.run((tx) =>
-        this.endClaimed(tx, row, row.version, now, {
+        this.failJob(tx, row, row.version, now, {
           error_code: 'compute_unavailable',
           error_message: `No live runtime served ${row.language} for ${this.deps.config.unavailableGraceMs / 1000} s; see runtimeAvailability in discovery`,
         }),
