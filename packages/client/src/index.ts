@@ -1,3 +1,4 @@
+export { ComputeClient, type ComputeWaitOptions } from './compute.js'
 export { contentDigest, matchContentDigest, parseContentDigest } from './content-digest.js'
 export { fetchDiscovery, resolveApiUrl } from './discovery.js'
 export { HandoffClient } from './handoffs.js'

@@ -215,6 +215,8 @@ export const ENV_DOC: Record<string, string> = {
   BATON_COMPUTE_MAX_ATTEMPTS:
     'claims of one job before it fails with compute_runtime_lost (default 3)',
   BATON_COMPUTE_MAX_WAIT_SECONDS: 'longest job long-poll; longer waits are clamped (default 25)',
+  BATON_COMPUTE_UNAVAILABLE_GRACE_SECONDS:
+    'a waiting job whose language has had no live runtime for this long ends failed with compute_unavailable (default 60)',
   BATON_COMPUTE_RUNTIMES:
     'comma-separated did:key principals allowed to serve compute as remote runtimes (they see the programs and inputs of the jobs they claim); * for any admitted principal; unset: none, only the embedded runtime',
   BATON_QUOTA_COMPUTE_JOBS_PER_DAY:
@@ -480,6 +482,8 @@ export interface ComputeConfig {
   runtimeTtlMs: number
   maxAttempts: number
   maxWaitSeconds: number
+  /** How long a waiting job's language may have no live runtime before the job fails. */
+  unavailableGraceMs: number
   /** Principals allowed to serve compute remotely (a runtime sees its jobs' inputs); `*`: any. */
   runtimes: string[]
   quotas: { jobsPerDay: number; stepsPerDay: number; concurrent: number }
@@ -495,6 +499,7 @@ function computeConfig(env: Env): ComputeConfig {
     runtimeTtlMs: int(env, 'BATON_COMPUTE_RUNTIME_TTL_SECONDS', 10, 1) * 1000,
     maxAttempts: int(env, 'BATON_COMPUTE_MAX_ATTEMPTS', 3, 1),
     maxWaitSeconds: int(env, 'BATON_COMPUTE_MAX_WAIT_SECONDS', 25, 0),
+    unavailableGraceMs: int(env, 'BATON_COMPUTE_UNAVAILABLE_GRACE_SECONDS', 60, 1) * 1000,
     runtimes,
     quotas: {
       jobsPerDay: int(env, 'BATON_QUOTA_COMPUTE_JOBS_PER_DAY', 1000, 0),

@@ -303,6 +303,56 @@ for (const store of testStores) {
       await ask(alice, 'POST', `/v1/compute/jobs/${d.body.jobId}/cancel`)
     })
 
+    test('a queued job whose runtimes all stopped fails with compute_unavailable after the grace', async () => {
+      await beat('runtime-three-0003')
+      const sub = await submit()
+      assert.equal(sub.status, 201)
+      const jobId = sub.body.jobId as string
+      await ask(runtime, 'DELETE', '/v1/compute/runtimes/runtime-three-0003')
+      // within the grace (60 s by default) since a runtime was last live, the job keeps waiting
+      clock.advance(30_000)
+      await hub.ctx.compute.reap()
+      assert.equal((await ask(alice, 'GET', `/v1/compute/jobs/${jobId}`)).body.state, 'queued')
+      clock.advance(41_000)
+      await hub.ctx.compute.reap()
+      const read = await ask(alice, 'GET', `/v1/compute/jobs/${jobId}`)
+      assert.equal(read.body.state, 'failed')
+      assert.equal((read.body.error as Body).code, 'compute_unavailable')
+      assert.equal(read.body.attempts, 0)
+      const waited = await ask(alice, 'GET', `/v1/compute/jobs/${jobId}/wait/0`)
+      assert.equal(waited.body.state, 'failed')
+    })
+
+    test('a claimed job whose runtime died waits while a runtime lives, then fails', async () => {
+      await beat('runtime-four-0004')
+      const sub = await submit()
+      const jobId = sub.body.jobId as string
+      const c = await ask(runtime, 'POST', '/v1/compute/runtimes/runtime-four-0004/claim')
+      assert.equal((c.body.job as Body).jobId, jobId)
+      // runtime four dies mid-job; runtime five stays live (it may reclaim the job), so it waits
+      for (let i = 0; i < 10; i++) {
+        await beat('runtime-five-0005')
+        clock.advance(9_000)
+        await hub.ctx.compute.reap()
+      }
+      assert.equal((await ask(alice, 'GET', `/v1/compute/jobs/${jobId}`)).body.state, 'running')
+      await ask(runtime, 'DELETE', '/v1/compute/runtimes/runtime-five-0005')
+      clock.advance(60_001)
+      await hub.ctx.compute.reap()
+      const read = await ask(alice, 'GET', `/v1/compute/jobs/${jobId}`)
+      assert.equal(read.body.state, 'failed')
+      assert.equal((read.body.error as Body).code, 'compute_unavailable')
+      assert.equal(read.body.attempts, 1)
+      // its active slot is free again: two jobs may be queued at once
+      await beat('runtime-five-0005')
+      const a = await submit()
+      const b = await submit()
+      assert.equal(a.status, 201)
+      assert.equal(b.status, 201)
+      await ask(alice, 'POST', `/v1/compute/jobs/${a.body.jobId}/cancel`)
+      await ask(alice, 'POST', `/v1/compute/jobs/${b.body.jobId}/cancel`)
+    })
+
     test('a runtime may not advertise a language the hub does not accept', async () => {
       const res = await ask(runtime, 'POST', '/v1/compute/runtimes', {
         runtimeId: 'runtime-py-0003',
@@ -336,3 +386,96 @@ describe('remote compute runtimes are opt-in', () => {
     assert.equal(claim.body.code, 'compute_runtime_forbidden')
   })
 })
+
+for (const store of testStores) {
+  describe(`the compute steps quota never overshoots (${store.name})`, () => {
+    const BUDGET = 100
+    let hub: TestHub
+    let alice: SignedClient
+    let runtime: SignedClient
+    before(async () => {
+      hub = await startTestHub(store, {
+        BATON_ADMISSION: 'open',
+        BATON_COMPUTE_EMBEDDED: 'false',
+        BATON_COMPUTE_RUNTIMES: '*',
+        BATON_QUOTA_COMPUTE_STEPS_PER_DAY: String(BUDGET),
+      })
+      alice = await signedAgent(hub)
+      runtime = await signedAgent(hub)
+    })
+    after(() => hub.close())
+
+    const counted = async () => {
+      const row = await hub.ctx.database.db
+        .selectFrom('quota_counters')
+        .select('count')
+        .where('scope', '=', 'compute_steps')
+        .where('subject', '=', alice.identity.principal)
+        .executeTakeFirst()
+      return Number(row?.count ?? 0)
+    }
+
+    test('concurrent claims together reserve at most the daily steps; unused steps come back', async () => {
+      const runtimes = ['quota-rt-0001', 'quota-rt-0002', 'quota-rt-0003']
+      for (const id of runtimes) {
+        await ask(runtime, 'POST', '/v1/compute/runtimes', {
+          runtimeId: id,
+          languages: ['json-expr-v1'],
+        })
+      }
+      const jobs: string[] = []
+      for (let i = 0; i < 6; i++) {
+        const sub = await ask(alice, 'POST', '/v1/compute/jobs', {
+          language: 'json-expr-v1',
+          program: PROGRAM,
+          input: { a: i, b: 1 },
+          idempotencyKey: key(),
+        })
+        assert.equal(sub.status, 201)
+        jobs.push(sub.body.jobId as string)
+      }
+      let given = 0
+      for (let round = 0; round < 10; round++) {
+        const claims = await Promise.all(
+          runtimes.map((id) => ask(runtime, 'POST', `/v1/compute/runtimes/${id}/claim`)),
+        )
+        const claimed = claims.map((c) => c.body.job as Body | null).filter((j) => j !== null)
+        const granted = claimed.reduce((n, j) => n + (j.maxSteps as number), 0)
+        assert.ok(granted <= BUDGET, `round ${round} granted ${granted}`)
+        assert.ok((await counted()) <= BUDGET)
+        if (claimed.length === 0) break
+        given += claimed.length
+        // every job uses 30 steps or all it was given, whichever is fewer
+        await Promise.all(
+          claimed.map((j) =>
+            ask(runtime, 'POST', `/v1/compute/jobs/${j.jobId}/result`, {
+              leaseId: j.leaseId,
+              ok: true,
+              output: 1,
+              steps: Math.min(30, j.maxSteps as number),
+            }),
+          ),
+        )
+        assert.ok((await counted()) <= BUDGET)
+      }
+      const states = await Promise.all(
+        jobs.map(async (id) => (await ask(alice, 'GET', `/v1/compute/jobs/${id}`)).body),
+      )
+      // 30 + 30 + 30 + 10 steps: four jobs ran, the rest found the day's steps used up
+      assert.equal(given, 4)
+      assert.equal(states.filter((j) => j.state === 'succeeded').length, 4)
+      const refused = states.filter((j) => j.state === 'failed')
+      assert.equal(refused.length, 2)
+      for (const j of refused) assert.equal((j.error as Body).code, 'rate_limited')
+      assert.equal(await counted(), BUDGET)
+      const more = await ask(alice, 'POST', '/v1/compute/jobs', {
+        language: 'json-expr-v1',
+        program: PROGRAM,
+        input: { a: 1, b: 1 },
+        idempotencyKey: key(),
+      })
+      assert.equal(more.status, 429)
+      assert.equal(more.body.code, 'rate_limited')
+    })
+  })
+}

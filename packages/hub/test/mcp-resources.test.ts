@@ -151,9 +151,13 @@ for (const store of testStores) {
       assert.equal(res.status, 200)
     }
 
-    test('an unsigned session offers no resources', async () => {
+    test('an unsigned session offers the guides alone', async () => {
       const client = await connect(localInvoke(hub.ctx, { ip: '127.0.0.1' }), new Set(['none']))
-      assert.equal(client.getServerCapabilities()?.resources, undefined)
+      const { resourceTemplates } = await client.listResourceTemplates()
+      assert.deepEqual(
+        resourceTemplates.map((t) => t.uriTemplate),
+        ['baton://guides/{name}'],
+      )
     })
 
     test('templates, list and read of each kind, and what another principal sees', async () => {
@@ -164,14 +168,20 @@ for (const store of testStores) {
 
       const { resourceTemplates } = await client.listResourceTemplates()
       assert.deepEqual(resourceTemplates.map((t) => t.uriTemplate).sort(), [
+        'baton://guides/{name}',
         'baton://inbox',
         'baton://resources/{id}',
         'baton://transfers/{id}',
       ])
-      for (const t of resourceTemplates) assert.equal(t.mimeType, 'application/json')
+      for (const t of resourceTemplates) {
+        assert.equal(t.mimeType, t.name === 'guide' ? 'text/markdown' : 'application/json')
+      }
       const { resources } = await client.listResources()
       assert.deepEqual(
-        resources.map((r) => r.uri).sort(),
+        resources
+          .map((r) => r.uri)
+          .filter((u) => !u.startsWith('baton://guides/'))
+          .sort(),
         ['baton://inbox', items.a, items.b, items.transfer].sort(),
       )
 
@@ -298,13 +308,15 @@ for (const store of testStores) {
       assert.equal(listeners(), before)
     })
 
-    test('an unsigned Streamable HTTP client gets no session and no resources', async () => {
+    test('an unsigned Streamable HTTP client gets no session, and the guides without subscriptions', async () => {
       const transport = new StreamableHTTPClientTransport(new URL(`${hub.url}/mcp`))
       const client = new Client({ name: 'baton-test', version: '1.0.0' })
       await client.connect(transport)
       clients.push(client)
       assert.equal(transport.sessionId, undefined)
-      assert.equal(client.getServerCapabilities()?.resources, undefined)
+      assert.equal(client.getServerCapabilities()?.resources?.subscribe, false)
+      const { resources } = await client.listResources()
+      assert.ok(resources.every((r) => r.uri.startsWith('baton://guides/')))
     })
 
     test('a principal holds a few sessions at most: a new one closes its oldest', async () => {

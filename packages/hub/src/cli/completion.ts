@@ -1,3 +1,4 @@
+import { COMPUTE_RUN_FLAGS } from './compute-command.js'
 import { type CommandTree, commandFlags, commandTree } from './generated.js'
 import { type Io, UsageError } from './io.js'
 
@@ -39,6 +40,8 @@ export function completionTable(tree: CommandTree = commandTree()): Map<string, 
     }
   }
   level('baton', tree.groups)
+  const run = table.get('baton compute run')
+  if (run) table.set('baton compute run', [...new Set([...run, ...COMPUTE_RUN_FLAGS])])
   // Operator commands whose words no agent command takes answer without `admin` too.
   for (const [group, list] of tree.admin) {
     if (tree.groups.has(group)) level('baton', new Map([[group, list]]))

@@ -111,6 +111,11 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
       )
     }
     if (command) return await command.run(rest, io)
+    if (name === 'compute' && rest[0] === 'run') {
+      // `compute run program.json --wait` extends the generated command; its flags alone run it.
+      const ran = await (await import('./compute-command.js')).computeRunCommand(rest.slice(1), io)
+      if (ran !== undefined) return ran
+    }
     const { commandTree, runGroup } = await import('./generated.js')
     const tree = commandTree()
     const code = await runGroup(tree.groups, argv, io, false, tree.admin)

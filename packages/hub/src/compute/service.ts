@@ -21,12 +21,7 @@ import type { GrantService } from '../grants/service.js'
 import type { ResourceService } from '../resources/service.js'
 import type { Database } from '../store/database.js'
 import { requestHash } from '../store/idempotency.js'
-import {
-  consumeDailyQuota,
-  consumeDailyQuotas,
-  quotaExceeded,
-  utcDayStart,
-} from '../store/quota.js'
+import { consumeDailyQuota, quotaExceeded, utcDayStart } from '../store/quota.js'
 import type { ComputeJobRow } from '../store/schema.js'
 import type { Tx, WriteBatcher } from '../store/transaction.js'
 import { parseInput } from '../validation.js'
@@ -45,6 +40,9 @@ const FINAL = ['succeeded', 'failed', 'canceled'] as const
 const newJobId = () => `cj_${randomBytes(16).toString('base64url')}`
 const newLeaseId = () => randomBytes(18).toString('base64url')
 const iso = (ms: number) => new Date(ms).toISOString()
+
+/** Thrown to roll a claim back: the owner's steps are all reserved by jobs still running. */
+class StepsPending extends Error {}
 
 /** The topic of one job's changes. */
 export const jobTopic = (id: string) => `compute-job:${id}`
@@ -141,6 +139,63 @@ export class ComputeService {
         queued: queued.get(language) ?? 0,
       })),
       supported: [...SUPPORTED_LANGUAGES],
+    }
+  }
+
+  /**
+   * The operator dashboard's compute page: the queue per language, the runtimes live now with
+   * their last heartbeat, and the most recent jobs (states, steps, durations and codes; never
+   * programs, inputs or outputs).
+   */
+  async dashboard(): Promise<{
+    queue: { language: string; queued: number; running: number }[]
+    workers: { runtimeId: string; principal: string; languages: string[]; lastHeartbeat: string }[]
+    jobs: {
+      jobId: string
+      owner: string
+      language: string
+      state: string
+      steps: number | null
+      attempts: number
+      durationMs: number | null
+      errorCode: string | null
+      createdAt: string
+    }[]
+  }> {
+    const now = this.deps.clock.now()
+    const [counts, live, recent] = await Promise.all([
+      store.activeCounts(this.db),
+      store.liveRuntimes(this.db, now),
+      store.recentJobs(this.db, 50),
+    ])
+    const queue = new Map<string, { language: string; queued: number; running: number }>()
+    for (const language of SUPPORTED_LANGUAGES)
+      queue.set(language, { language, queued: 0, running: 0 })
+    for (const c of counts) {
+      const q = queue.get(c.language) ?? { language: c.language, queued: 0, running: 0 }
+      if (c.state === 'queued') q.queued += c.n
+      else q.running += c.n
+      queue.set(c.language, q)
+    }
+    return {
+      queue: [...queue.values()],
+      workers: live.map((r) => ({
+        runtimeId: r.id,
+        principal: r.principal,
+        languages: JSON.parse(r.languages) as string[],
+        lastHeartbeat: iso(r.expires_at - this.deps.config.runtimeTtlMs),
+      })),
+      jobs: recent.map((j) => ({
+        jobId: j.id,
+        owner: j.owner,
+        language: j.language,
+        state: j.state === 'finishing' ? 'running' : j.state,
+        steps: j.steps === null ? null : Number(j.steps),
+        attempts: j.attempts,
+        durationMs: j.finished_at === null ? null : j.finished_at - j.created_at,
+        errorCode: j.error_code,
+        createdAt: iso(j.created_at),
+      })),
     }
   }
 
@@ -392,7 +447,10 @@ export class ComputeService {
 
   /** A runtime stops: it is no longer counted as live, at once. */
   async stopRuntime(principal: string, runtimeId: string): Promise<{ stopped: boolean }> {
-    const n = await this.deps.batcher.run((tx) => store.deleteRuntime(tx.db, runtimeId, principal))
+    const now = this.deps.clock.now()
+    const n = await this.deps.batcher.run((tx) =>
+      store.expireRuntime(tx.db, { id: runtimeId, principal, now }),
+    )
     return { stopped: n > 0 }
   }
 
@@ -417,20 +475,46 @@ export class ComputeService {
       if (row.attempts >= maxAttempts) continue
       const leaseId = newLeaseId()
       const until = now + leaseMs
-      const won = await this.deps.batcher.run(async (tx) => {
-        const ok = await store.casClaim(tx.db, {
-          id: row.id,
-          version: row.version,
-          runtimeId,
-          leaseId,
-          now,
-          until,
+      let maxSteps: number
+      try {
+        maxSteps = await this.deps.batcher.run(async (tx) => {
+          const ok = await store.casClaim(tx.db, {
+            id: row.id,
+            version: row.version,
+            runtimeId,
+            leaseId,
+            now,
+            until,
+          })
+          if (!ok) return 0
+          // The job's step bound is reserved from the owner's daily steps as it is claimed, so
+          // jobs running at once never together pass the quota; its result gives back the rest.
+          const reserved = await store.reserveSteps(tx.db, {
+            scope: STEPS_SCOPE,
+            owner: row.owner,
+            jobId: row.id,
+            want: DEFAULT_COMPUTE_LIMITS.maxSteps,
+            limit: quotas.stepsPerDay,
+            now,
+          })
+          if (reserved > 0) {
+            this.published(tx, { ...row, version: row.version + 1 }, 'compute.job.running')
+            return reserved
+          }
+          // No steps left today. While the owner's other jobs run, their unused steps may come
+          // back: leave this one queued (the claim rolls back). Otherwise it cannot run today.
+          if (await store.othersRunning(tx.db, row.owner, row.id)) throw new StepsPending()
+          await this.failJob(tx, row, row.version + 1, now, {
+            error_code: 'rate_limited',
+            error_message: `The quota of ${quotas.stepsPerDay} compute steps per UTC day is used up`,
+          })
+          return 0
         })
-        if (ok) this.published(tx, { ...row, version: row.version + 1 }, 'compute.job.running')
-        return ok
-      })
-      if (!won) continue
-      const remaining = Math.max(1, quotas.stepsPerDay - (await this.stepsUsed(row.owner, now)))
+      } catch (error) {
+        if (error instanceof StepsPending) continue
+        throw error
+      }
+      if (maxSteps === 0) continue
       return {
         jobId: row.id,
         language: row.language,
@@ -438,10 +522,32 @@ export class ComputeService {
         input: JSON.parse(row.input),
         leaseId,
         leaseEndsAt: iso(until),
-        maxSteps: Math.min(DEFAULT_COMPUTE_LIMITS.maxSteps, remaining),
+        maxSteps,
       }
     }
     return null
+  }
+
+  /** Fails a job still at `version` (queued or running) with its code; frees its active slot. */
+  private async failJob(
+    tx: Tx,
+    row: ComputeJobRow,
+    version: number,
+    now: number,
+    error: { error_code: string; error_message: string },
+  ): Promise<boolean> {
+    const moved = await store.casMove(tx.db, {
+      id: row.id,
+      from: ['queued', 'running'],
+      to: 'failed',
+      now,
+      version,
+      patch: { ...error, finished_at: now, lease_id: null, lease_until: null },
+    })
+    if (moved === undefined) return false
+    await store.changeActive(tx.db, { principal: row.owner, delta: -1 })
+    this.published(tx, { ...row, version: moved, state: 'failed' }, 'compute.job.failed')
+    return true
   }
 
   /** Extends the lease of a job the runtime still holds. */
@@ -502,13 +608,14 @@ export class ComputeService {
         patch: { ...patch, lease_until: now },
       })
       if (version === undefined) throw leaseLost()
-      if (steps > 0) {
-        await consumeDailyQuotas(tx.db, {
-          scope: STEPS_SCOPE,
-          uses: new Map([[row.owner, steps]]),
-          now,
-        })
-      }
+      // A failure that reports no steps keeps its whole reservation counted.
+      const refunded = await store.releaseSteps(tx.db, {
+        scope: STEPS_SCOPE,
+        owner: row.owner,
+        jobId,
+        used: body.steps ?? (body.ok ? 0 : Number.MAX_SAFE_INTEGER),
+      })
+      if (refunded > 0) this.queueHint(tx, row.language)
       if (to !== 'finishing') await store.changeActive(tx.db, { principal: row.owner, delta: -1 })
       const moved = (await store.findJob(tx.db, jobId))!
       this.published(tx, moved, `compute.job.${to}`)
@@ -556,6 +663,33 @@ export class ComputeService {
   }
 
   /**
+   * seed 000: a job never waits forever. A queued job (or a claimed one whose lease ran out)
+   * whose language has had no live runtime for the whole grace ends `failed` with
+   * `compute_unavailable`, the code a submit gets when no runtime serves its language. A runtime
+   * live within the grace keeps its jobs waiting: it may be busy, or about to reclaim them.
+   */
+  private async failStranded(now: number): Promise<number> {
+    const since = now - this.deps.config.unavailableGraceMs
+    const served = new Set<string>()
+    for (const r of await store.liveRuntimes(this.db, since)) {
+      for (const language of JSON.parse(r.languages) as string[]) served.add(language)
+    }
+    const gone = SUPPORTED_LANGUAGES.filter((l) => !served.has(l))
+    if (gone.length === 0) return 0
+    let count = 0
+    for (const row of await store.stranded(this.db, gone, since)) {
+      const done = await this.deps.batcher.run((tx) =>
+        this.failJob(tx, row, row.version, now, {
+          error_code: 'compute_unavailable',
+          error_message: `No live runtime served ${row.language} for ${this.deps.config.unavailableGraceMs / 1000} s; see runtimeAvailability in discovery`,
+        }),
+      )
+      if (done) count++
+    }
+    return count
+  }
+
+  /**
    * Timed work: fails jobs every runtime gave up on, finishes output writes a crash left, and
    * forgets runtimes long gone. Every write is conditional, so many instances may run it at once.
    */
@@ -584,12 +718,26 @@ export class ComputeService {
       })
       if (done) count++
     }
+    count += await this.failStranded(now)
     for (const row of await store.finishing(this.db, now - this.deps.config.leaseMs)) {
       await this.writeOutput(row)
       count++
     }
     count += await this.deps.batcher.run((tx) => store.pruneRuntimes(tx.db, now - 24 * 3600 * 1000))
     return count
+  }
+
+  /** Wakes runtimes: work of `language` may be claimable now (steps came back). */
+  private queueHint(tx: Tx, language: string): void {
+    const at = this.deps.clock.now()
+    tx.afterCommit(() => {
+      this.deps.bus.publish({
+        topic: QUEUE_TOPIC,
+        type: 'compute.steps.released',
+        at,
+        data: { language },
+      })
+    })
   }
 
   private published(tx: Tx, row: ComputeJobRow, type: string): void {

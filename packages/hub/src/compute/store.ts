@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely'
+import { utcDayStart } from '../store/quota.js'
 import type { ComputeJobRow, ComputeRuntimeRow, Schema } from '../store/schema.js'
 
 type Db = Kysely<Schema>
@@ -130,6 +131,8 @@ export async function casMove(
     leaseId?: string
     /** Only while the job's lease has run out (the reaper's guard against a renewal). */
     expiredLease?: boolean
+    /** Only while the job is still at this version (nobody moved it since it was read). */
+    version?: number
     patch?: Partial<ComputeJobRow>
   },
 ): Promise<number | undefined> {
@@ -147,6 +150,7 @@ export async function casMove(
     q = q.where('lease_id', '=', m.leaseId).where('lease_until', '>', m.now)
   }
   if (m.expiredLease) q = q.where('lease_until', '<=', m.now)
+  if (m.version !== undefined) q = q.where('version', '=', m.version)
   const row = await q.returning('version').executeTakeFirst()
   return row?.version
 }
@@ -217,17 +221,50 @@ export async function findRuntime(db: Db, id: string): Promise<ComputeRuntimeRow
   return db.selectFrom('compute_runtimes').selectAll().where('id', '=', id).executeTakeFirst()
 }
 
-export async function deleteRuntime(db: Db, id: string, principal: string): Promise<number> {
+/**
+ * Ends a runtime's liveness now. The row stays (pruned a day later) so the reaper still knows
+ * when its languages last had a live runtime.
+ */
+export async function expireRuntime(
+  db: Db,
+  c: { id: string; principal: string; now: number },
+): Promise<number> {
   const res = await db
-    .deleteFrom('compute_runtimes')
-    .where('id', '=', id)
-    .where('principal', '=', principal)
+    .updateTable('compute_runtimes')
+    .set({ expires_at: c.now })
+    .where('id', '=', c.id)
+    .where('principal', '=', c.principal)
+    .where('expires_at', '>', c.now)
     .executeTakeFirst()
-  return Number(res.numDeletedRows)
+  return Number(res.numUpdatedRows)
 }
 
-export async function liveRuntimes(db: Db, now: number): Promise<ComputeRuntimeRow[]> {
-  return db.selectFrom('compute_runtimes').selectAll().where('expires_at', '>', now).execute()
+/** Runtimes live at some moment after `since` (those live now among them). */
+export async function liveRuntimes(db: Db, since: number): Promise<ComputeRuntimeRow[]> {
+  return db.selectFrom('compute_runtimes').selectAll().where('expires_at', '>', since).execute()
+}
+
+/**
+ * Jobs of `languages` waiting for a runtime since `before` or earlier: queued since then, or
+ * claimed under a lease that ran out then. Nothing will run them while no runtime serves them.
+ */
+export async function stranded(
+  db: Db,
+  languages: readonly string[],
+  before: number,
+): Promise<ComputeJobRow[]> {
+  return db
+    .selectFrom('compute_jobs')
+    .selectAll()
+    .where('language', 'in', languages)
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('state', '=', 'queued'), eb('updated_at', '<=', before)]),
+        eb.and([eb('state', '=', 'running'), eb('lease_until', '<=', before)]),
+      ]),
+    )
+    .limit(100)
+    .execute()
 }
 
 export async function pruneRuntimes(db: Db, before: number): Promise<number> {
@@ -247,4 +284,126 @@ export async function queuedCounts(db: Db): Promise<Map<string, number>> {
     .groupBy('language')
     .execute()
   return new Map(rows.map((r) => [r.language, Number(r.n)]))
+}
+
+/** The quota scope of a job's reserved steps: one row per job, its subject the job id. */
+const RESERVATION_SCOPE = 'compute_steps_reserved'
+
+/**
+ * Reserves up to `want` of the owner's remaining steps in the day holding `now`, for a job just
+ * claimed; answers the steps reserved (0 when none remain). The counter grows only while it stays
+ * within `limit`, checked and written in one conditional statement, so concurrent claims on any
+ * instance never together pass the limit. The reservation is kept beside the counter, keyed by
+ * the job, so its result can give back what it did not use.
+ */
+export async function reserveSteps(
+  db: Db,
+  c: { scope: string; owner: string; jobId: string; want: number; limit: number; now: number },
+): Promise<number> {
+  const day = utcDayStart(c.now)
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const used = await db
+      .selectFrom('quota_counters')
+      .select('count')
+      .where('scope', '=', c.scope)
+      .where('subject', '=', c.owner)
+      .where('window_start', '=', day)
+      .executeTakeFirst()
+    const grant = Math.min(c.want, c.limit - Number(used?.count ?? 0))
+    if (grant <= 0) return 0
+    const row = await db
+      .insertInto('quota_counters')
+      .values({ scope: c.scope, subject: c.owner, window_start: day, count: grant })
+      .onConflict((oc) =>
+        oc
+          .columns(['scope', 'subject', 'window_start'])
+          .doUpdateSet((eb) => ({ count: eb('quota_counters.count', '+', grant) }))
+          .where((eb) => eb(eb('quota_counters.count', '+', grant), '<=', c.limit)),
+      )
+      .returning('count')
+      .executeTakeFirst()
+    // No row: another claim took steps between the read and the write; read again.
+    if (row === undefined || Number(row.count) > c.limit) continue
+    await db
+      .deleteFrom('quota_counters')
+      .where('scope', '=', RESERVATION_SCOPE)
+      .where('subject', '=', c.jobId)
+      .execute()
+    await db
+      .insertInto('quota_counters')
+      .values({ scope: RESERVATION_SCOPE, subject: c.jobId, window_start: day, count: grant })
+      .execute()
+    return grant
+  }
+  return 0
+}
+
+/**
+ * Ends a job's reservation: of the steps reserved, `used` stay counted and the rest go back to
+ * the owner's counter of the day they were reserved in. Answers the steps given back.
+ */
+export async function releaseSteps(
+  db: Db,
+  c: { scope: string; owner: string; jobId: string; used: number },
+): Promise<number> {
+  const held = await db
+    .selectFrom('quota_counters')
+    .select(['window_start', 'count'])
+    .where('scope', '=', RESERVATION_SCOPE)
+    .where('subject', '=', c.jobId)
+    .executeTakeFirst()
+  if (!held) return 0
+  const refund = Math.max(0, Number(held.count) - Math.max(0, c.used))
+  if (refund > 0) {
+    await db
+      .updateTable('quota_counters')
+      .set((eb) => ({ count: eb('count', '-', refund) }))
+      .where('scope', '=', c.scope)
+      .where('subject', '=', c.owner)
+      .where('window_start', '=', held.window_start)
+      .execute()
+  }
+  await db
+    .deleteFrom('quota_counters')
+    .where('scope', '=', RESERVATION_SCOPE)
+    .where('subject', '=', c.jobId)
+    .execute()
+  return refund
+}
+
+/** Whether the owner has jobs other than `except` claimed now (each holding reserved steps). */
+export async function othersRunning(db: Db, owner: string, except: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('compute_jobs')
+    .select('id')
+    .where('owner', '=', owner)
+    .where('state', '=', 'running')
+    .where('id', '!=', except)
+    .limit(1)
+    .executeTakeFirst()
+  return row !== undefined
+}
+
+/** Jobs per language and state, of the states not yet ended: the queue the dashboard shows. */
+export async function activeCounts(
+  db: Db,
+): Promise<{ language: string; state: string; n: number }[]> {
+  const rows = await db
+    .selectFrom('compute_jobs')
+    .select(['language', 'state', (eb) => eb.fn.countAll<number>().as('n')])
+    .where('state', 'in', ACTIVE_STATES)
+    .groupBy(['language', 'state'])
+    .execute()
+  return rows.map((r) => ({ language: r.language, state: r.state, n: Number(r.n) }))
+}
+
+/** The most recent jobs of every principal, newest first. */
+export async function recentJobs(db: Db, limit: number): Promise<ComputeJobRow[]> {
+  return db
+    .selectFrom('compute_jobs')
+    .selectAll()
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute()
 }

@@ -11,6 +11,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js'
 import type { Logger } from 'pino'
 import type { EventBus } from '../events/bus.js'
+import { listGuidesOp, readGuideOp } from '../guides/operations.js'
 import { toBatonError } from '../http/errors.js'
 import { listMessages } from '../messages/operations.js'
 import { inboxTopic } from '../messages/service.js'
@@ -57,7 +58,9 @@ export interface ResourceKind {
   title: string
   description: string
   uriTemplate: string
-  mimeType: 'application/json'
+  mimeType: 'application/json' | 'text/markdown'
+  /** The content's text from the operation's answer; default its JSON. */
+  text?: (answer: Answer) => string
   auth: Auth
   /** The variables of a URI of this kind, or undefined for another URI. */
   match(uri: string): Vars | undefined
@@ -185,8 +188,34 @@ const inbox: ResourceKind = {
   list: async () => [{ uri: INBOX_URI, name: 'inbox' }],
 }
 
+const guideUri = (name: string) => `baton://guides/${encodeURIComponent(name)}`
+
+// seed 000: anonymous MCP access can read the hub's lessons. A guide is fixed for the life of
+// the process, so every read has the same version and a subscription never notifies.
+const guide: ResourceKind = {
+  name: 'guide',
+  title: 'A hub guide',
+  description:
+    'One of the hub’s own guides (the README tour, signed requests, handoffs, transfers, compute, security), as Markdown; open to anonymous sessions.',
+  uriTemplate: 'baton://guides/{name}',
+  mimeType: 'text/markdown',
+  text: (a) => a.markdown as string,
+  auth: 'none',
+  match: matcher('baton://guides/{name}'),
+  read: { op: readGuideOp, input: (v) => input({ name: v.name }) },
+  notFound: ['not_found', 'invalid_request'],
+  versionOf: () => 0,
+  topic: (v) => `guide:${v.name}`,
+  list: async (invoke, signal) => {
+    const all = (await invoke(listGuidesOp, input(), { signal })) as {
+      guides: { name: string; title: string }[]
+    }
+    return all.guides.map((g) => ({ uri: guideUri(g.name), name: g.title }))
+  },
+}
+
 /** Every kind of MCP resource the hub offers. Token handoffs are not among them: see docs/mcp.md. */
-export const RESOURCE_KINDS: readonly ResourceKind[] = [sharedResource, transfer, inbox]
+export const RESOURCE_KINDS: readonly ResourceKind[] = [sharedResource, transfer, inbox, guide]
 
 /**
  * Watches one subscribed item: calls `changed` whenever it may have changed, until `signal`
@@ -337,9 +366,8 @@ export function registerResources(server: McpServer, session: ResourceSession): 
   }))
   low.setRequestHandler(ReadResourceRequestSchema, async (req, extra) => {
     const { kind, answer } = await read(req.params.uri, extra.signal)
-    return {
-      contents: [{ uri: req.params.uri, mimeType: kind.mimeType, text: JSON.stringify(answer) }],
-    }
+    const text = kind.text ? kind.text(answer) : JSON.stringify(answer)
+    return { contents: [{ uri: req.params.uri, mimeType: kind.mimeType, text }] }
   })
   if (!watch) return
 

@@ -359,6 +359,7 @@ export function registerDashboard(api: Api, ctx: AppContext): void {
     )
     read('/dashboard/api/notify', () => ctx.notifier.queue())
     read('/dashboard/api/hops', async () => ({ hops: await ctx.hops.recent() }))
+    read('/dashboard/api/compute', () => ctx.compute.dashboard())
     read('/dashboard/api/hops/:digest', async (req) =>
       found(await ctx.hops.operatorChain(param(req, 'digest')), 'hop'),
     )

@@ -284,6 +284,15 @@ const views = {
     onEvent: (ev) => isType(ev, 'hop'),
     pollMs: 10_000,
   },
+  compute: {
+    title: 'Compute',
+    shell: () =>
+      `<h1 class="page">Compute</h1><p class="muted">json-expr-v1 jobs (seed 000): the queue, the runtimes live now, and the most recent jobs. Programs, inputs and outputs are not shown.</p><div id="content"></div>`,
+    load: () => api('/dashboard/api/compute'),
+    draw: drawCompute,
+    onEvent: (ev) => isType(ev, 'compute'),
+    pollMs: 5_000,
+  },
   notify: {
     title: 'Notify',
     shell: () =>
@@ -471,6 +480,27 @@ function drawHops({ hops }) {
     rows,
     'No hops yet.',
   )
+}
+
+function drawCompute({ queue, workers, jobs }) {
+  const queueRows = queue.map(
+    (q) =>
+      `<tr data-queue="${esc(q.language)}"><td>${esc(q.language)}</td><td class="num queued">${number.format(q.queued)}</td><td class="num running">${number.format(q.running)}</td></tr>`,
+  )
+  const workerRows = workers.map(
+    (w) =>
+      `<tr data-worker="${esc(w.runtimeId)}"><td class="mono">${esc(w.runtimeId)}</td><td class="hide-narrow">${w.principal === 'hub' ? 'embedded' : short(w.principal)}</td><td>${esc(w.languages.join(', '))}</td><td>${time(w.lastHeartbeat)}</td></tr>`,
+  )
+  const jobRows = jobs.map(
+    (j) =>
+      `<tr data-job="${esc(j.jobId)}"><td class="mono">${esc(j.jobId)}</td><td class="job-state">${badge(j.state)}</td><td class="hide-narrow">${short(j.owner)}</td><td class="hide-narrow">${esc(j.language)}</td><td class="num">${j.steps === null ? '—' : number.format(j.steps)}</td><td class="num">${j.durationMs === null ? '—' : `${number.format(j.durationMs)} ms`}</td><td class="job-error mono">${esc(j.errorCode ?? '')}</td><td>${time(j.createdAt)}</td></tr>`,
+  )
+  return `<h2>Queue</h2>
+  ${table(['<th>Language</th>', '<th class="num">Queued</th>', '<th class="num">Running</th>'], queueRows, 'No languages.')}
+  <h2>Live runtimes</h2>
+  ${table(['<th>Runtime</th>', '<th class="hide-narrow">Principal</th>', '<th>Languages</th>', '<th>Last heartbeat</th>'], workerRows, 'No runtime is live: submits answer compute_unavailable.')}
+  <h2>Recent jobs</h2>
+  ${table(['<th>Job</th>', '<th>State</th>', '<th class="hide-narrow">Owner</th>', '<th class="hide-narrow">Language</th>', '<th class="num">Steps</th>', '<th class="num">Duration</th>', '<th>Error</th>', '<th>Created</th>'], jobRows, 'No jobs yet.')}`
 }
 
 // One box per hop, oldest first, linked by prev: its parties, state, flags, statuses and receipts.
