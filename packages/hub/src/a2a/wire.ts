@@ -38,14 +38,20 @@ export const INTERRUPTED_STATES: ReadonlySet<string> = new Set([
 
 const id = z.string().min(1).max(256)
 const metadata = z.record(z.string(), z.unknown())
-/** An int64 in ProtoJSON is a decimal string; a number is accepted too. */
-const generation = z.union([
+/**
+ * A whole number: an int64 in ProtoJSON is a decimal string, and a query parameter is text, so
+ * digits are accepted as well as a number.
+ */
+const whole = z.union([
   z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
   z
     .string()
     .regex(/^\d{1,15}$/)
     .transform(Number),
 ])
+const generation = whole
+/** A boolean, or its text as a query parameter carries it. */
+const flag = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')])
 
 export const Part = z.looseObject({ metadata: metadata.optional() })
 
@@ -103,7 +109,7 @@ export const SendMessageParams = z.looseObject({
     .looseObject({
       acceptedOutputModes: z.array(z.string().max(256)).max(64).optional(),
       taskPushNotificationConfig: PushConfigInput.optional(),
-      historyLength: z.number().int().min(0).optional(),
+      historyLength: whole.optional(),
       returnImmediately: z.boolean().optional(),
       ifGenerationMatch: generation.optional(),
     })
@@ -115,7 +121,7 @@ export type SendMessageParams = z.output<typeof SendMessageParams>
 export const GetTaskParams = z.looseObject({
   id,
   tenant: z.string().max(256).optional(),
-  historyLength: z.number().int().min(0).optional(),
+  historyLength: whole.optional(),
   currentGeneration: generation.optional(),
 })
 
@@ -123,10 +129,10 @@ export const ListTasksParams = z.looseObject({
   tenant: z.string().max(256).optional(),
   contextId: z.string().max(256).optional(),
   status: z.union([z.enum(TASK_STATES), z.literal('TASK_STATE_UNSPECIFIED')]).optional(),
-  pageSize: z.number().int().min(1).max(100).optional(),
+  pageSize: whole.pipe(z.number().min(1).max(100)).optional(),
   pageToken: z.string().max(256).optional(),
-  historyLength: z.number().int().min(0).optional(),
-  includeArtifacts: z.boolean().optional(),
+  historyLength: whole.optional(),
+  includeArtifacts: flag.optional(),
 })
 
 export const CancelTaskParams = z.looseObject({
@@ -146,7 +152,7 @@ export const PushConfigRefParams = z.looseObject({
 export const ListPushConfigsParams = z.looseObject({
   taskId: id,
   tenant: z.string().max(256).optional(),
-  pageSize: z.number().int().min(0).optional(),
+  pageSize: whole.optional(),
   pageToken: z.string().max(256).optional(),
 })
 

@@ -1,5 +1,5 @@
-import { a2aTasksMigration } from '../a2a/migration.js'
 import { type Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely'
+import { a2aTasksMigration } from '../a2a/migration.js'
 
 // Numbered migrations, applied in order on start. A landed migration is never edited: add a new one.
 const migrations: Record<string, Migration> = {
