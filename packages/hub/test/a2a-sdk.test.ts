@@ -60,8 +60,11 @@ const agentUpdate = (messageId: string, taskId: string, state: string, extra = {
     metadata: { [RELAY_EXTENSION_URI]: { state, ...extra } },
   })
 
-const generationOf = (meta: { [k: string]: unknown } | undefined) =>
-  (meta?.[RELAY_EXTENSION_URI] as { generation: number }).generation
+function generationOf(meta: { [k: string]: unknown } | undefined): number {
+  const relay = meta?.[RELAY_EXTENSION_URI] as { generation: number } | undefined
+  assert.ok(relay, 'the relay metadata')
+  return relay.generation
+}
 
 function taskOf(result: Task | { messageId: string }): Task {
   assert.ok('id' in result && 'status' in result, 'a task')
