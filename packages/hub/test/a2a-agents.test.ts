@@ -17,7 +17,7 @@ import {
 } from '@a2a-js/sdk/client'
 import { type AgentExecutor, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server'
 import { jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express'
-import { hopSigner, type SignedClient, signedFetch } from '@baton/client'
+import { a2aFetch, addressTo, hopSigner, type SignedClient } from '@baton/client'
 import {
   A2A_EXTENSION_URI,
   signOffer,
@@ -35,15 +35,11 @@ const OPEN = { BATON_ADMISSION: 'open' }
 /** The official SDK client speaking to the hub as `as`, addressed to `agent` (its tenant). */
 async function hubClient(hub: { url: string }, as: SignedClient, agent = ''): Promise<Client> {
   const card = await AgentCardResolver.default.resolve(hub.url)
-  const addressed: AgentCard = {
-    ...card,
-    supportedInterfaces: card.supportedInterfaces.map((i) => ({ ...i, tenant: agent })),
-  }
   const factory = new ClientFactory({
-    transports: [new JsonRpcTransportFactory({ fetchImpl: signedFetch(as.identity) })],
+    transports: [new JsonRpcTransportFactory({ fetchImpl: a2aFetch(as.identity) })],
     clientConfig: { polling: true },
   })
-  return factory.createFromAgentCard(addressed)
+  return factory.createFromAgentCard(addressTo(card, agent ?? ''))
 }
 
 const request = (json: Record<string, unknown>) => SendMessageRequest.fromJSON(json)

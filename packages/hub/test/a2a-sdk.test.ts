@@ -3,13 +3,7 @@ import { createPublicKey, verify } from 'node:crypto'
 import { createServer, type IncomingHttpHeaders } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, before, describe, test } from 'node:test'
-import {
-  type AgentCard,
-  SendMessageRequest,
-  type StreamResponse,
-  type Task,
-  TaskState,
-} from '@a2a-js/sdk'
+import { SendMessageRequest, type StreamResponse, type Task, TaskState } from '@a2a-js/sdk'
 import {
   AgentCardResolver,
   type Client,
@@ -17,6 +11,8 @@ import {
   JsonRpcTransportFactory,
 } from '@a2a-js/sdk/client'
 import {
+  a2aFetch,
+  addressTo,
   matchContentDigest,
   parseDictionary,
   type SfInnerList,
@@ -32,15 +28,11 @@ const ENV = { BATON_ADMISSION: 'open', BATON_NOTIFY_ALLOW_LOOPBACK: 'true' }
 /** The official SDK client for `agent`, speaking to the hub as `as` (its fetch signs). */
 async function sdkClient(hub: { url: string }, as: SignedClient, agent?: string): Promise<Client> {
   const card = await AgentCardResolver.default.resolve(hub.url)
-  const addressed: AgentCard = {
-    ...card,
-    supportedInterfaces: card.supportedInterfaces.map((i) => ({ ...i, tenant: agent ?? '' })),
-  }
   const factory = new ClientFactory({
-    transports: [new JsonRpcTransportFactory({ fetchImpl: signedFetch(as.identity) })],
+    transports: [new JsonRpcTransportFactory({ fetchImpl: a2aFetch(as.identity) })],
     clientConfig: { polling: true },
   })
-  return factory.createFromAgentCard(addressed)
+  return factory.createFromAgentCard(addressTo(card, agent ?? ''))
 }
 
 /** A SendMessage request from its ProtoJSON, as the SDK types it. */

@@ -172,7 +172,7 @@ async function stream(
         after = e.generation
       }
       if (ended) break
-      await ctx.a2a.waitForChange(principal, taskId, after, caller.signal)
+      await ctx.a2a.waitForChange(principal, taskId, after, caller.signal, caller.ip)
       if (!write(res, ': keep-alive\n\n')) return reply
     }
   } catch (error) {

@@ -128,7 +128,7 @@ export const a2aSendMessage = defineOperation({
   ],
   tool: false,
   run: async (ctx, caller, { body }) => ({
-    task: (await ctx.a2a.send(signer(caller), body)).task,
+    task: (await ctx.a2a.send(signer(caller), body, caller.signal, caller.ip)).task,
   }),
 })
 

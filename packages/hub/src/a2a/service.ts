@@ -93,7 +93,12 @@ export class A2aService {
    * by the same principal answers the first result; the same id with another request is
    * `idempotency_conflict`. A stale `ifGenerationMatch` is `a2a_generation_mismatch`.
    */
-  async send(principal: string, input: unknown): Promise<SendResult> {
+  async send(
+    principal: string,
+    input: unknown,
+    signal?: AbortSignal,
+    address?: string,
+  ): Promise<SendResult> {
     const params = parseInput(SendMessageParams, input, 'params')
     const { message } = params
     const update = parseInput(
@@ -141,7 +146,10 @@ export class A2aService {
     // the owner's sends wait, since the agent's own sends are that answer.
     const owner = result.task.metadata[RELAY_EXTENSION_URI] as { owner?: string }
     if (params.configuration?.returnImmediately !== true && owner.owner === principal) {
-      return { task: await this.settled(principal, result.task), repeated: result.repeated }
+      return {
+        task: await this.settled(principal, result.task, signal, address),
+        repeated: result.repeated,
+      }
     }
     return result
   }
@@ -247,6 +255,7 @@ export class A2aService {
     id: string,
     after: number,
     signal?: AbortSignal,
+    address?: string,
   ): Promise<number> {
     const db = this.deps.database.db
     const { last } = await this.deps.waits.wait({
@@ -259,6 +268,7 @@ export class A2aService {
       },
       ready: (r) => r.generation > after,
       timeoutMs: () => this.deps.maxWaitMs,
+      address,
       signal,
     })
     return last.generation
@@ -549,7 +559,12 @@ export class A2aService {
   }
 
   /** A2A 1.0 blocking send: the task once terminal or interrupted, or as it is when time is up. */
-  private async settled(principal: string, task: TaskView): Promise<TaskView> {
+  private async settled(
+    principal: string,
+    task: TaskView,
+    signal?: AbortSignal,
+    address?: string,
+  ): Promise<TaskView> {
     if (TERMINAL_STATES.has(task.status.state) || INTERRUPTED_STATES.has(task.status.state)) {
       return task
     }
@@ -561,6 +576,8 @@ export class A2aService {
       view: (r) => r!,
       ready: (r) => TERMINAL_STATES.has(r.state) || INTERRUPTED_STATES.has(r.state),
       timeoutMs: () => this.deps.maxWaitMs,
+      address,
+      signal,
     })
     return this.view(db, await this.visible(db, principal, last.id))
   }

@@ -1,3 +1,4 @@
+import { A2A_RELAY_EXTENSION_URI } from '@baton/protocol'
 import { z } from 'zod'
 
 /**
@@ -7,7 +8,7 @@ import { z } from 'zod'
  */
 
 /** Baton's own A2A extension: what a 1.0 peer, whose types drop dev-1.1 fields, reads and sends. */
-export const RELAY_EXTENSION_URI = 'urn:baton:a2a:relay:v1'
+export const RELAY_EXTENSION_URI = A2A_RELAY_EXTENSION_URI
 
 /** The task states of A2A 1.0, as ProtoJSON enum names. */
 export const TASK_STATES = [
