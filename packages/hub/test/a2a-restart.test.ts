@@ -56,5 +56,45 @@ for (const store of testStores) {
         await drop()
       }
     })
+
+    // Many instances are a PostgreSQL deployment: the bus between them is LISTEN/NOTIFY.
+    test('a read waiting on one instance is answered by a change on another', {
+      skip: store.name !== 'postgres',
+      // The wait is held for an hour: only the other instance's event can end it in time.
+      timeout: 60_000,
+    }, async () => {
+      const { start, drop } = await restartableHub(store, {
+        ...OPEN,
+        BATON_MESSAGE_MAX_WAIT_SECONDS: '3600',
+      })
+      const one = await start()
+      const two = await start()
+      try {
+        const owner = (await signedAgent(one)).principal
+        const agent = (await signedAgent(two)).principal
+        const { task } = await one.ctx.a2a.send(owner, {
+          tenant: agent,
+          message: { messageId: 'mi-1', role: 'ROLE_USER', parts: [{ text: 'across' }] },
+          configuration: { returnImmediately: true },
+        })
+        const waiting = one.ctx.a2a.get(owner, { id: task.id, currentGeneration: 1 })
+        await two.ctx.a2a.send(agent, {
+          message: {
+            messageId: 'mi-2',
+            role: 'ROLE_AGENT',
+            parts: [{ text: 'on it' }],
+            taskId: task.id,
+          },
+          metadata: { [RELAY_EXTENSION_URI]: { state: 'TASK_STATE_WORKING' } },
+        })
+        const seen = await waiting
+        assert.equal(seen.generation, 2)
+        assert.equal(seen.status.state, 'TASK_STATE_WORKING')
+      } finally {
+        await one.stop()
+        await two.stop()
+        await drop()
+      }
+    })
   })
 }
