@@ -426,6 +426,16 @@ for (const store of testStores) {
       assert.equal(body.id, 9)
       assert.equal(body.error.code, -32601)
       assert.equal(body.error.data.code, 'a2a_method_not_found')
+      // A body that is JSON but no request object is an invalid request, and changes nothing.
+      const batch = await signedFetch(owner.identity)(`${hub.url}/v1/a2a`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify([{ jsonrpc: '2.0', id: 10, method: 'ListTasks', params: {} }]),
+      })
+      assert.equal(batch.status, 400)
+      const refused = (await batch.json()) as { error: { code: number; data: { code: string } } }
+      assert.equal(refused.error.code, -32600)
+      assert.equal(refused.error.data.code, 'invalid_request')
     })
   })
 }

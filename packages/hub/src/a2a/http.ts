@@ -45,12 +45,15 @@ const SERVER_ERROR = -32000
 
 type RpcId = string | number | null
 
-function rpcError(id: RpcId, error: BatonError) {
+/** JSON-RPC 2.0: a body that is JSON but not a request object. */
+const INVALID_REQUEST = -32600
+
+function rpcError(id: RpcId, error: BatonError, code?: number) {
   return {
     jsonrpc: '2.0' as const,
     id,
     error: {
-      code: RPC_CODES[error.code] ?? SERVER_ERROR,
+      code: code ?? RPC_CODES[error.code] ?? SERVER_ERROR,
       message: error.message,
       data: { status: error.status, ...error.toBody() },
     },
@@ -88,8 +91,10 @@ export function registerA2aRoutes(api: Api, ctx: AppContext): void {
       signal: abort.signal,
     }
     let id: RpcId = null
+    let envelope = false
     try {
       const rpc = parseInput(Envelope, req.body, 'body')
+      envelope = true
       id = rpc.id ?? null
       const params = rpc.params ?? {}
       if (rpc.method === 'SendStreamingMessage' || rpc.method === 'SubscribeToTask') {
@@ -107,7 +112,10 @@ export function registerA2aRoutes(api: Api, ctx: AppContext): void {
       const e = toBatonError(error)
       ctx.metrics.recordError(e.code)
       if (e.code === 'internal') req.log.error({ err: error }, 'unhandled error')
-      return reply.headers(e.headers).code(e.status).send(rpcError(id, e))
+      return reply
+        .headers(e.headers)
+        .code(e.status)
+        .send(rpcError(id, e, envelope ? undefined : INVALID_REQUEST))
     }
   })
 }
