@@ -181,7 +181,9 @@ for (const store of testStores) {
         body: { jsonrpc: '2.0', id: 1, method: 'ListTasks', params: {} },
       })
       assert.equal(unsigned.status, 401)
-      assert.equal(unsigned.body.code, 'signature_missing')
+      const refusal = unsigned.body.error as { code: number; data: { code: string } }
+      assert.equal(refusal.code, -32000)
+      assert.equal(refusal.data.code, 'signature_missing')
     })
 
     test('send, get, list and cancel', async () => {
@@ -436,6 +438,15 @@ for (const store of testStores) {
       const refused = (await batch.json()) as { error: { code: number; data: { code: string } } }
       assert.equal(refused.error.code, -32600)
       assert.equal(refused.error.data.code, 'invalid_request')
+      const notJson = await signedFetch(owner.identity)(`${hub.url}/v1/a2a`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"jsonrpc": "2.0", "id": 11,',
+      })
+      assert.equal(notJson.status, 400)
+      const parse = (await notJson.json()) as { error: { code: number; data: { code: string } } }
+      assert.equal(parse.error.code, -32700)
+      assert.equal(parse.error.data.code, 'invalid_json')
     })
   })
 }

@@ -47,6 +47,8 @@ type RpcId = string | number | null
 
 /** JSON-RPC 2.0: a body that is JSON but not a request object. */
 const INVALID_REQUEST = -32600
+/** JSON-RPC 2.0: a body that is not JSON. */
+const PARSE_ERROR = -32700
 
 function rpcError(id: RpcId, error: BatonError, code?: number) {
   return {
@@ -80,7 +82,19 @@ function runOperation(
 
 /** Registers `POST /v1/a2a`; the agent card and the plain routes come from the registry. */
 export function registerA2aRoutes(api: Api, ctx: AppContext): void {
-  api.app.post(A2A_RPC_PATH, async (req, reply) => {
+  // What fails before the handler (the signature, the body's bytes) is answered in JSON-RPC too,
+  // so an A2A client reads Baton's code in `data` whatever refused it.
+  const errorHandler = (error: unknown, req: FastifyRequest, reply: FastifyReply) => {
+    const e = toBatonError(error)
+    ctx.metrics.recordError(e.code)
+    if (e.code === 'internal') req.log.error({ err: error }, 'unhandled error')
+    const code = e.code === 'invalid_json' ? PARSE_ERROR : undefined
+    return reply
+      .headers(e.headers)
+      .code(e.status)
+      .send(rpcError(null, e, code))
+  }
+  api.app.post(A2A_RPC_PATH, { errorHandler }, async (req, reply) => {
     const principal = requirePrincipal(req)
     const abort = new AbortController()
     reply.raw.once('close', () => abort.abort())
