@@ -263,15 +263,24 @@ for (const store of testStores) {
           events.push(e)
           if (e.payload?.$case === 'task') {
             await worker.sendMessage(agentUpdate('live-1', task.id, 'TASK_STATE_WORKING'))
-            await worker.sendMessage(agentUpdate('live-2', task.id, 'TASK_STATE_INPUT_REQUIRED'))
+            await sender.sendMessage(request({ message: userText('live-2', 'detail', task.id) }))
+            await worker.sendMessage(agentUpdate('live-3', task.id, 'TASK_STATE_INPUT_REQUIRED'))
           }
         }
       })()
       await reading
       assert.deepEqual(
         events.map((e) => eventGeneration(e)),
-        [1, 2, 3],
+        [1, 2, 3, 4],
       )
+      // Within a task, the sender's message reaches the stream as a status update that keeps the
+      // state and carries the message.
+      const relayed = events[2]!.payload!
+      assert.equal(relayed.$case, 'statusUpdate')
+      if (relayed.$case === 'statusUpdate') {
+        assert.equal(relayed.value.status?.state, TaskState.TASK_STATE_WORKING)
+        assert.equal(relayed.value.status?.message?.messageId, 'live-2')
+      }
     })
 
     test('a push notification arrives signed by the hub key', async () => {

@@ -494,12 +494,14 @@ export class A2aService {
         state = change.status.state
       }
       const { kind, ...body } = change
+      // A message leaves the state as it is; the state is kept with it for its stream event.
+      const stored = kind === 'message' ? { ...body, state } : body
       events.push({
         task_id: row.id,
         generation,
         kind,
         author,
-        body: JSON.stringify(body),
+        body: JSON.stringify(stored),
         at: now,
       })
     }
@@ -645,7 +647,15 @@ export function toStreamEvent(row: A2aTaskRow, e: A2aEventRow): StreamEvent {
         statusUpdate: { ...base, status: body.status, generation: e.generation, metadata },
       }
     case 'message':
-      return { message: body.message }
+      // A2A 1.0: within a task, a party's message reaches the other as a status update.
+      return {
+        statusUpdate: {
+          ...base,
+          status: { state: body.state, message: body.message, timestamp: iso(e.at) },
+          generation: e.generation,
+          metadata,
+        },
+      }
     case 'status':
       return {
         statusUpdate: { ...base, status: body.status, generation: e.generation, metadata },

@@ -177,7 +177,6 @@ export interface TaskStatusView {
 /** One event of a task's stream: a StreamResponse of A2A 1.0, and its generation. */
 export type StreamEvent =
   | { task: TaskView }
-  | { message: Message }
   | {
       statusUpdate: {
         taskId: string
