@@ -219,6 +219,29 @@ for (const store of testStores) {
       assert.equal((await a2a.get(owner, { id: task.id, currentGeneration: 1 })).generation, 2)
     })
 
+    test('a blocking send answers once the agent ends the task; a repeat answers at once', async () => {
+      const message = { ...userMessage('m-block', 'wait for me'), contextId: 'ctx-block' }
+      const blocking = a2a.send(owner, { tenant: agent, message })
+      // The agent finds the task by its context once the send has committed it.
+      let found: string | undefined
+      for (let i = 0; i < 10_000 && !found; i++) {
+        found = (await a2a.list(agent, { contextId: 'ctx-block' })).tasks[0]?.id
+        if (!found) await new Promise((r) => setImmediate(r))
+      }
+      assert.ok(found)
+      await a2a.send(agent, {
+        message: agentMessage('a-block', 'done', found),
+        metadata: { [RELAY_EXTENSION_URI]: { state: 'TASK_STATE_COMPLETED' } },
+      })
+      const answered = await blocking
+      assert.equal(answered.task.status.state, 'TASK_STATE_COMPLETED')
+      assert.equal(answered.task.generation, 2)
+      // The repeat is the first send's own answer: the task as that send committed it.
+      const again = await a2a.send(owner, { tenant: agent, message })
+      assert.equal(again.repeated, true)
+      assert.equal(again.task.generation, 1)
+    })
+
     test('cancel ends a task at the next generation', async () => {
       const { task } = await create('m-cancel')
       const canceled = await a2a.cancel(owner, { id: task.id })

@@ -143,13 +143,12 @@ export class A2aService {
     if (config && !result.repeated)
       await this.setPushConfig(principal, { ...config, taskId: result.task.id })
     // A2A 1.0: a send waits for a terminal or interrupted state unless returnImmediately; only
-    // the owner's sends wait, since the agent's own sends are that answer.
+    // the owner's sends wait, since the agent's own sends are that answer. A repeat answers the
+    // task as the first send committed it, at once.
     const owner = result.task.metadata[RELAY_EXTENSION_URI] as { owner?: string }
-    if (params.configuration?.returnImmediately !== true && owner.owner === principal) {
-      return {
-        task: await this.settled(principal, result.task, signal, address),
-        repeated: result.repeated,
-      }
+    const blocking = params.configuration?.returnImmediately !== true
+    if (blocking && !result.repeated && owner.owner === principal) {
+      return { task: await this.settled(principal, result.task, signal, address), repeated: false }
     }
     return result
   }
