@@ -221,6 +221,7 @@ async function assemble(
     notify: notifier,
     allowLoopbackNotify: config.notify.allowLoopback,
     maxWaitMs: config.messages.maxWaitSeconds * 1000,
+    sendsPerDay: config.identity.quotas.messagesPerDay,
     witness: (sender, agent, message) => witnessA2a(hops, sender, agent, message),
   })
   // seed 004: insolvent transfers end within seconds of their grace, not at the next cron.

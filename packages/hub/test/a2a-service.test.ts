@@ -242,6 +242,27 @@ for (const store of testStores) {
       assert.equal(again.task.generation, 1)
     })
 
+    test('sends count against the daily message quota; a repeat and a refusal do not', async () => {
+      const limited = await startTestHub(store, { ...OPEN, BATON_QUOTA_MESSAGES_PER_DAY: '2' })
+      try {
+        const from = (await signedAgent(limited)).principal
+        const to = (await signedAgent(limited)).principal
+        const send = (messageId: string, tenant = to) =>
+          limited.ctx.a2a.send(from, {
+            tenant,
+            message: userMessage(messageId, 'count me'),
+            configuration: { returnImmediately: true },
+          })
+        await send('q-1')
+        await send('q-1')
+        assert.equal(await codeOf(() => send('q-bad', `${to}x`)), 'recipient_unknown')
+        await send('q-2')
+        assert.equal(await codeOf(() => send('q-3')), 'rate_limited')
+      } finally {
+        await limited.close()
+      }
+    })
+
     test('cancel ends a task at the next generation', async () => {
       const { task } = await create('m-cancel')
       const canceled = await a2a.cancel(owner, { id: task.id })

@@ -9,6 +9,7 @@ import { insertSignals } from '../handoffs/outbox-store.js'
 import { findPrincipal } from '../identity/store.js'
 import type { Database } from '../store/database.js'
 import { requestHash } from '../store/idempotency.js'
+import { consumeDailyQuota } from '../store/quota.js'
 import type { A2aEventRow, A2aPushConfigRow, A2aTaskRow, NotifyOutboxRow } from '../store/schema.js'
 import type { Tx, WriteBatcher } from '../store/transaction.js'
 import { parseInput } from '../validation.js'
@@ -46,12 +47,17 @@ export interface A2aDeps {
   allowLoopbackNotify: boolean
   /** The longest a blocking send or a `currentGeneration` read is held open. */
   maxWaitMs: number
+  /** Sends a principal may make per UTC day, counted as its Baton messages are. */
+  sendsPerDay: number
   /**
    * Witnesses a signed handoff context carried in a message (seed 003) and answers what rides
    * back in the reply's metadata; refusals are thrown.
    */
   witness?: ((sender: string, agent: string, message: Message) => Promise<unknown>) | undefined
 }
+
+/** The quota scope counting a principal's A2A sends (a repeat of a messageId is not counted). */
+export const A2A_SEND_QUOTA_SCOPE = 'a2a.send'
 
 /** The event topic of one A2A task; an event is a hint to re-read. */
 export const a2aTaskTopic = (id: string) => `a2a:${id}`
@@ -123,6 +129,12 @@ export class A2aService {
           return { task: JSON.parse(prior.answer) as TaskView, repeated: true }
         }
         const now = this.deps.clock.now()
+        await consumeDailyQuota(tx.db, {
+          scope: A2A_SEND_QUOTA_SCOPE,
+          subject: principal,
+          limit: this.deps.sendsPerDay,
+          now,
+        })
         const row =
           message.taskId === undefined
             ? await this.create(tx, principal, params, now, witnessed)
