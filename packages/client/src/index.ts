@@ -1,4 +1,14 @@
 export { ComputeClient, type ComputeWaitOptions } from './compute.js'
+export {
+  A2A_RELAY_EXTENSION_URI,
+  type AddressableCard,
+  a2aFetch,
+  addressTo,
+  type RelayMetadata,
+  type RelayUpdate,
+  readRelay,
+  relayUpdate,
+} from './a2a.js'
 export { contentDigest, matchContentDigest, parseContentDigest } from './content-digest.js'
 export { fetchDiscovery, resolveApiUrl } from './discovery.js'
 export { HandoffClient } from './handoffs.js'

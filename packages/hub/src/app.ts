@@ -1,4 +1,6 @@
 import type { Logger } from 'pino'
+import { A2aService } from './a2a/service.js'
+import { witnessA2a } from './a2a/witness.js'
 import { type Clock, systemClock } from './clock.js'
 import { createComputePool } from './compute/pool.js'
 import { ComputeRunner } from './compute/runner.js'
@@ -59,6 +61,8 @@ export interface AppContext {
   hops: HopService
   /** Compute jobs and runtimes (seed 000 json-expr-v1). */
   compute: ComputeService
+  /** The hub as a durable A2A task relay (issue 16). */
+  a2a: A2aService
   isClosing(): boolean
   /** Marks the hub as closing and answers every waiter now, before in-flight requests finish. */
   beginShutdown(): void
@@ -209,6 +213,18 @@ async function assemble(
     refs: (sender) => hubRefPolicy({ resources, transfers, grants }, sender),
     grants,
   })
+  const a2a = new A2aService({
+    database,
+    batcher,
+    clock,
+    bus,
+    waits,
+    notify: notifier,
+    allowLoopbackNotify: config.notify.allowLoopback,
+    maxWaitMs: config.messages.maxWaitSeconds * 1000,
+    sendsPerDay: config.identity.quotas.messagesPerDay,
+    witness: (sender, agent, message) => witnessA2a(hops, sender, agent, message),
+  })
   // seed 004: insolvent transfers end within seconds of their grace, not at the next cron.
   const reaperJob = startPeriodic(
     'transfer-reaper',
@@ -307,6 +323,7 @@ async function assemble(
     transfers,
     hops,
     compute,
+    a2a,
     isClosing: () => closing,
     beginShutdown() {
       closing = true

@@ -213,6 +213,8 @@ for (const store of testStores) {
         owner.request('GET', '/v1/home/file?path=matrix%2Fowner.json'),
         owner.request('GET', '/v1/messages?after=0&limit=100'),
         owner.request('GET', '/v1/transfers'),
+        owner.request('GET', `/v1/a2a/tasks/${f.a2aTask}`),
+        owner.request('GET', `/v1/a2a/tasks/${f.a2aEnded}`),
         runtime.request('GET', '/v1/transfers?role=runtime'),
         fetch(`${hub.url}/services/v1/handoff/${f.handoff}`, {
           headers: { authorization: `Bearer ${f.handoffOwnerToken}` },
@@ -340,6 +342,22 @@ for (const store of testStores) {
       f.provisionToken = await mint(f.transfer, { scope: 'provision', ...f.tier })
       f.activateToken = await mint(f.transfer, { scope: 'activate' })
       f.terminable = await stage('to terminate')
+      const a2aTask = async (messageId: string) =>
+        (
+          await hub.ctx.a2a.send(owner.principal, {
+            tenant: runtime.principal,
+            message: { messageId, role: 'ROLE_USER', parts: [{ text: 'matrix' }] },
+            configuration: { returnImmediately: true },
+          })
+        ).task.id
+      f.a2aTask = await a2aTask('matrix-open')
+      f.a2aEnded = await a2aTask('matrix-ended')
+      await hub.ctx.a2a.setPushConfig(owner.principal, {
+        taskId: f.a2aEnded,
+        id: 'matrix-hook',
+        url: 'https://93.184.215.14/matrix',
+      })
+      await hub.ctx.a2a.cancel(owner.principal, { id: f.a2aEnded })
 
       // A real hop: the owner's signed offer to granteeRead, which granteeRead accepted.
       const hopNow = () => clock.now()

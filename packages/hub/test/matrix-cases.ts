@@ -70,6 +70,10 @@ export interface Fixture {
   hopDelegate: string
   /** The delegate's signed `accepted` status for it, witnessed by the hub. */
   hopStatus: string
+  /** An A2A task from the owner to the runtime, open. */
+  a2aTask: string
+  /** An A2A task from the owner to the runtime, canceled, with the owner's push config `matrix-hook`. */
+  a2aEnded: string
 }
 
 /**
@@ -108,6 +112,8 @@ export const HIDDEN_CODES: ErrorCode[] = [
   'message_not_found',
   'transfer_not_found',
   'hop_not_found',
+  'a2a_task_not_found',
+  'a2a_push_config_not_found',
 ]
 
 /** An id of the same shape as `id` that names nothing: its last letter or digit changed. */
@@ -122,6 +128,9 @@ const get = (path: string) => () => ({ path })
 const NEW_SUBJECT = 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK'
 const resourceReaders = { owner: 'ok', granteeRead: 'ok', others: 'resource_forbidden' } as const
 const transferSeers = { owner: 'ok', runtime: 'ok', others: 'transfer_not_found' } as const
+/** An A2A task's parties: its sender (owner) and its agent (runtime); others see nothing. */
+const a2aParties = (party: Expect) =>
+  ({ owner: party, runtime: party, others: 'a2a_task_not_found' }) as const
 /** The runtime's own writes: it gets to the move; the owner is refused; others see nothing. */
 const runtimeWrite = (runtime: Expect) =>
   ({ runtime, owner: 'transfer_forbidden', others: 'transfer_not_found' }) as const
@@ -462,6 +471,60 @@ export const CASES: Record<string, Case> = {
       body: { leaseId: 'lease', ok: true, output: 3 },
     }),
     expect: { others: 'compute_runtime_forbidden' },
+  },
+  // A2A (issue 16): a task's sender and agent see it; to anyone else it is not there.
+  a2aAgentCard: { request: get('/.well-known/agent-card.json'), expect: {} },
+  a2aSendMessage: {
+    // A message to the ended task: its parties get as far as its state, others not at all.
+    request: (f, caller) => ({
+      path: '/v1/a2a/messages',
+      body: {
+        message: {
+          messageId: `matrix-${caller}`,
+          role: caller === 'runtime' ? 'ROLE_AGENT' : 'ROLE_USER',
+          parts: [{ text: 'more' }],
+          taskId: f.a2aEnded,
+        },
+        configuration: { returnImmediately: true },
+      },
+    }),
+    expect: a2aParties('a2a_task_ended'),
+    hides: (f) => f.a2aEnded,
+  },
+  a2aGetTask: {
+    request: (f) => ({ path: `/v1/a2a/tasks/${f.a2aTask}` }),
+    expect: a2aParties('ok'),
+    hides: (f) => f.a2aTask,
+  },
+  a2aListTasks: { request: get('/v1/a2a/tasks?pageSize=10'), expect: {} },
+  a2aCancelTask: {
+    request: (f) => ({ path: `/v1/a2a/tasks/${f.a2aEnded}/cancel`, body: {} }),
+    expect: a2aParties('a2a_task_not_cancelable'),
+    hides: (f) => f.a2aEnded,
+  },
+  a2aSetPushConfig: {
+    // The caller's own config of a fixed id: a repeat replaces it; the ended task sends nothing.
+    request: (f, caller) => ({
+      path: `/v1/a2a/tasks/${f.a2aEnded}/push-configs`,
+      body: { id: `matrix-${caller}`, url: 'https://93.184.215.14/matrix' },
+    }),
+    expect: a2aParties('ok'),
+    hides: (f) => f.a2aEnded,
+  },
+  a2aGetPushConfig: {
+    request: (f) => ({ path: `/v1/a2a/tasks/${f.a2aEnded}/push-configs/matrix-hook` }),
+    // The owner's config is, to the agent of the same task, a config that is not there.
+    expect: { owner: 'ok', runtime: 'a2a_push_config_not_found', others: 'a2a_task_not_found' },
+    hides: () => 'matrix-hook',
+  },
+  a2aListPushConfigs: {
+    request: (f) => ({ path: `/v1/a2a/tasks/${f.a2aEnded}/push-configs` }),
+    expect: a2aParties('ok'),
+    hides: (f) => f.a2aEnded,
+  },
+  a2aDeletePushConfig: {
+    request: (f) => ({ path: `/v1/a2a/tasks/${f.a2aEnded}/push-configs/matrix-none` }),
+    expect: a2aParties('a2a_push_config_not_found'),
   },
   // The hub's guides: anyone may read them.
   listGuides: { request: get('/guides'), expect: {} },

@@ -8,7 +8,7 @@ const doc = readFileSync(path.resolve(import.meta.dirname, '../../../docs/errors
 
 test('docs/errors.md lists exactly the registered codes, each with its status', () => {
   const documented = new Map<string, number>()
-  for (const m of doc.matchAll(/^- `([a-z_]+)` \((\d{3})\): \S/gm)) {
+  for (const m of doc.matchAll(/^- `([a-z][a-z0-9_]*)` \((\d{3})\): \S/gm)) {
     assert.ok(!documented.has(m[1]!), `${m[1]} is documented twice`)
     documented.set(m[1]!, Number(m[2]))
   }

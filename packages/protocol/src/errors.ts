@@ -377,6 +377,32 @@ export const ERRORS = {
     fix: 'The hop is already in `state`, which this status cannot follow (at most one of accepted and rejected, and one of completed and failed); read the hop and send nothing more for it.',
   },
 
+  // A2A tasks relayed by the hub (issue 16)
+  a2a_task_not_found: {
+    status: 404,
+    fix: 'Check the task id; only the sender that created a task and the agent it is addressed to can see it.',
+  },
+  a2a_task_not_cancelable: {
+    status: 409,
+    fix: 'The task already ended in `state`; read it for its outcome and send nothing more for it.',
+  },
+  a2a_task_ended: {
+    status: 409,
+    fix: 'The task ended in `state` and takes no more messages; send a new message without taskId to start a new task.',
+  },
+  a2a_generation_mismatch: {
+    status: 409,
+    fix: 'The task changed since you read it: `currentGeneration` is its generation now. Read the task again and decide whether to send with ifGenerationMatch set to it.',
+  },
+  a2a_push_config_not_found: {
+    status: 404,
+    fix: 'Check the task id and the config id; a push config is visible only to the principal that set it.',
+  },
+  a2a_method_not_found: {
+    status: 404,
+    fix: 'Use a method the agent card lists (SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask and the push notification config methods).',
+  },
+
   // dashboard
   dashboard_signin_required: {
     status: 401,

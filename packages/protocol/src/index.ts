@@ -1,3 +1,4 @@
+export * from './a2a.js'
 export * from './canonical-json.js'
 export * from './compute.js'
 export * from './content-digest.js'

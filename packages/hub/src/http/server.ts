@@ -5,6 +5,7 @@ import Fastify, {
   type FastifyReply,
   LogController,
 } from 'fastify'
+import { registerA2aRoutes } from '../a2a/http.js'
 import type { AppContext } from '../app.js'
 import { registerGuidePages } from '../guides/pages.js'
 import { registerIdentityRoutes } from '../identity/http.js'
@@ -189,6 +190,7 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
   registerIdentityRoutes(api, ctx)
   registerHttpOperations(app, ctx, OPERATIONS)
   registerMcpRoute(api, ctx)
+  registerA2aRoutes(api, ctx)
   registerDashboard(api, ctx)
   registerGuidePages(app)
 

@@ -1,3 +1,4 @@
+import { a2aOperations } from '../a2a/operations.js'
 import { computeOperations } from '../compute/operations.js'
 import { grantOperations } from '../grants/operations.js'
 import { guideOperations } from '../guides/operations.js'
@@ -25,6 +26,7 @@ export const OPERATIONS: readonly Operation[] = [
   ...hopOperations,
   ...computeOperations,
   ...guideOperations,
+  ...a2aOperations,
 ]
 
 /** MCP tools that combine operations (seed 002's read-or-wait tool). */

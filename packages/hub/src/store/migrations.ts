@@ -1,4 +1,5 @@
 import { type Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely'
+import { a2aTasksMigration } from '../a2a/migration.js'
 
 // Numbered migrations, applied in order on start. A landed migration is never edited: add a new one.
 const migrations: Record<string, Migration> = {
@@ -508,6 +509,7 @@ const migrations: Record<string, Migration> = {
         .execute()
     },
   },
+  '011_a2a_tasks': a2aTasksMigration,
 }
 
 const provider: MigrationProvider = { getMigrations: async () => migrations }

@@ -331,7 +331,56 @@ export interface ComputeActiveRow {
   active: number
 }
 
+/** An A2A task the hub relays (migration 011): the sender owns it, the agent answers it. */
+export interface A2aTaskRow {
+  id: string
+  context_id: string
+  owner: string
+  agent: string
+  state: string
+  /** dev-1.1 `generation`: 1 at creation, +1 per event; every write compares and sets it. */
+  generation: number
+  /** The current TaskStatus as wire JSON. */
+  status: string
+  created_at: number
+  updated_at: number
+}
+
+/** One change of an A2A task, append-only; `generation` is its per-task sequence. */
+export interface A2aEventRow {
+  task_id: string
+  generation: number
+  kind: string
+  author: string
+  body: string
+  at: number
+}
+
+/** The first answer to a principal's `messageId`, so a repeat answers the same. */
+export interface A2aSendRow {
+  principal: string
+  message_id: string
+  request_hash: string
+  task_id: string
+  answer: string
+  created_at: number
+}
+
+/** A push notification config of an A2A task, owned by the principal that set it. */
+export interface A2aPushConfigRow {
+  task_id: string
+  id: string
+  owner: string
+  url: string
+  token: string | null
+  created_at: number
+}
+
 export interface Schema {
+  a2a_tasks: A2aTaskRow
+  a2a_events: A2aEventRow
+  a2a_sends: A2aSendRow
+  a2a_push_configs: A2aPushConfigRow
   hops: HopRow
   hop_statuses: HopStatusRow
   hop_deliveries: HopDeliveryRow

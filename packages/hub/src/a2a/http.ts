@@ -1,0 +1,231 @@
+import type { ServerResponse } from 'node:http'
+import { BatonError, type ErrorCode } from '@baton/protocol'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { z } from 'zod'
+import type { AppContext } from '../app.js'
+import { toBatonError } from '../http/errors.js'
+import type { Api } from '../http/server.js'
+import { localOrigin, requestOrigin, requirePrincipal } from '../identity/http.js'
+import type { Caller, Operation } from '../ops/operation.js'
+import { parseInput } from '../validation.js'
+import { A2A_RPC_METHODS, A2A_RPC_PATH } from './operations.js'
+import { TaskRefParams } from './wire.js'
+
+/**
+ * The A2A 1.0 JSON-RPC binding (issue 16): one signed endpoint under `/v1`, so the preParsing
+ * hook verifies each request as it does every `/v1` request. A method is one of the A2A
+ * operations (run with the operation's own schemas) or one of the two streams, which write the
+ * task's events as SSE with the generation as the event id. The adapter decides nothing.
+ */
+
+const Envelope = z.looseObject({
+  jsonrpc: z.literal('2.0'),
+  method: z.string().max(128),
+  id: z.union([z.string().max(256), z.number(), z.null()]).optional(),
+  params: z.record(z.string(), z.unknown()).optional(),
+})
+
+/** A2A 1.0 §5.4 error codes for the Baton codes that have one; others are server errors. */
+const RPC_CODES: Partial<Record<ErrorCode, number>> = {
+  a2a_task_not_found: -32001,
+  a2a_push_config_not_found: -32001,
+  a2a_task_not_cancelable: -32002,
+  a2a_task_ended: -32004,
+  a2a_generation_mismatch: -32010,
+  a2a_method_not_found: -32601,
+  invalid_request: -32602,
+  unknown_field: -32602,
+  invalid_notify_url: -32602,
+  recipient_unknown: -32602,
+  internal: -32603,
+}
+
+/** JSON-RPC 2.0: the server-error range holds every other Baton refusal, its code in `data`. */
+const SERVER_ERROR = -32000
+
+type RpcId = string | number | null
+
+/** JSON-RPC 2.0: a body that is JSON but not a request object. */
+const INVALID_REQUEST = -32600
+/** JSON-RPC 2.0: a body that is not JSON. */
+const PARSE_ERROR = -32700
+
+function rpcError(id: RpcId, error: BatonError, code?: number) {
+  return {
+    jsonrpc: '2.0' as const,
+    id,
+    error: {
+      code: code ?? RPC_CODES[error.code] ?? SERVER_ERROR,
+      message: error.message,
+      data: { status: error.status, ...error.toBody() },
+    },
+  }
+}
+
+const none = z.object({}).strict()
+
+/** Runs an operation with input built from JSON-RPC params, validated by its own schemas. */
+function runOperation(
+  ctx: AppContext,
+  caller: Caller,
+  op: Operation,
+  input: Record<string, unknown>,
+) {
+  const defined = (v: unknown) =>
+    Object.fromEntries(Object.entries((v ?? {}) as object).filter(([, x]) => x !== undefined))
+  return op.run(ctx, caller, {
+    params: parseInput(op.params ?? none, defined(input.params), 'params'),
+    query: parseInput(op.query ?? none.passthrough(), defined(input.query), 'params'),
+    body: op.body ? parseInput(op.body, input.body, 'params') : undefined,
+  } as never)
+}
+
+/** Registers `POST /v1/a2a`; the agent card and the plain routes come from the registry. */
+export function registerA2aRoutes(api: Api, ctx: AppContext): void {
+  // What fails before the handler (the signature, the body's bytes) is answered in JSON-RPC too,
+  // so an A2A client reads Baton's code in `data` whatever refused it.
+  const errorHandler = (error: unknown, req: FastifyRequest, reply: FastifyReply) => {
+    const e = toBatonError(error)
+    ctx.metrics.recordError(e.code)
+    if (e.code === 'internal') req.log.error({ err: error }, 'unhandled error')
+    const code = e.code === 'invalid_json' ? PARSE_ERROR : undefined
+    return reply
+      .headers(e.headers)
+      .code(e.status)
+      .send(rpcError(null, e, code))
+  }
+  api.app.post(A2A_RPC_PATH, { errorHandler }, async (req, reply) => {
+    const principal = requirePrincipal(req)
+    const abort = new AbortController()
+    reply.raw.once('close', () => abort.abort())
+    const caller: Caller = {
+      ip: req.ip,
+      origin: requestOrigin(ctx, req) ?? localOrigin(req),
+      principal,
+      signal: abort.signal,
+    }
+    let id: RpcId = null
+    let envelope = false
+    try {
+      const rpc = parseInput(Envelope, req.body, 'body')
+      envelope = true
+      id = rpc.id ?? null
+      const params = rpc.params ?? {}
+      if (rpc.method === 'SendStreamingMessage' || rpc.method === 'SubscribeToTask') {
+        return await stream(ctx, req, reply, caller, rpc.method, params, id)
+      }
+      const method = A2A_RPC_METHODS[rpc.method]
+      if (!method) {
+        throw new BatonError('a2a_method_not_found', `No A2A method ${rpc.method}`, {
+          method: rpc.method,
+        })
+      }
+      const result = await runOperation(ctx, caller, method.op, method.input(params))
+      return { jsonrpc: '2.0', id, result }
+    } catch (error) {
+      const e = toBatonError(error)
+      ctx.metrics.recordError(e.code)
+      if (e.code === 'internal') req.log.error({ err: error }, 'unhandled error')
+      return reply
+        .headers(e.headers)
+        .code(e.status)
+        .send(rpcError(id, e, envelope ? undefined : INVALID_REQUEST))
+    }
+  })
+}
+
+/**
+ * A2A SendStreamingMessage and SubscribeToTask as SSE. The first event is the task as it stands
+ * (or, on resubscription with `Last-Event-ID` or `lastEventId`, the events after that generation,
+ * so a dropped stream loses nothing); then each event as it commits, until the task is terminal
+ * or interrupted, the client leaves or the hub closes. Refusals before the stream starts are
+ * ordinary JSON-RPC errors.
+ */
+async function stream(
+  ctx: AppContext,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  caller: Caller,
+  method: string,
+  params: Record<string, unknown>,
+  id: RpcId,
+): Promise<FastifyReply> {
+  const principal = caller.principal!.principal
+  let taskId: string
+  let after: number
+  let first: unknown
+  if (method === 'SendStreamingMessage') {
+    const body = {
+      ...params,
+      configuration: { ...(params.configuration as object), returnImmediately: true },
+    }
+    const { task } = await ctx.a2a.send(principal, body)
+    taskId = task.id
+    after = task.generation
+    first = { task }
+  } else {
+    const ref = parseInput(TaskRefParams, params, 'params')
+    taskId = ref.id
+    const resume = lastEventId(req, params)
+    if (resume === undefined) {
+      const task = await ctx.a2a.snapshot(principal, taskId)
+      after = task.generation
+      first = { task }
+    } else {
+      await ctx.a2a.snapshot(principal, taskId)
+      after = resume
+    }
+  }
+  reply.hijack()
+  const res = reply.raw
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-store',
+    'x-accel-buffering': 'no',
+  })
+  const frame = (generation: number, result: unknown) =>
+    `id: ${generation}\ndata: ${JSON.stringify({ jsonrpc: '2.0', id, result })}\n\n`
+  if (first !== undefined) res.write(frame(after, first))
+  try {
+    while (!caller.signal.aborted && !ctx.isClosing()) {
+      const { events, ended } = await ctx.a2a.eventsAfter(principal, taskId, after)
+      for (const e of events) {
+        if (!write(res, frame(e.generation, e.event))) return reply
+        after = e.generation
+      }
+      if (ended) break
+      await ctx.a2a.waitForChange(principal, taskId, after, caller.signal, caller.ip)
+      if (!write(res, ': keep-alive\n\n')) return reply
+    }
+  } catch (error) {
+    // A refusal mid-stream (the caller suspended, say) is the stream's last event.
+    const e = toBatonError(error)
+    if (!caller.signal.aborted) write(res, `data: ${JSON.stringify(rpcError(id, e))}\n\n`)
+  }
+  res.end()
+  return reply
+}
+
+/** Writes unless the reader has gone or stopped reading; a stalled reader is dropped. */
+function write(res: ServerResponse, text: string): boolean {
+  if (res.writableEnded || res.destroyed) return false
+  if (res.writableLength > 1 << 20) {
+    res.destroy()
+    return false
+  }
+  res.write(text)
+  return true
+}
+
+/** The generation a resubscribing client saw last: the SSE `Last-Event-ID`, or a param. */
+function lastEventId(req: FastifyRequest, params: Record<string, unknown>): number | undefined {
+  const raw = req.headers['last-event-id'] ?? params.lastEventId
+  if (raw === undefined) return undefined
+  const text = String(raw)
+  if (!/^\d{1,15}$/.test(text)) {
+    throw new BatonError('invalid_request', 'Last-Event-ID is the generation of an event seen', {
+      field: 'Last-Event-ID',
+    })
+  }
+  return Number(text)
+}

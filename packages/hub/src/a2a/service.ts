@@ -1,0 +1,734 @@
+import { randomBytes, randomUUID } from 'node:crypto'
+import { BatonError, canonicalJson } from '@baton/protocol'
+import type { z } from 'zod'
+import type { Clock } from '../clock.js'
+import type { EventBus } from '../events/bus.js'
+import type { WaitRegistry } from '../events/wait.js'
+import { checkNotifyUrl, newEventId, notifyTarget } from '../handoffs/notify.js'
+import { insertSignals } from '../handoffs/outbox-store.js'
+import { findPrincipal } from '../identity/store.js'
+import type { Database } from '../store/database.js'
+import { requestHash } from '../store/idempotency.js'
+import { consumeDailyQuota } from '../store/quota.js'
+import type { A2aEventRow, A2aPushConfigRow, A2aTaskRow, NotifyOutboxRow } from '../store/schema.js'
+import type { Tx, WriteBatcher } from '../store/transaction.js'
+import { parseInput } from '../validation.js'
+import * as store from './store.js'
+import {
+  type Artifact,
+  CancelTaskParams,
+  GetTaskParams,
+  INTERRUPTED_STATES,
+  ListPushConfigsParams,
+  ListTasksParams,
+  type Message,
+  PushConfigInput,
+  PushConfigRefParams,
+  type PushConfigView,
+  RELAY_EXTENSION_URI,
+  RelayUpdate,
+  SendMessageParams,
+  type StreamEvent,
+  type TaskState,
+  type TaskStatusView,
+  type TaskView,
+  TERMINAL_STATES,
+} from './wire.js'
+
+/** What the A2A service needs from the rest of the hub. */
+export interface A2aDeps {
+  database: Database
+  batcher: WriteBatcher
+  clock: Clock
+  bus: EventBus
+  waits: WaitRegistry
+  /** Delivers push notifications: rows go to the outbox in the change's transaction. */
+  notify: { kick(): void }
+  allowLoopbackNotify: boolean
+  /** The longest a blocking send or a `currentGeneration` read is held open. */
+  maxWaitMs: number
+  /** Sends a principal may make per UTC day, counted as its Baton messages are. */
+  sendsPerDay: number
+  /**
+   * Witnesses a signed handoff context carried in a message (seed 003) and answers what rides
+   * back in the reply's metadata; refusals are thrown.
+   */
+  witness?: ((sender: string, agent: string, message: Message) => Promise<unknown>) | undefined
+}
+
+/** The quota scope counting a principal's A2A sends (a repeat of a messageId is not counted). */
+export const A2A_SEND_QUOTA_SCOPE = 'a2a.send'
+
+/** The event topic of one A2A task; an event is a hint to re-read. */
+export const a2aTaskTopic = (id: string) => `a2a:${id}`
+
+const iso = (ms: number) => new Date(ms).toISOString()
+/** Thrown inside a write when another writer moved the task after it was read. */
+const MOVED = new Error('a2a task moved')
+
+/** One change to append: its kind and its wire body. */
+type Change =
+  | { kind: 'created'; message: Message; status: TaskStatusView }
+  | { kind: 'message'; message: Message; witnessed?: unknown }
+  | { kind: 'status'; status: TaskStatusView; witnessed?: unknown }
+  | { kind: 'artifact'; artifact: Artifact; append: boolean; lastChunk: boolean }
+
+/** The role of a caller on a task it can see. */
+type Role = 'owner' | 'agent'
+
+/** The answer of a send: the task, and whether it is a repeat of an earlier send. */
+export interface SendResult {
+  task: TaskView
+  repeated: boolean
+}
+
+/**
+ * The hub as a durable A2A task relay (issue 16). A task is addressed to an admitted principal
+ * (its agent) by the sender that created it (its owner); both may read it and nobody else can
+ * tell it from a missing one. Every change appends one event with the next `generation` (A2A
+ * dev-1.1, PR 1810) by compare-and-set on the task row, durably, before it is answered; the
+ * JSON-RPC face and the operations call these same functions.
+ */
+export class A2aService {
+  constructor(private readonly deps: A2aDeps) {}
+
+  /**
+   * `SendMessage`: creates a task addressed to `tenant`, or continues `message.taskId`. The owner
+   * sends user messages; the agent sends its replies, status changes and artifacts to its own
+   * task (the artifacts and state under {@link RELAY_EXTENSION_URI}). A repeat of a `messageId`
+   * by the same principal answers the first result; the same id with another request is
+   * `idempotency_conflict`. A stale `ifGenerationMatch` is `a2a_generation_mismatch`.
+   */
+  async send(
+    principal: string,
+    input: unknown,
+    signal?: AbortSignal,
+    address?: string,
+  ): Promise<SendResult> {
+    const params = parseInput(SendMessageParams, input, 'params')
+    const { message } = params
+    const update = parseInput(
+      RelayUpdate,
+      params.metadata?.[RELAY_EXTENSION_URI] ?? {},
+      `params.metadata.${RELAY_EXTENSION_URI}`,
+    )
+    const expected = params.configuration?.ifGenerationMatch ?? update.ifGenerationMatch
+    const hash = requestHash({ ...params, configuration: undefined, expected })
+    const witnessed = await this.witness(principal, params)
+    const run = () =>
+      this.deps.batcher.run(async (tx) => {
+        const prior = await store.findSend(tx.db, principal, message.messageId)
+        if (prior) {
+          if (prior.request_hash !== hash) {
+            throw new BatonError(
+              'idempotency_conflict',
+              'This messageId was already sent with a different request',
+              { field: 'message.messageId', taskId: prior.task_id },
+            )
+          }
+          return { task: JSON.parse(prior.answer) as TaskView, repeated: true }
+        }
+        const now = this.deps.clock.now()
+        await consumeDailyQuota(tx.db, {
+          scope: A2A_SEND_QUOTA_SCOPE,
+          subject: principal,
+          limit: this.deps.sendsPerDay,
+          now,
+        })
+        const row =
+          message.taskId === undefined
+            ? await this.create(tx, principal, params, now, witnessed)
+            : await this.continueTask(tx, principal, params, update, expected, now, witnessed)
+        const view = await this.view(tx.db, row, params.configuration?.historyLength)
+        await store.insertSend(tx.db, {
+          principal,
+          message_id: message.messageId,
+          request_hash: hash,
+          task_id: row.id,
+          answer: JSON.stringify(view),
+          created_at: now,
+        })
+        return { task: view, repeated: false }
+      })
+    const result = await this.retryingRace(run)
+    const config = params.configuration?.taskPushNotificationConfig
+    if (config && !result.repeated)
+      await this.setPushConfig(principal, { ...config, taskId: result.task.id })
+    // A2A 1.0: a send waits for a terminal or interrupted state unless returnImmediately; only
+    // the owner's sends wait, since the agent's own sends are that answer. A repeat answers the
+    // task as the first send committed it, at once.
+    const owner = result.task.metadata[RELAY_EXTENSION_URI] as { owner?: string }
+    const blocking = params.configuration?.returnImmediately !== true
+    if (blocking && !result.repeated && owner.owner === principal) {
+      return { task: await this.settled(principal, result.task, signal, address), repeated: false }
+    }
+    return result
+  }
+
+  /** `GetTask`; with `currentGeneration` it long-polls until the task's generation passes it. */
+  async get(principal: string, input: unknown, signal?: AbortSignal, address?: string) {
+    const params = parseInput(GetTaskParams, input, 'params')
+    const db = this.deps.database.db
+    const row = await this.visible(db, principal, params.id)
+    const current = params.currentGeneration
+    if (current === undefined || row.generation > current) {
+      return this.view(db, row, params.historyLength)
+    }
+    const { last } = await this.deps.waits.wait({
+      key: `${a2aTaskTopic(row.id)} ${current}`,
+      topics: [a2aTaskTopic(row.id)],
+      read: () => store.findTask(db, row.id),
+      view: (r) => r!,
+      ready: (r) => r.generation > current,
+      timeoutMs: () => this.deps.maxWaitMs,
+      address,
+      signal,
+    })
+    return this.view(db, last, params.historyLength)
+  }
+
+  /** `ListTasks`: the tasks the caller sent or is the agent of, most recently changed first. */
+  async list(principal: string, input: unknown) {
+    const params = parseInput(ListTasksParams, input ?? {}, 'params')
+    const limit = params.pageSize ?? 50
+    const state = params.status === 'TASK_STATE_UNSPECIFIED' ? undefined : params.status
+    const filter = { principal, contextId: params.contextId || undefined, state }
+    const before = params.pageToken ? parsePageToken(params.pageToken) : undefined
+    const db = this.deps.database.db
+    const rows = await store.listTasks(db, { ...filter, before, limit: limit + 1 })
+    const page = rows.slice(0, limit)
+    const events = await store.eventsOf(
+      db,
+      page.map((r) => r.id),
+    )
+    const tasks = page.map((r) => {
+      const view = toTaskView(
+        r,
+        events.filter((e) => e.task_id === r.id),
+        params.historyLength,
+      )
+      return params.includeArtifacts ? view : { ...view, artifacts: [] }
+    })
+    const last = page.at(-1)
+    return {
+      tasks,
+      nextPageToken: rows.length > limit && last ? pageToken(last) : '',
+      pageSize: limit,
+      totalSize: await store.countTasks(db, filter),
+    }
+  }
+
+  /** `CancelTask`: the owner or the agent ends a task that has not ended yet. */
+  async cancel(principal: string, input: unknown): Promise<TaskView> {
+    const params = parseInput(CancelTaskParams, input, 'params')
+    const task = await this.retryingRace(() =>
+      this.deps.batcher.run(async (tx) => {
+        const row = await this.visible(tx.db, principal, params.id, true)
+        if (TERMINAL_STATES.has(row.state)) {
+          throw new BatonError('a2a_task_not_cancelable', 'The task has already ended', {
+            state: row.state,
+            currentGeneration: row.generation,
+          })
+        }
+        const now = this.deps.clock.now()
+        const status: TaskStatusView = { state: 'TASK_STATE_CANCELED', timestamp: iso(now) }
+        const moved = await this.append(tx, row, principal, [{ kind: 'status', status }], now)
+        return this.view(tx.db, moved)
+      }),
+    )
+    return task
+  }
+
+  /**
+   * The events of a visible task after an exclusive generation, for streams and resubscription;
+   * `ended` says the stream is over (a terminal or interrupted state with nothing left to send).
+   */
+  async eventsAfter(principal: string, id: string, after: number) {
+    const db = this.deps.database.db
+    const row = await this.visible(db, principal, id)
+    const events = await store.eventsAfter(db, id, after)
+    return {
+      task: row,
+      events: events.map((e) => ({ generation: e.generation, event: toStreamEvent(row, e) })),
+      ended: TERMINAL_STATES.has(row.state) || INTERRUPTED_STATES.has(row.state),
+    }
+  }
+
+  /** The task as it stands now, for the first event of a stream. */
+  async snapshot(principal: string, id: string): Promise<TaskView> {
+    const db = this.deps.database.db
+    return this.view(db, await this.visible(db, principal, id))
+  }
+
+  /** Waits until a visible task's generation passes `after`, or the time is up. */
+  async waitForChange(
+    principal: string,
+    id: string,
+    after: number,
+    signal?: AbortSignal,
+    address?: string,
+  ): Promise<number> {
+    const db = this.deps.database.db
+    const { last } = await this.deps.waits.wait({
+      key: `${a2aTaskTopic(id)} ${after}`,
+      topics: [a2aTaskTopic(id)],
+      read: () => store.findTask(db, id),
+      view: (r) => {
+        if (!r || (r.owner !== principal && r.agent !== principal)) throw taskNotFound(id)
+        return r
+      },
+      ready: (r) => r.generation > after,
+      timeoutMs: () => this.deps.maxWaitMs,
+      address,
+      signal,
+    })
+    return last.generation
+  }
+
+  /** `CreateTaskPushNotificationConfig`: a party to a task sets a webhook for its changes. */
+  async setPushConfig(principal: string, input: unknown): Promise<PushConfigView> {
+    const params = parseInput(PushConfigInput, input, 'params')
+    if (params.taskId === undefined) {
+      throw new BatonError('invalid_request', 'taskId names the task of the config', {
+        field: 'taskId',
+      })
+    }
+    checkNotifyUrl(params.url, this.deps.allowLoopbackNotify)
+    const taskId = params.taskId
+    const row: A2aPushConfigRow = {
+      task_id: taskId,
+      id: params.id || randomUUID(),
+      owner: principal,
+      url: notifyTarget(params.url),
+      token: params.token || null,
+      created_at: this.deps.clock.now(),
+    }
+    await this.deps.batcher.run(async (tx) => {
+      await this.visible(tx.db, principal, taskId)
+      await store.putPushConfig(tx.db, row)
+    })
+    return toPushView(row)
+  }
+
+  async getPushConfig(principal: string, input: unknown): Promise<PushConfigView> {
+    const params = parseInput(PushConfigRefParams, input, 'params')
+    const db = this.deps.database.db
+    await this.visible(db, principal, params.taskId)
+    const row = await store.findPushConfig(db, params.taskId, params.id, principal)
+    if (!row) throw pushNotFound()
+    return toPushView(row)
+  }
+
+  async listPushConfigs(principal: string, input: unknown) {
+    const params = parseInput(ListPushConfigsParams, input, 'params')
+    const db = this.deps.database.db
+    await this.visible(db, principal, params.taskId)
+    const rows = await store.pushConfigsOf(db, params.taskId, principal)
+    return { configs: rows.map(toPushView), nextPageToken: '' }
+  }
+
+  async deletePushConfig(principal: string, input: unknown): Promise<Record<string, never>> {
+    const params = parseInput(PushConfigRefParams, input, 'params')
+    await this.deps.batcher.run(async (tx) => {
+      await this.visible(tx.db, principal, params.taskId)
+      if (!(await store.deletePushConfig(tx.db, params.taskId, params.id, principal))) {
+        throw pushNotFound()
+      }
+    })
+    return {}
+  }
+
+  /**
+   * A signed handoff context in the message, checked by the hop service before anything is
+   * written (a refused one changes nothing); a repeat is answered by the hop service as a
+   * retransmission. Answers what rides back in the task's metadata.
+   */
+  private async witness(principal: string, params: SendMessageParams): Promise<unknown> {
+    if (!this.deps.witness || params.message.metadata === undefined) return undefined
+    let agent = params.tenant ?? ''
+    if (params.message.taskId !== undefined) {
+      agent = (await this.visible(this.deps.database.db, principal, params.message.taskId)).agent
+    }
+    return this.deps.witness(principal, agent, params.message)
+  }
+
+  /** A task the caller is a party to, or the answer a missing id gets. */
+  async visible(db: Tx['db'], principal: string, id: string, lock = false): Promise<A2aTaskRow> {
+    const row = await store.findTask(db, id, lock && this.deps.database.caps.lockRowsForUpdate)
+    if (!row || (row.owner !== principal && row.agent !== principal)) throw taskNotFound(id)
+    return row
+  }
+
+  /** The caller's role on a task row it can see. */
+  private role(row: A2aTaskRow, principal: string): Role {
+    return row.owner === principal ? 'owner' : 'agent'
+  }
+
+  private async create(
+    tx: Tx,
+    owner: string,
+    params: SendMessageParams,
+    now: number,
+    witnessed: unknown,
+  ): Promise<A2aTaskRow> {
+    const agent = params.tenant
+    if (!agent) {
+      throw new BatonError(
+        'invalid_request',
+        'tenant names the agent a new task is addressed to (an admitted principal)',
+        { field: 'tenant' },
+      )
+    }
+    const addressee = await findPrincipal(tx.db, agent)
+    if (addressee?.state !== 'approved') {
+      // Pending, rejected and suspended keys answer like unknown ones: no probing of admission.
+      throw new BatonError('recipient_unknown', 'No admitted agent has this principal', {
+        field: 'tenant',
+      })
+    }
+    if (params.message.role !== 'ROLE_USER') {
+      throw new BatonError('invalid_request', 'A new task starts with a ROLE_USER message', {
+        field: 'message.role',
+      })
+    }
+    const id = `task_${randomBytes(16).toString('base64url')}`
+    const status: TaskStatusView = { state: 'TASK_STATE_SUBMITTED', timestamp: iso(now) }
+    const message: Message = {
+      ...params.message,
+      taskId: id,
+      contextId: params.message.contextId ?? id,
+    }
+    const row: A2aTaskRow = {
+      id,
+      context_id: message.contextId!,
+      owner,
+      agent,
+      state: status.state,
+      generation: 1,
+      status: JSON.stringify(status),
+      created_at: now,
+      updated_at: now,
+    }
+    await store.insertTask(tx.db, row)
+    const body = { message, status, ...(witnessed === undefined ? {} : { witnessed }) }
+    const events: A2aEventRow[] = [
+      {
+        task_id: id,
+        generation: 1,
+        kind: 'created',
+        author: owner,
+        body: JSON.stringify(body),
+        at: now,
+      },
+    ]
+    await store.insertEvents(tx.db, events)
+    await this.signal(tx, row, events)
+    return row
+  }
+
+  private async continueTask(
+    tx: Tx,
+    principal: string,
+    params: SendMessageParams,
+    update: z.output<typeof RelayUpdate>,
+    expected: number | undefined,
+    now: number,
+    witnessed: unknown,
+  ): Promise<A2aTaskRow> {
+    const row = await this.visible(tx.db, principal, params.message.taskId!, true)
+    if (expected !== undefined && row.generation !== expected) throw mismatch(row.generation)
+    if (TERMINAL_STATES.has(row.state)) {
+      throw new BatonError('a2a_task_ended', 'The task has ended and takes no more messages', {
+        state: row.state,
+        currentGeneration: row.generation,
+      })
+    }
+    const role = this.role(row, principal)
+    const wantRole = role === 'owner' ? 'ROLE_USER' : 'ROLE_AGENT'
+    if (params.message.role !== wantRole) {
+      throw new BatonError('invalid_request', `The ${role} of a task sends ${wantRole} messages`, {
+        field: 'message.role',
+      })
+    }
+    if (role === 'owner' && (update.state !== undefined || update.artifacts !== undefined)) {
+      throw new BatonError(
+        'invalid_request',
+        'Only the agent of a task sets its state and artifacts; the owner cancels with CancelTask',
+        { field: `metadata.${RELAY_EXTENSION_URI}` },
+      )
+    }
+    if (params.message.contextId !== undefined && params.message.contextId !== row.context_id) {
+      throw new BatonError('invalid_request', 'contextId differs from the task’s', {
+        field: 'message.contextId',
+      })
+    }
+    const message: Message = { ...params.message, contextId: row.context_id }
+    const changes: Change[] = []
+    for (const a of update.artifacts ?? []) {
+      changes.push({
+        kind: 'artifact',
+        artifact: a.artifact,
+        append: a.append ?? false,
+        lastChunk: a.lastChunk ?? false,
+      })
+    }
+    // A2A 1.0: a status's message is part of the task's history; a bare message is its own event.
+    const seen = witnessed === undefined ? {} : { witnessed }
+    if (update.state !== undefined) {
+      const status: TaskStatusView = { state: update.state, message, timestamp: iso(now) }
+      changes.push({ kind: 'status', status, ...seen })
+    } else {
+      changes.push({ kind: 'message', message, ...seen })
+    }
+    return this.append(tx, row, principal, changes, now)
+  }
+
+  /**
+   * Appends changes to a task read in this transaction: one event and one generation each, by
+   * compare-and-set on the generation read (seed-free rule of DESIGN: never read-then-write).
+   */
+  private async append(
+    tx: Tx,
+    row: A2aTaskRow,
+    author: string,
+    changes: Change[],
+    now: number,
+  ): Promise<A2aTaskRow> {
+    let generation = row.generation
+    let status = row.status
+    let state = row.state
+    const events: A2aEventRow[] = []
+    for (const change of changes) {
+      generation++
+      if (change.kind === 'status') {
+        status = JSON.stringify(change.status)
+        state = change.status.state
+      }
+      const { kind, ...body } = change
+      // A message leaves the state as it is; the state is kept with it for its stream event.
+      const stored = kind === 'message' ? { ...body, state } : body
+      events.push({
+        task_id: row.id,
+        generation,
+        kind,
+        author,
+        body: JSON.stringify(stored),
+        at: now,
+      })
+    }
+    const next = { state, generation, status, updated_at: now }
+    if (!(await store.advanceTask(tx.db, row.id, row.generation, next))) throw MOVED
+    await store.insertEvents(tx.db, events)
+    const moved = { ...row, ...next }
+    await this.signal(tx, moved, events)
+    return moved
+  }
+
+  /** Push notifications to the outbox and the bus hint, both after commit only. */
+  private async signal(tx: Tx, row: A2aTaskRow, events: A2aEventRow[]): Promise<void> {
+    const configs = await store.pushConfigsOf(tx.db, row.id)
+    const signals: Omit<NotifyOutboxRow, 'seq'>[] = []
+    for (const config of configs) {
+      for (const e of events) {
+        signals.push({
+          event_id: newEventId(),
+          url: config.url,
+          handoff_id: row.id,
+          version: e.generation,
+          body: JSON.stringify(toStreamEvent(row, e)),
+          status: 'pending',
+          attempts: 0,
+          created_at: e.at,
+          next_at: e.at,
+          leased_until: 0,
+          lease_owner: null,
+          last_outcome: null,
+          done_at: null,
+        })
+      }
+    }
+    await insertSignals(tx.db, signals)
+    tx.afterCommit(() => {
+      this.deps.bus.publish({
+        topic: a2aTaskTopic(row.id),
+        type: 'a2a.task.changed',
+        at: row.updated_at,
+        data: { id: row.id, generation: row.generation, state: row.state },
+      })
+      if (signals.length > 0) this.deps.notify.kick()
+    })
+  }
+
+  /** A write that lost a race to another instance is run again, reading the winner's row. */
+  private async retryingRace<T>(run: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await run()
+      } catch (error) {
+        const retry = error === MOVED || this.deps.database.caps.isUniqueViolation(error)
+        if (!retry || attempt >= 4) throw error
+      }
+    }
+  }
+
+  /** A2A 1.0 blocking send: the task once terminal or interrupted, or as it is when time is up. */
+  private async settled(
+    principal: string,
+    task: TaskView,
+    signal?: AbortSignal,
+    address?: string,
+  ): Promise<TaskView> {
+    if (TERMINAL_STATES.has(task.status.state) || INTERRUPTED_STATES.has(task.status.state)) {
+      return task
+    }
+    const db = this.deps.database.db
+    const { last } = await this.deps.waits.wait({
+      key: `${a2aTaskTopic(task.id)} settled`,
+      topics: [a2aTaskTopic(task.id)],
+      read: () => store.findTask(db, task.id),
+      view: (r) => r!,
+      ready: (r) => TERMINAL_STATES.has(r.state) || INTERRUPTED_STATES.has(r.state),
+      timeoutMs: () => this.deps.maxWaitMs,
+      address,
+      signal,
+    })
+    return this.view(db, await this.visible(db, principal, last.id))
+  }
+
+  private async view(db: Tx['db'], row: A2aTaskRow, historyLength?: number): Promise<TaskView> {
+    return toTaskView(row, await store.eventsAfter(db, row.id, 0), historyLength)
+  }
+}
+
+/** Baton's metadata on every task and event, for A2A 1.0 peers whose types drop `generation`. */
+function relayMeta(row: A2aTaskRow, generation: number, extra?: Record<string, unknown>) {
+  return {
+    [RELAY_EXTENSION_URI]: { generation, owner: row.owner, agent: row.agent, ...extra },
+  }
+}
+
+/** Folds a task's events into the Task of A2A 1.0: history, artifacts and the last status. */
+export function toTaskView(
+  row: A2aTaskRow,
+  events: A2aEventRow[],
+  historyLength?: number,
+): TaskView {
+  const history: Message[] = []
+  const artifacts: Artifact[] = []
+  let witnessed: unknown
+  for (const e of events) {
+    const body = JSON.parse(e.body)
+    if (body.witnessed !== undefined) witnessed = body.witnessed
+    if (e.kind === 'created') history.push(body.message)
+    else if (e.kind === 'message') history.push(body.message)
+    else if (e.kind === 'status' && body.status.message) history.push(body.status.message)
+    else if (e.kind === 'artifact') {
+      const at = artifacts.findIndex((a) => a.artifactId === body.artifact.artifactId)
+      if (at === -1) artifacts.push(body.artifact)
+      else if (body.append) {
+        const prior = artifacts[at]!
+        artifacts[at] = { ...prior, parts: [...prior.parts, ...body.artifact.parts] }
+      } else artifacts[at] = body.artifact
+    }
+  }
+  const status = JSON.parse(row.status) as TaskStatusView
+  return {
+    id: row.id,
+    contextId: row.context_id,
+    status,
+    artifacts,
+    history: historyLength === undefined ? history : history.slice(history.length - historyLength),
+    generation: row.generation,
+    metadata: relayMeta(
+      row,
+      row.generation,
+      witnessed === undefined ? undefined : { handoff: witnessed },
+    ),
+  }
+}
+
+/** One stored event as the StreamResponse of A2A 1.0 a stream or a push notification carries. */
+export function toStreamEvent(row: A2aTaskRow, e: A2aEventRow): StreamEvent {
+  const body = JSON.parse(e.body)
+  const base = { taskId: row.id, contextId: row.context_id }
+  const metadata = relayMeta(row, e.generation)
+  switch (e.kind) {
+    case 'created':
+      return {
+        statusUpdate: { ...base, status: body.status, generation: e.generation, metadata },
+      }
+    case 'message':
+      // A2A 1.0: within a task, a party's message reaches the other as a status update.
+      return {
+        statusUpdate: {
+          ...base,
+          status: { state: body.state, message: body.message, timestamp: iso(e.at) },
+          generation: e.generation,
+          metadata,
+        },
+      }
+    case 'status':
+      return {
+        statusUpdate: { ...base, status: body.status, generation: e.generation, metadata },
+      }
+    default:
+      return {
+        artifactUpdate: {
+          ...base,
+          artifact: body.artifact,
+          append: body.append,
+          lastChunk: body.lastChunk,
+          generation: e.generation,
+          metadata,
+        },
+      }
+  }
+}
+
+function toPushView(row: A2aPushConfigRow): PushConfigView {
+  return {
+    id: row.id,
+    taskId: row.task_id,
+    url: row.url,
+    ...(row.token ? { token: row.token } : {}),
+  }
+}
+
+function pageToken(row: A2aTaskRow): string {
+  return Buffer.from(canonicalJson({ u: row.updated_at, i: row.id })).toString('base64url')
+}
+
+function parsePageToken(token: string): { updatedAt: number; id: string } {
+  try {
+    const { u, i } = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'))
+    if (Number.isSafeInteger(u) && typeof i === 'string') return { updatedAt: u, id: i }
+  } catch {
+    // falls through to the refusal
+  }
+  throw new BatonError('invalid_request', 'pageToken is not one this hub gave out', {
+    field: 'pageToken',
+  })
+}
+
+function taskNotFound(id: string): BatonError {
+  return new BatonError('a2a_task_not_found', `No task ${JSON.stringify(id)} you are a party to`)
+}
+
+function pushNotFound(): BatonError {
+  return new BatonError(
+    'a2a_push_config_not_found',
+    'No push notification config of yours with this id',
+  )
+}
+
+function mismatch(current: number): BatonError {
+  return new BatonError(
+    'a2a_generation_mismatch',
+    'The task changed since the generation you state',
+    {
+      currentGeneration: current,
+    },
+  )
+}
+
+export type { TaskState }

@@ -1,0 +1,22 @@
+import { A2A_EXTENSION_URI } from '@baton/context'
+import type { HopService } from '../hops/service.js'
+import type { Message } from './wire.js'
+
+/**
+ * Checks the signed handoff context an A2A message carries (seed 003: the Handoff object, or a
+ * status, in `Message.metadata` under the extension URI) with the hop service, so the hub
+ * witnesses a hop relayed as A2A exactly as one posted to `/v1/hops`. A user message carries an
+ * offer to `agent`; an agent's message carries a status for a hop it is the delegate of. Answers
+ * the hub's view of the hop, or undefined when the message carries nothing; a refusal throws.
+ */
+export async function witnessA2a(
+  hops: HopService,
+  sender: string,
+  agent: string,
+  message: Message,
+): Promise<unknown> {
+  const carried = message.metadata?.[A2A_EXTENSION_URI]
+  if (carried === undefined) return undefined
+  if (message.role === 'ROLE_AGENT') return hops.answer(sender, carried)
+  return hops.offer(sender, { to: agent, handoff: carried })
+}
