@@ -1,4 +1,3 @@
-export { ComputeClient, type ComputeWaitOptions } from './compute.js'
 export {
   A2A_RELAY_EXTENSION_URI,
   type AddressableCard,
@@ -9,6 +8,7 @@ export {
   readRelay,
   relayUpdate,
 } from './a2a.js'
+export { ComputeClient, type ComputeWaitOptions } from './compute.js'
 export { contentDigest, matchContentDigest, parseContentDigest } from './content-digest.js'
 export { fetchDiscovery, resolveApiUrl } from './discovery.js'
 export { HandoffClient } from './handoffs.js'
