@@ -7,6 +7,7 @@ import type { Logger } from 'pino'
 import { migrate } from './migrations.js'
 import type { Schema } from './schema.js'
 import { HubSqliteDialect } from './sqlite-driver.js'
+import { SqliteWriterThread } from './sqlite-writer-thread.js'
 
 /** What differs between the two dialects, in one place; features never branch on the dialect. */
 export interface Capabilities {
@@ -101,6 +102,8 @@ export async function openDatabase(opts: {
   log?: Logger | undefined
   /** SQLite: serve plain reads outside transactions from a second connection (default true). */
   sqliteReader?: boolean
+  /** SQLite: run the write connection on a worker thread (default false: in this thread). */
+  sqliteWriterThread?: boolean
 }): Promise<Database> {
   let database: Database
   if (opts.databaseUrl) {
@@ -128,15 +131,21 @@ export async function openDatabase(opts: {
   } else {
     const file = sqlitePath(opts.dataDir)
     prepareDataDir(opts.dataDir, file, opts.log)
+    // busy_timeout first: the writer thread and the reader may open the file at the same time.
+    const pragmas = [
+      'busy_timeout = 5000',
+      'journal_mode = WAL',
+      'synchronous = FULL',
+      'foreign_keys = ON',
+    ]
     const open = () => {
       const sqlite = new SQLite(file)
-      sqlite.pragma('journal_mode = WAL')
-      sqlite.pragma('synchronous = FULL')
-      sqlite.pragma('busy_timeout = 5000')
-      sqlite.pragma('foreign_keys = ON')
+      for (const pragma of pragmas) sqlite.pragma(pragma)
       return sqlite
     }
-    const writer = open()
+    const writer = opts.sqliteWriterThread
+      ? new SqliteWriterThread({ file, pragmas, cacheSize: 512 })
+      : open()
     // The reader only reads: query_only makes a write reaching it an error, never a change.
     const reader = opts.sqliteReader === false ? undefined : open()
     reader?.pragma('query_only = ON')

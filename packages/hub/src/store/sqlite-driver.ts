@@ -14,9 +14,21 @@ import {
   SqliteQueryCompiler,
 } from 'kysely'
 
+/** The write connection, in this thread or on a writer thread (`SqliteWriterThread`). */
+export interface WriteConnection {
+  execute(
+    sql: string,
+    params: readonly unknown[],
+  ): QueryResult<unknown> | Promise<QueryResult<unknown>>
+  /** Ends a kysely connection's turn: rolls back a transaction it left open. */
+  endTurn(): void
+  close(): Promise<void>
+}
+
 /** The hub's SQLite connections: one writer, and optionally a reader on the same WAL file. */
 export interface HubSqliteOptions {
-  writer: SQLite.Database
+  /** A better-sqlite3 connection used in this thread, or a writer on its own thread. */
+  writer: SQLite.Database | WriteConnection
   /**
    * A second connection to the same file, used only for statements that read and write nothing,
    * run outside any transaction. WAL lets it read the last commit while the writer is inside a
@@ -84,6 +96,33 @@ class StatementCache {
   }
 }
 
+/** The write connection in this thread: statements run synchronously, prepared once each. */
+class InThreadWriter implements WriteConnection {
+  private readonly cache: StatementCache
+
+  constructor(
+    private readonly db: SQLite.Database,
+    cacheSize: number,
+  ) {
+    this.cache = new StatementCache(db, cacheSize)
+  }
+
+  execute(source: string, parameters: readonly unknown[]): QueryResult<unknown> {
+    const statement = this.cache.get(source)
+    if (statement.reader) return { rows: statement.all(parameters as unknown[]) }
+    const { changes, lastInsertRowid } = statement.run(parameters as unknown[])
+    return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] }
+  }
+
+  endTurn(): void {
+    if (this.db.inTransaction) this.db.exec('rollback')
+  }
+
+  async close(): Promise<void> {
+    this.db.close()
+  }
+}
+
 /** The writer's lock: held by one connection at a time, handed to waiters in arrival order. */
 class WriteLock {
   private held = false
@@ -123,15 +162,16 @@ const READ_PREFIX = /^\s*(select|with)\s/i
 
 class HubSqliteDriver implements Driver {
   readonly lock = new WriteLock()
-  readonly writer: StatementCache
+  readonly writer: WriteConnection
   readonly reader: StatementCache | undefined
   /** SQL texts prepared on the reader and found to need the writer; bounded like the caches. */
   private readonly writes = new Set<string>()
   private readonly max: number
 
-  constructor(readonly options: HubSqliteOptions) {
+  constructor(private readonly options: HubSqliteOptions) {
     this.max = options.cacheSize ?? 512
-    this.writer = new StatementCache(options.writer, this.max)
+    const { writer } = options
+    this.writer = 'endTurn' in writer ? writer : new InThreadWriter(writer, this.max)
     this.reader = options.reader ? new StatementCache(options.reader, this.max) : undefined
   }
 
@@ -190,13 +230,13 @@ class HubSqliteDriver implements Driver {
     conn.holdsWriter = false
     // A transaction left open would swallow the next holder's statements into it: end it, so
     // what it wrote is undone rather than committed by someone else.
-    if (this.options.writer.inTransaction) this.options.writer.exec('rollback')
+    this.writer.endTurn()
     this.lock.release()
   }
 
   async destroy(): Promise<void> {
     this.options.reader?.close()
-    this.options.writer.close()
+    await this.writer.close()
   }
 }
 
@@ -214,25 +254,15 @@ class HubSqliteConnection implements DatabaseConnection {
       await this.driver.lock.acquire()
       this.holdsWriter = true
     }
-    const statement = this.driver.writer.get(source)
-    if (statement.reader) return { rows: statement.all(parameters as unknown[]) as R[] }
-    const { changes, lastInsertRowid } = statement.run(parameters as unknown[])
-    return {
-      numAffectedRows: BigInt(changes),
-      insertId: BigInt(lastInsertRowid),
-      rows: [],
-    }
+    return this.driver.writer.execute(source, parameters) as
+      | QueryResult<R>
+      | Promise<QueryResult<R>>
   }
 
   async *streamQuery<R>(query: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
-    // An iterated statement keeps its connection busy across awaits, so it runs on the writer
-    // (held until kysely releases this connection) and is prepared afresh, never cached.
-    if (!this.holdsWriter) {
-      await this.driver.lock.acquire()
-      this.holdsWriter = true
-    }
-    const fresh = this.driver.options.writer.prepare(query.sql)
-    if (!fresh.reader) throw new Error('only statements that answer rows can be streamed')
-    for (const row of fresh.iterate(query.parameters as unknown[])) yield { rows: [row as R] }
+    // The hub streams nothing; a stream is answered from the whole result, row by row, so the
+    // writer is never left busy with an open iterator between awaits.
+    const { rows } = await this.executeQuery<R>(query)
+    for (const row of rows) yield { rows: [row] }
   }
 }
