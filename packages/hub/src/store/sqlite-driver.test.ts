@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -214,4 +215,60 @@ describe("the hub's SQLite database", () => {
         rmSync(dir, { recursive: true, force: true })
       }
     })
+})
+
+describe('the SQLite writer thread killed inside a transaction', () => {
+  test('leaves the last commit and nothing of the open transaction', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'baton-driver-kill-'))
+    const file = path.join(dir, 'db.sqlite')
+    try {
+      const setup = new SQLite(file)
+      setup.pragma('journal_mode = WAL')
+      setup.exec(
+        "create table items (id integer primary key, v text not null); insert into items values (1, 'committed')",
+      )
+      setup.close()
+      // A process whose writer thread has begun a transaction and written in it, killed there.
+      const script = `
+        import { Kysely, sql } from 'kysely'
+        import { HubSqliteDialect } from ${JSON.stringify(new URL('./sqlite-driver.ts', import.meta.url).href)}
+        import { SqliteWriterThread } from ${JSON.stringify(new URL('./sqlite-writer-thread.ts', import.meta.url).href)}
+        const writer = new SqliteWriterThread({ file: ${JSON.stringify(file)}, pragmas: ['busy_timeout = 5000', 'synchronous = FULL'], cacheSize: 8 })
+        const db = new Kysely({ dialect: new HubSqliteDialect({ writer }) })
+        await db.connection().execute(async (conn) => {
+          await sql\`begin immediate\`.execute(conn)
+          await sql\`update items set v = 'half' where id = 1\`.execute(conn)
+          await sql\`insert into items values (2, 'half')\`.execute(conn)
+          process.stdout.write('written\\n')
+          await new Promise(() => {})
+        })
+      `
+      const child = spawn(
+        process.execPath,
+        ['--import', 'tsx', '--input-type=module', '-e', script],
+        {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        },
+      )
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.on('data', (d: Buffer) => {
+          if (d.toString().includes('written')) resolve()
+        })
+        child.on('exit', (code) => reject(new Error(`exited ${code} before writing`)))
+      })
+      child.kill('SIGKILL')
+      await new Promise((r) => child.once('exit', r))
+      const after = new SQLite(file)
+      try {
+        assert.deepEqual(after.prepare('select id, v from items order by id').all(), [
+          { id: 1, v: 'committed' },
+        ])
+        assert.equal(after.pragma('integrity_check', { simple: true }), 'ok')
+      } finally {
+        after.close()
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
 })
