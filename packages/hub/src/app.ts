@@ -85,6 +85,7 @@ export async function createApp(
   const database = await openDatabase({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
+    sqliteWriterThread: config.sqliteWriterThread,
     log,
   })
   let bus: EventBus | undefined

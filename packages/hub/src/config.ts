@@ -14,6 +14,8 @@ export interface Config {
   dataDir: string
   /** PostgreSQL connection string; when absent the hub uses a SQLite file under dataDir. */
   databaseUrl: string | undefined
+  /** SQLite: run the write connection on a worker thread, off the event loop. */
+  sqliteWriterThread: boolean
   logLevel: string
   /** Trust X-Forwarded-For from these proxies: false, true (any), a hop count, or addresses/CIDRs. */
   trustProxy: boolean | number | string[]
@@ -140,6 +142,8 @@ export const ENV_DOC: Record<string, string> = {
   BATON_PORT: 'port to listen on (default 8080; 0 picks a free one)',
   BATON_DATA_DIR: 'directory for the SQLite file (default ./data)',
   DATABASE_URL: 'PostgreSQL connection string; selects PostgreSQL instead of SQLite',
+  BATON_SQLITE_WRITER_THREAD:
+    'SQLite: run the write connection (statements and the commit fsync) on a worker thread (default true)',
   BATON_LOG_LEVEL: 'pino log level (default info)',
   BATON_TRUST_PROXY:
     'trust X-Forwarded-For: false, true, a hop count, or comma-separated addresses/CIDRs',
@@ -263,6 +267,7 @@ export function loadConfig(
     port: int(merged, 'BATON_PORT', 8080),
     dataDir: path.resolve(merged.BATON_DATA_DIR || './data'),
     databaseUrl: merged.DATABASE_URL || undefined,
+    sqliteWriterThread: bool(merged, 'BATON_SQLITE_WRITER_THREAD', true),
     logLevel: merged.BATON_LOG_LEVEL || 'info',
     trustProxy: trustProxy(merged.BATON_TRUST_PROXY),
     allowedHosts: list(merged.BATON_ALLOWED_HOSTS).map((h) => h.toLowerCase()),

@@ -1,11 +1,13 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs'
 import path from 'node:path'
 import SQLite from 'better-sqlite3'
-import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely'
+import { Kysely, PostgresDialect, sql } from 'kysely'
 import pg from 'pg'
 import type { Logger } from 'pino'
 import { migrate } from './migrations.js'
 import type { Schema } from './schema.js'
+import { HubSqliteDialect } from './sqlite-driver.js'
+import { SqliteWriterThread } from './sqlite-writer-thread.js'
 
 /** What differs between the two dialects, in one place; features never branch on the dialect. */
 export interface Capabilities {
@@ -98,6 +100,10 @@ export async function openDatabase(opts: {
   dataDir: string
   poolSize?: number
   log?: Logger | undefined
+  /** SQLite: serve plain reads outside transactions from a second connection (default true). */
+  sqliteReader?: boolean
+  /** SQLite: run the write connection on a worker thread (default false: in this thread). */
+  sqliteWriterThread?: boolean
 }): Promise<Database> {
   let database: Database
   if (opts.databaseUrl) {
@@ -125,14 +131,26 @@ export async function openDatabase(opts: {
   } else {
     const file = sqlitePath(opts.dataDir)
     prepareDataDir(opts.dataDir, file, opts.log)
-    const sqlite = new SQLite(file)
-    sqlite.pragma('journal_mode = WAL')
-    sqlite.pragma('synchronous = FULL')
-    sqlite.pragma('busy_timeout = 5000')
-    sqlite.pragma('foreign_keys = ON')
-    cacheStatements(sqlite)
+    // busy_timeout first: the writer thread and the reader may open the file at the same time.
+    const pragmas = [
+      'busy_timeout = 5000',
+      'journal_mode = WAL',
+      'synchronous = FULL',
+      'foreign_keys = ON',
+    ]
+    const open = () => {
+      const sqlite = new SQLite(file)
+      for (const pragma of pragmas) sqlite.pragma(pragma)
+      return sqlite
+    }
+    const writer = opts.sqliteWriterThread
+      ? new SqliteWriterThread({ file, pragmas, cacheSize: 512 })
+      : open()
+    // The reader only reads: query_only makes a write reaching it an error, never a change.
+    const reader = opts.sqliteReader === false ? undefined : open()
+    reader?.pragma('query_only = ON')
     database = {
-      db: new Kysely<Schema>({ dialect: new SqliteDialect({ database: sqlite }) }),
+      db: new Kysely<Schema>({ dialect: new HubSqliteDialect({ writer, reader }) }),
       caps: sqliteCaps,
       describe: `sqlite:${file}`,
       close: async () => {
@@ -163,27 +181,6 @@ function prepareDataDir(dataDir: string, file: string, log: Logger | undefined):
   for (const f of [file, `${file}-wal`, `${file}-shm`]) {
     if (existsSync(f)) tighten(f, 0o600)
   }
-}
-
-/**
- * Kysely prepares every statement anew; the hub sends the same few hundred SQL texts over and
- * over, so keep their prepared statements (bounded, least recently used out first). Kysely never
- * iterates a statement, so a cached one is never busy when it is handed out again.
- */
-function cacheStatements(sqlite: SQLite.Database, max = 512): void {
-  const prepare = sqlite.prepare.bind(sqlite)
-  const cache = new Map<string, SQLite.Statement>()
-  sqlite.prepare = ((source: string) => {
-    let statement = cache.get(source)
-    if (statement) {
-      cache.delete(source)
-    } else {
-      statement = prepare(source)
-      if (cache.size >= max) cache.delete(cache.keys().next().value!)
-    }
-    cache.set(source, statement)
-    return statement
-  }) as typeof sqlite.prepare
 }
 
 /** Answers true when the database answers a trivial query. */

@@ -1,0 +1,268 @@
+import type SQLite from 'better-sqlite3'
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  type DatabaseIntrospector,
+  type Dialect,
+  type DialectAdapter,
+  type Driver,
+  type Kysely,
+  type QueryCompiler,
+  type QueryResult,
+  SqliteAdapter,
+  SqliteIntrospector,
+  SqliteQueryCompiler,
+} from 'kysely'
+
+/** The write connection, in this thread or on a writer thread (`SqliteWriterThread`). */
+export interface WriteConnection {
+  execute(
+    sql: string,
+    params: readonly unknown[],
+  ): QueryResult<unknown> | Promise<QueryResult<unknown>>
+  /** Ends a kysely connection's turn: rolls back a transaction it left open. */
+  endTurn(): void
+  close(): Promise<void>
+}
+
+/** The hub's SQLite connections: one writer, and optionally a reader on the same WAL file. */
+export interface HubSqliteOptions {
+  /** A better-sqlite3 connection used in this thread, or a writer on its own thread. */
+  writer: SQLite.Database | WriteConnection
+  /**
+   * A second connection to the same file, used only for statements that read and write nothing,
+   * run outside any transaction. WAL lets it read the last commit while the writer is inside a
+   * transaction, so such reads never wait for the write lock. Without it, every statement goes
+   * through the writer in turn.
+   */
+  reader?: SQLite.Database | undefined
+  /** Prepared statements kept per connection, least recently used out first. */
+  cacheSize?: number
+}
+
+/**
+ * kysely's SQLite dialect with a driver of the hub's own. kysely's driver serialises every query
+ * through a mutex whose unlock wakes every queued query to race for it again, so N queries at
+ * once cost N² wake-ups; this one hands the writer to exactly one waiter per release, in arrival
+ * order, serves plain reads from the reader without queueing, and keeps prepared statements by
+ * SQL text. Transactions and `connection().execute` mean what they mean with kysely's driver:
+ * a connection that has run a statement needing the writer holds it until kysely releases it.
+ */
+export class HubSqliteDialect implements Dialect {
+  constructor(private readonly options: HubSqliteOptions) {}
+
+  createDriver(): Driver {
+    return new HubSqliteDriver(this.options)
+  }
+
+  createQueryCompiler(): QueryCompiler {
+    return new SqliteQueryCompiler()
+  }
+
+  createAdapter(): DialectAdapter {
+    return new SqliteAdapter()
+  }
+
+  createIntrospector(db: Kysely<unknown>): DatabaseIntrospector {
+    return new SqliteIntrospector(db)
+  }
+}
+
+/** Prepared statements of one connection by SQL text, bounded, least recently used out first. */
+class StatementCache {
+  private readonly statements = new Map<string, SQLite.Statement>()
+
+  constructor(
+    private readonly db: SQLite.Database,
+    private readonly max: number,
+  ) {}
+
+  /**
+   * A cached statement is never busy when handed out again: it is only ever run to completion
+   * with `all` or `run`, never iterated.
+   */
+  get(source: string): SQLite.Statement {
+    let statement = this.statements.get(source)
+    if (statement) {
+      this.statements.delete(source)
+    } else {
+      statement = this.db.prepare(source)
+      if (this.statements.size >= this.max) {
+        this.statements.delete(this.statements.keys().next().value!)
+      }
+    }
+    this.statements.set(source, statement)
+    return statement
+  }
+}
+
+/** The write connection in this thread: statements run synchronously, prepared once each. */
+class InThreadWriter implements WriteConnection {
+  private readonly cache: StatementCache
+
+  constructor(
+    private readonly db: SQLite.Database,
+    cacheSize: number,
+  ) {
+    this.cache = new StatementCache(db, cacheSize)
+  }
+
+  execute(source: string, parameters: readonly unknown[]): QueryResult<unknown> {
+    const statement = this.cache.get(source)
+    if (statement.reader) return { rows: statement.all(parameters as unknown[]) }
+    const { changes, lastInsertRowid } = statement.run(parameters as unknown[])
+    return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] }
+  }
+
+  endTurn(): void {
+    if (this.db.inTransaction) this.db.exec('rollback')
+  }
+
+  async close(): Promise<void> {
+    this.db.close()
+  }
+}
+
+/** The writer's lock: held by one connection at a time, handed to waiters in arrival order. */
+class WriteLock {
+  private held = false
+  private waiters: (() => void)[] = []
+  private head = 0
+
+  /** Resolves once the caller holds the lock. */
+  acquire(): Promise<void> {
+    if (!this.held) {
+      this.held = true
+      return Promise.resolve()
+    }
+    return new Promise((resolve) => this.waiters.push(resolve))
+  }
+
+  /** Hands the lock to the longest waiter, or frees it. */
+  release(): void {
+    if (this.head < this.waiters.length) {
+      const next = this.waiters[this.head]!
+      this.waiters[this.head++] = undefined as unknown as () => void
+      if (this.head > 1024 && this.head * 2 > this.waiters.length) {
+        this.waiters = this.waiters.slice(this.head)
+        this.head = 0
+      }
+      next()
+    } else {
+      this.held = false
+    }
+  }
+}
+
+/** An SQL identifier, quoted as kysely's SQLite compiler quotes one. */
+const quoteName = (name: string) => `"${name.replaceAll('"', '""')}"`
+
+/** Only SQL that starts so can be a plain read; anything else goes to the writer unasked. */
+const READ_PREFIX = /^\s*(select|with)\s/i
+
+class HubSqliteDriver implements Driver {
+  readonly lock = new WriteLock()
+  readonly writer: WriteConnection
+  readonly reader: StatementCache | undefined
+  /** SQL texts prepared on the reader and found to need the writer; bounded like the caches. */
+  private readonly writes = new Set<string>()
+  private readonly max: number
+
+  constructor(private readonly options: HubSqliteOptions) {
+    this.max = options.cacheSize ?? 512
+    const { writer } = options
+    this.writer = 'endTurn' in writer ? writer : new InThreadWriter(writer, this.max)
+    this.reader = options.reader ? new StatementCache(options.reader, this.max) : undefined
+  }
+
+  async init(): Promise<void> {}
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    return new HubSqliteConnection(this)
+  }
+
+  /**
+   * The reader's statement for `source` when it is a plain read (it answers rows and changes
+   * nothing), or undefined when it needs the writer. A statement the reader cannot prepare (a
+   * table another connection is creating) goes to the writer, which answers the real error.
+   */
+  readStatement(source: string): SQLite.Statement | undefined {
+    if (!this.reader || !READ_PREFIX.test(source) || this.writes.has(source)) return undefined
+    let statement: SQLite.Statement
+    try {
+      statement = this.reader.get(source)
+    } catch {
+      return undefined
+    }
+    if (statement.reader && statement.readonly) return statement
+    if (this.writes.size >= this.max) this.writes.clear()
+    this.writes.add(source)
+    return undefined
+  }
+
+  async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin'))
+  }
+
+  async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('commit'))
+  }
+
+  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('rollback'))
+  }
+
+  async savepoint(connection: DatabaseConnection, name: string): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw(`savepoint ${quoteName(name)}`))
+  }
+
+  async rollbackToSavepoint(connection: DatabaseConnection, name: string): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw(`rollback to ${quoteName(name)}`))
+  }
+
+  async releaseSavepoint(connection: DatabaseConnection, name: string): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw(`release ${quoteName(name)}`))
+  }
+
+  async releaseConnection(connection: DatabaseConnection): Promise<void> {
+    const conn = connection as HubSqliteConnection
+    if (!conn.holdsWriter) return
+    conn.holdsWriter = false
+    // A transaction left open would swallow the next holder's statements into it: end it, so
+    // what it wrote is undone rather than committed by someone else.
+    this.writer.endTurn()
+    this.lock.release()
+  }
+
+  async destroy(): Promise<void> {
+    this.options.reader?.close()
+    await this.writer.close()
+  }
+}
+
+/** One kysely connection: borrows the writer on its first statement that needs it. */
+class HubSqliteConnection implements DatabaseConnection {
+  holdsWriter = false
+
+  constructor(private readonly driver: HubSqliteDriver) {}
+
+  async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    const { sql: source, parameters } = query
+    if (!this.holdsWriter) {
+      const read = this.driver.readStatement(source)
+      if (read) return { rows: read.all(parameters as unknown[]) as R[] }
+      await this.driver.lock.acquire()
+      this.holdsWriter = true
+    }
+    return this.driver.writer.execute(source, parameters) as
+      | QueryResult<R>
+      | Promise<QueryResult<R>>
+  }
+
+  async *streamQuery<R>(query: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
+    // The hub streams nothing; a stream is answered from the whole result, row by row, so the
+    // writer is never left busy with an open iterator between awaits.
+    const { rows } = await this.executeQuery<R>(query)
+    for (const row of rows) yield { rows: [row] }
+  }
+}
