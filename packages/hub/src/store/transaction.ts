@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks'
 import { type Kysely, sql } from 'kysely'
 import type { Database } from './database.js'
 import type { Schema } from './schema.js'
@@ -10,6 +11,35 @@ export interface Tx {
 }
 
 const MAX_ATTEMPTS = 5
+
+/** What a database has run since `countStatements`: statements executed and transactions committed. */
+export interface StoreCounts {
+  statements: number
+  commits: number
+}
+
+const counted = new WeakMap<Database, StoreCounts>()
+
+/**
+ * Counts every statement `database.db` executes and every write transaction it commits, for
+ * tests and benchmarks that divide them by the requests they sent; call it before anything
+ * keeps a reference to `database.db`. Idempotent: answers the live counts.
+ */
+export function countStatements(database: Database): StoreCounts {
+  const known = counted.get(database)
+  if (known) return known
+  const counts: StoreCounts = { statements: 0, commits: 0 }
+  counted.set(database, counts)
+  database.db = database.db.withPlugin({
+    transformQuery: (args) => args.node,
+    // Called once per executed statement, compiled ahead or not (transformQuery is per build).
+    transformResult: async (args) => {
+      counts.statements++
+      return args.result
+    },
+  })
+  return counts
+}
 
 /**
  * Runs `fn` in one write transaction, retrying the whole of it on busy, serialization or deadlock
@@ -24,6 +54,8 @@ export async function transaction<T>(database: Database, fn: (tx: Tx) => Promise
         try {
           const value = await fn({ db: conn, afterCommit: (h) => hooks.push(h) })
           await sql`commit`.execute(conn)
+          const counts = counted.get(database)
+          if (counts) counts.commits++
           return value
         } catch (error) {
           await sql`rollback`.execute(conn).catch(() => {})
