@@ -87,8 +87,8 @@ export class HandoffService {
       checkNotifyUrl(body.notify_url, this.deps.allowLoopbackNotify)
 
     const key = caller.idempotencyKey
-    const run = () =>
-      this.deps.batcher.run(async (tx) => {
+    return this.deps.batcher.run(
+      async (tx) => {
         const now = this.deps.clock.now()
         const scope = { scope: 'handoff.create', key, request: body, now }
         return onceByKey(tx.db, scope, async () => {
@@ -138,14 +138,10 @@ export class HandoffService {
           )
           return view
         })
-      })
-    try {
-      return await run()
-    } catch (error) {
+      },
       // Two creates raced on one Idempotency-Key: the loser rolled back; now it finds the winner.
-      if (key && this.deps.database.caps.isUniqueViolation(error)) return run()
-      throw error
-    }
+      { rerunOnUniqueViolation: key !== undefined },
+    )
   }
 
   private checkNote(note: string | undefined): void {
