@@ -32,7 +32,11 @@ for (const store of testStores) {
   describe(`signed writes killed mid-load (${store.name})`, () => {
     test('no write is committed without its nonce, and no nonce of a write without the write', async () => {
       const db = await store.fresh()
-      const env = { ...db.env, ...TEST_ADDRESS_LIMITS, BATON_ADMISSION: 'open' }
+      const env: Record<string, string> = {
+        ...db.env,
+        ...TEST_ADDRESS_LIMITS,
+        BATON_ADMISSION: 'open',
+      }
       try {
         const hub = await serveProcess(env)
         const id = createIdentity(hub.url)

@@ -104,6 +104,12 @@ export interface Admission {
   sig: VerifiedSignature
   address: string
   admissionExempt: boolean
+  /**
+   * The enrolled principal `prepare` read before the body, not read again at commit: a decision
+   * made meanwhile (a suspension) applies to requests judged after it, as for any request
+   * admitted before its route ran.
+   */
+  known?: PrincipalRow
 }
 
 /**
@@ -305,8 +311,10 @@ export class IdentityService {
         expires_at: sig.created * 1000 + config.skewMs,
       })),
     )
-    const keyids = [...new Set(inputs.map((a) => a.sig.keyid))]
-    const rows = new Map((await store.findPrincipals(db, keyids)).map((r) => [r.principal, r]))
+    const rows = new Map<string, PrincipalRow>()
+    for (const { known } of inputs) if (known) rows.set(known.principal, known)
+    const unknown = [...new Set(inputs.map((a) => a.sig.keyid))].filter((k) => !rows.has(k))
+    for (const r of await store.findPrincipals(db, unknown)) rows.set(r.principal, r)
     const announce = new Map<string, () => void>()
     const refusedKeys = new Set<string>()
     // A new key counts once against the address of the first request that brings it.
@@ -446,7 +454,7 @@ export class IdentityService {
       }
     }
     this.inFlight.add(key)
-    const carry = new Carry(this.admissions, { sig, ...input })
+    const carry = new Carry(this.admissions, { sig, ...input, known: seen.principal })
     const done = () => this.inFlight.delete(key)
     carry.outcome.then(done, done)
     return { principal, carry }
