@@ -259,6 +259,8 @@ export function registerIdentityRoutes(api: Api, ctx: AppContext): void {
         if (prepared) {
           verified.set(req, prepared.principal)
           pending.set(req, prepared.carry)
+          // However the exchange ends (even a client gone before any answer), the nonce is spent.
+          reply.raw.once('close', () => void service.settle(prepared.carry).catch(() => {}))
         } else if (declaresBody(req) && (await service.isNewUnderOpenAdmission(sig))) {
           afterBody = admit
         } else {
