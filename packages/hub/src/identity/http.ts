@@ -243,7 +243,9 @@ export function registerIdentityRoutes(api: Api, ctx: AppContext): void {
         // nothing to make, so only an admitted principal may make the hub read a body at all.
         // The nonce is spent even if the body then fails its digest, as for any refused request.
         // A new key under open admission is admitted at once anyway, so its first request is
-        // admitted after its body verifies, and a tampered first request enrols nothing.
+        // admitted after its body verifies, and a tampered first request enrols nothing. An
+        // operation's request from an enrolled key is judged with reads alone (`prepare`), and
+        // its nonce and quota charge then commit with the operation's own write (`runAdmitted`).
         const path = req.url.split('?')[0]
         const admission = {
           address: req.ip,
