@@ -28,7 +28,7 @@ import { type Database, openDatabase } from './store/database.js'
 import { pruneIdempotencyKeys } from './store/idempotency.js'
 import { pruneQuotaCounters } from './store/quota.js'
 import { KeySealer } from './store/sealing.js'
-import { transaction, WriteBatcher } from './store/transaction.js'
+import { countStatements, transaction, WriteBatcher } from './store/transaction.js'
 import { TransferService } from './transfers/service.js'
 import { TokenKeyring } from './transfers/tokens.js'
 
@@ -108,6 +108,7 @@ async function assemble(
   opened: (bus: EventBus) => void,
 ): Promise<AppContext> {
   const { log, clock, metrics, database, sealer } = base
+  countStatements(database)
   const batcher = new WriteBatcher(
     database,
     config.maxBatch,

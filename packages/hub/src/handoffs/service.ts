@@ -87,8 +87,8 @@ export class HandoffService {
       checkNotifyUrl(body.notify_url, this.deps.allowLoopbackNotify)
 
     const key = caller.idempotencyKey
-    const run = () =>
-      this.deps.batcher.run(async (tx) => {
+    return this.deps.batcher.run(
+      async (tx) => {
         const now = this.deps.clock.now()
         const scope = { scope: 'handoff.create', key, request: body, now }
         return onceByKey(tx.db, scope, async () => {
@@ -138,14 +138,10 @@ export class HandoffService {
           )
           return view
         })
-      })
-    try {
-      return await run()
-    } catch (error) {
+      },
       // Two creates raced on one Idempotency-Key: the loser rolled back; now it finds the winner.
-      if (key && this.deps.database.caps.isUniqueViolation(error)) return run()
-      throw error
-    }
+      { rerunOnUniqueViolation: key !== undefined },
+    )
   }
 
   private checkNote(note: string | undefined): void {
@@ -198,10 +194,10 @@ export class HandoffService {
   /**
    * Moves commit set-based: the moves that arrive together lock and read their handoffs once,
    * are decided in arrival order by the same rules as a single move, and are written with one
-   * update and one insert. Should anything go wrong, each move is retried on its own (`one`).
+   * update and one insert. Should anything go wrong, each move is retried on its own, as a
+   * group of one.
    */
   private readonly moves: BatchGroup<MoveRequest, MoveResultView> = {
-    one: (tx, m) => this.moveIn(tx, m),
     many: (db, inputs) => this.moveMany(db, inputs),
   }
 
@@ -280,34 +276,6 @@ export class HandoffService {
       await insertSignals(db, signals)
     }
     return outcomes
-  }
-
-  private async moveIn(tx: Tx, m: MoveRequest): Promise<MoveResultView> {
-    const now = this.deps.clock.now()
-    const { row, actor, machine } = await this.authorize(tx.db, m.id, m.token)
-    const prior =
-      m.body.nonce === undefined
-        ? undefined
-        : await store.findMoveByNonce(tx.db, m.id, m.body.nonce)
-    const decided = decideMove(row, machine, m.to, m.body, prior)
-    if (decided.repeat) return toMoveResult(decided.repeat, machine, row, true)
-    const moved = await store.casMove(tx.db, {
-      id: m.id,
-      from: m.body.from,
-      to: m.to,
-      expectVersion: row.version,
-      ended: decided.ended,
-      at: now,
-    })
-    // Another instance committed first; decide again from what it committed.
-    if (!moved) return this.moveIn(tx, m)
-    const move = this.newMove(m, row, actor, now)
-    await store.insertMove(tx.db, move)
-    if (row.notify_url)
-      await insertSignals(tx.db, [toSignalRow(move, decided.ended, row.notify_url)])
-    tx.afterCommit(() => this.announce(move, decided.ended, row.notify_url !== null))
-    const after = { ...row, state: m.to, version: move.version, ended: decided.ended ? 1 : 0 }
-    return toMoveResult(move, machine, after, false)
   }
 
   private newMove(

@@ -59,8 +59,8 @@ export class HomeService {
       )
     }
     const expected = body.expectedRevision
-    const run = () =>
-      this.deps.batcher.run(async (tx) => {
+    return this.deps.batcher.run(
+      async (tx) => {
         const now = this.deps.clock.now()
         const current = await store.findFile(tx.db, principal, path)
         if (current && current.revision === expected + 1 && current.content === body.content) {
@@ -100,14 +100,10 @@ export class HomeService {
         }
         this.published(tx, principal, path, row.revision, now)
         return toWriteView(row)
-      })
-    try {
-      return await run()
-    } catch (error) {
+      },
       // Two creates raced (another instance): the loser rolled back; the re-run sees the winner.
-      if (this.deps.database.caps.isUniqueViolation(error)) return run()
-      throw error
-    }
+      { rerunOnUniqueViolation: true },
+    )
   }
 
   /** Reads a file of the caller's own home. */

@@ -3,10 +3,42 @@ import { BatonError } from '@baton/protocol'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AppContext } from '../app.js'
 import type { Api } from '../http/server.js'
-import type { Principal } from './service.js'
+import { withCarry } from '../store/transaction.js'
+import type { AdmissionCarry, Principal } from './service.js'
 import { BodyDigest } from './verify.js'
 
 const verified = new WeakMap<FastifyRequest, Principal>()
+const pending = new WeakMap<FastifyRequest, AdmissionCarry>()
+
+/**
+ * The route config key of routes whose signed requests carry their admission (nonce, quota
+ * charge) into their own first write, instead of committing it before the body is read.
+ */
+export const CARRIES_ADMISSION = 'carriesAdmission'
+
+/**
+ * Runs a route's work for a request, its pending admission riding on the first write the work
+ * queues, and answers only once that admission is durable: committed with the write, or alone
+ * when the work wrote nothing or was refused first (a refused request spends its nonce). The
+ * admission's refusal (a replay another instance committed first) wins over the work's answer.
+ */
+export async function runAdmitted<T>(
+  ctx: AppContext,
+  req: FastifyRequest,
+  work: () => Promise<T>,
+): Promise<T> {
+  const carry = pending.get(req)
+  if (!carry) return work()
+  let result: T
+  try {
+    result = await withCarry(carry, work)
+  } catch (error) {
+    await ctx.identity.settle(carry)
+    throw error
+  }
+  await ctx.identity.settle(carry)
+  return result
+}
 
 /** True for a path under `/v1`, where every request must be signed. */
 export function isSignedPath(url: string): boolean {
@@ -211,17 +243,31 @@ export function registerIdentityRoutes(api: Api, ctx: AppContext): void {
         // nothing to make, so only an admitted principal may make the hub read a body at all.
         // The nonce is spent even if the body then fails its digest, as for any refused request.
         // A new key under open admission is admitted at once anyway, so its first request is
-        // admitted after its body verifies, and a tampered first request enrols nothing.
+        // admitted after its body verifies, and a tampered first request enrols nothing. An
+        // operation's request from an enrolled key is judged with reads alone (`prepare`), and
+        // its nonce and quota charge then commit with the operation's own write (`runAdmitted`).
         const path = req.url.split('?')[0]
-        const admit = async () => {
-          const principal = await service.admit(sig, {
-            address: req.ip,
-            admissionExempt: req.method === 'GET' && path === '/v1/me',
-          })
-          verified.set(req, principal)
+        const admission = {
+          address: req.ip,
+          admissionExempt: req.method === 'GET' && path === '/v1/me',
         }
-        if (declaresBody(req) && (await service.isNewUnderOpenAdmission(sig))) afterBody = admit
-        else await admit()
+        const config = req.routeOptions.config as unknown as Record<string, unknown> | undefined
+        const prepared = config?.[CARRIES_ADMISSION]
+          ? await service.prepare(sig, admission)
+          : undefined
+        const admit = async () => {
+          verified.set(req, await service.admit(sig, admission))
+        }
+        if (prepared) {
+          verified.set(req, prepared.principal)
+          pending.set(req, prepared.carry)
+          // However the exchange ends (even a client gone before any answer), the nonce is spent.
+          reply.raw.once('close', () => void service.settle(prepared.carry).catch(() => {}))
+        } else if (declaresBody(req) && (await service.isNewUnderOpenAdmission(sig))) {
+          afterBody = admit
+        } else {
+          await admit()
+        }
       }
       // Outside /v1 a signature is still checked (without enrolment or a nonce), so a signed
       // request whose path was changed to leave /v1 is refused rather than answered. A method
@@ -239,5 +285,12 @@ export function registerIdentityRoutes(api: Api, ctx: AppContext): void {
       refuse()
       throw error
     }
+  })
+
+  // A request refused after its admission was prepared but before its route ran (a body over
+  // the limit or off its digest, a malformed body) still spends its nonce before it is answered.
+  api.app.addHook('onSend', async (req) => {
+    const carry = pending.get(req)
+    if (carry) await service.settle(carry).catch(() => {})
   })
 }

@@ -25,7 +25,6 @@ import type { Config } from '../config.js'
 import type { EventBus } from '../events/bus.js'
 import type { Database } from '../store/database.js'
 import {
-  consumeDailyQuota,
   consumeDailyQuotas,
   consumeWindowQuotas,
   quotaExceeded,
@@ -34,7 +33,13 @@ import {
 } from '../store/quota.js'
 import type { PrincipalRow } from '../store/schema.js'
 import type { KeySealer } from '../store/sealing.js'
-import type { BatchGroup, GroupOutcome, Tx, WriteBatcher } from '../store/transaction.js'
+import {
+  Carry,
+  type CarryGroup,
+  type GroupOutcome,
+  type Tx,
+  type WriteBatcher,
+} from '../store/transaction.js'
 import * as store from './store.js'
 import { didKeyResolver, hubPolicy, type VerifiedSignature, verifySignedHeaders } from './verify.js'
 
@@ -58,12 +63,15 @@ export interface IdentityDeps {
   extraKeys?: ReadonlyMap<string, KeyObject>
   /** Where enrolments and admission decisions are announced after commit. */
   bus?: EventBus
-  /** Reads what a principal used of the quotas other features count (stored bytes, messages). */
+  /**
+   * Reads, in one query, what a principal used today of its request quota and of the quotas
+   * other features count (stored bytes, messages).
+   */
   usage?: (
     db: Database['db'],
     principal: string,
     dayStart: number,
-  ) => Promise<{ storedBytes: number; messagesToday: number }>
+  ) => Promise<{ requestsToday: number; storedBytes: number; messagesToday: number }>
   /** Seals the hub's private key at rest; needed by `init` (the admin command does without). */
   sealer?: KeySealer
 }
@@ -92,20 +100,29 @@ const HUB_KEY_SLOT = 'primary'
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
 
 /** One signed request's admission: its verified signature and whether it is exempt. */
-interface Admission {
+export interface Admission {
   sig: VerifiedSignature
   address: string
   admissionExempt: boolean
+  /**
+   * The enrolled principal `prepare` read before the body, not read again at commit: a decision
+   * made meanwhile (a suspension) applies to requests judged after it, as for any request
+   * admitted before its route ran.
+   */
+  known?: PrincipalRow
 }
 
 /**
  * The principal behind a request, and the refusal its quota gives if any; no principal when the
  * key is new and its address may enrol no more keys this hour.
  */
-interface AdmissionOutcome {
+export interface AdmissionOutcome {
   principal?: Principal
   refusal?: BatonError
 }
+
+/** A signed request's admission, pending until it commits with the request's first write. */
+export type AdmissionCarry = Carry<Admission, AdmissionOutcome>
 
 function replayed(keyid: string): BatonError {
   return new BatonError('signature_replayed', 'This nonce was already used with this key', {
@@ -234,13 +251,20 @@ export class IdentityService {
 
   /**
    * The write every signed request makes (its nonce, a first request's enrolment, the request
-   * quota), committed set-based for the requests that arrive together; `one` is the same rule
-   * for a single request, used if the set-based statements fail.
+   * quota), committed set-based for the requests that arrive together, in the transaction of the
+   * request's own first write when it makes one (`prepare`), else alone (`admit`, `settle`).
    */
-  private readonly admissions: BatchGroup<Admission, AdmissionOutcome> = {
-    one: (tx, a) => this.admitOne(tx, a),
+  private readonly admissions: CarryGroup<Admission, AdmissionOutcome> = {
     many: (db, inputs) => this.admitMany(db, inputs),
+    refusal: (outcome, a) => {
+      if (!outcome.principal) return outcome.refusal ?? this.enrolmentRefused(this.deps.clock.now())
+      if (a.admissionExempt) return undefined
+      return admissionError(outcome.principal) ?? outcome.refusal
+    },
   }
+
+  /** Signatures (keyid and nonce) prepared on this instance whose admission is not committed yet. */
+  private readonly inFlight = new Set<string>()
 
   private enrolment(keyid: string, now: number): PrincipalRow {
     const open = this.deps.config.admission === 'open'
@@ -273,51 +297,6 @@ export class IdentityService {
     )
   }
 
-  private async admitOne(
-    tx: Tx,
-    { sig, address, admissionExempt }: Admission,
-  ): Promise<AdmissionOutcome> {
-    const { config, clock } = this.deps
-    const now = clock.now()
-    const fresh = await store.insertNonce(tx.db, {
-      keyid: sig.keyid,
-      nonce: sig.nonce ?? '',
-      expires_at: sig.created * 1000 + config.skewMs,
-    })
-    if (!fresh) throw replayed(sig.keyid)
-    let row = await store.findPrincipal(tx.db, sig.keyid)
-    if (!row) {
-      const counts = await consumeWindowQuotas(tx.db, {
-        scope: ENROL_QUOTA_SCOPE,
-        uses: new Map([[address, 1]]),
-        now,
-        windowMs: HOUR_MS,
-      })
-      // The nonce stays recorded, as for a used-up request quota; no principal is created.
-      if (counts.get(address)! > config.enrolPerAddressPerHour) {
-        return { refusal: this.enrolmentRefused(now) }
-      }
-      await store.enrolPrincipal(tx.db, this.enrolment(sig.keyid, now))
-      row = (await store.findPrincipal(tx.db, sig.keyid))!
-      tx.afterCommit(this.announceEnrolment(row, now))
-    }
-    const principal = toPrincipal(row)
-    if (admissionExempt || principal.state !== 'approved') return { principal }
-    try {
-      await consumeDailyQuota(tx.db, {
-        scope: REQUEST_QUOTA_SCOPE,
-        subject: principal.principal,
-        limit: config.quotas.requestsPerDay,
-        now,
-      })
-    } catch (error) {
-      // The nonce stays recorded: a refused request must not be replayable once quota returns.
-      if (error instanceof BatonError) return { principal, refusal: error }
-      throw error
-    }
-    return { principal }
-  }
-
   private async admitMany(
     db: Tx['db'],
     inputs: Admission[],
@@ -332,8 +311,10 @@ export class IdentityService {
         expires_at: sig.created * 1000 + config.skewMs,
       })),
     )
-    const keyids = [...new Set(inputs.map((a) => a.sig.keyid))]
-    const rows = new Map((await store.findPrincipals(db, keyids)).map((r) => [r.principal, r]))
+    const rows = new Map<string, PrincipalRow>()
+    for (const { known } of inputs) if (known) rows.set(known.principal, known)
+    const unknown = [...new Set(inputs.map((a) => a.sig.keyid))].filter((k) => !rows.has(k))
+    for (const r of await store.findPrincipals(db, unknown)) rows.set(r.principal, r)
     const announce = new Map<string, () => void>()
     const refusedKeys = new Set<string>()
     // A new key counts once against the address of the first request that brings it.
@@ -431,17 +412,63 @@ export class IdentityService {
     sig: VerifiedSignature,
     input: { address: string; admissionExempt: boolean },
   ): Promise<Principal> {
-    const outcome = await this.deps.batcher.runIn(this.admissions, {
-      sig,
-      address: input.address,
-      admissionExempt: input.admissionExempt,
+    const admission = { sig, address: input.address, admissionExempt: input.admissionExempt }
+    const outcome = await this.deps.batcher.commitCarry(new Carry(this.admissions, admission))
+    const refusal = this.admissions.refusal(outcome, admission)
+    if (refusal) throw refusal
+    return outcome.principal!
+  }
+
+  /**
+   * Judges a signed request of an enrolled key with reads alone, before its body is read, and
+   * answers its principal and its pending admission, which commits with the request's first
+   * write (`withCarry`) or, failing one, through `settle` before it is answered. Refuses at once
+   * a replay it can see (committed, or in flight on this instance), a principal that is not
+   * approved (unless exempt) and a used-up request quota. Answers undefined for a key that is not
+   * enrolled: its enrolment is decided by `admit`. The unique nonce insert at commit stays the
+   * final word across instances.
+   */
+  async prepare(
+    sig: VerifiedSignature,
+    input: { address: string; admissionExempt: boolean },
+  ): Promise<{ principal: Principal; carry: AdmissionCarry } | undefined> {
+    const nonce = sig.nonce ?? ''
+    const key = `${sig.keyid}\0${nonce}`
+    if (this.inFlight.has(key)) throw replayed(sig.keyid)
+    const now = this.deps.clock.now()
+    const seen = await store.readAdmission(this.deps.database.db, {
+      keyid: sig.keyid,
+      nonce,
+      scope: REQUEST_QUOTA_SCOPE,
+      windowStart: utcDayStart(now),
     })
-    if (!outcome.principal) throw outcome.refusal ?? this.enrolmentRefused(this.deps.clock.now())
+    if (seen.replayed || this.inFlight.has(key)) throw replayed(sig.keyid)
+    if (!seen.principal) return undefined
+    const principal = toPrincipal(seen.principal)
     if (!input.admissionExempt) {
-      const refusal = admissionError(outcome.principal) ?? outcome.refusal
+      const refusal = admissionError(principal)
       if (refusal) throw refusal
+      const { requestsPerDay } = this.deps.config.quotas
+      if (seen.requests >= requestsPerDay) {
+        throw quotaExceeded(REQUEST_QUOTA_SCOPE, requestsPerDay, now)
+      }
     }
-    return outcome.principal
+    this.inFlight.add(key)
+    const carry = new Carry(this.admissions, { sig, ...input, known: seen.principal })
+    const done = () => this.inFlight.delete(key)
+    carry.outcome.then(done, done)
+    return { principal, carry }
+  }
+
+  /**
+   * Commits a prepared admission no write took (a read-only request, or one refused before it
+   * wrote) and throws what it refuses the request with: a replay another instance committed
+   * first, a quota used up meanwhile. Waits for it when a write took it.
+   */
+  async settle(carry: AdmissionCarry): Promise<void> {
+    const outcome = await this.deps.batcher.commitCarry(carry)
+    const refusal = this.admissions.refusal(outcome, carry.input)
+    if (refusal) throw refusal
   }
 
   /** `GET /v1/me`: the principal, its admission state, quotas and usage. */
@@ -451,21 +478,24 @@ export class IdentityService {
     const dayStart = utcDayStart(now)
     const resetsAt = new Date(dayStart + 24 * 60 * 60 * 1000).toISOString()
     const { db } = this.deps.database
-    const requests = await store.readQuotaCount(db, {
-      scope: REQUEST_QUOTA_SCOPE,
-      subject: p.principal,
-      windowStart: dayStart,
-    })
     const usage = this.deps.usage
       ? await this.deps.usage(db, p.principal, dayStart)
-      : { storedBytes: 0, messagesToday: 0 }
+      : {
+          requestsToday: await store.readQuotaCount(db, {
+            scope: REQUEST_QUOTA_SCOPE,
+            subject: p.principal,
+            windowStart: dayStart,
+          }),
+          storedBytes: 0,
+          messagesToday: 0,
+        }
     return {
       principal: p.principal,
       state: p.state,
       enrolledAt: iso(p.enrolledAt)!,
       decidedAt: iso(p.decidedAt),
       quotas: {
-        requestsPerDay: { limit: quotas.requestsPerDay, used: requests, resetsAt },
+        requestsPerDay: { limit: quotas.requestsPerDay, used: usage.requestsToday, resetsAt },
         storedBytes: { limit: quotas.storedBytes, used: usage.storedBytes },
         messagesPerDay: { limit: quotas.messagesPerDay, used: usage.messagesToday, resetsAt },
       },

@@ -97,8 +97,8 @@ export class MessageService {
       )
     }
     const digest = createMessageBodyDigest(msg.body, nodeDigest)
-    const run = () =>
-      this.deps.batcher.run(async (tx) => {
+    return this.deps.batcher.run(
+      async (tx) => {
         const prior = await store.findBySenderKey(tx.db, sender, msg.idempotencyKey)
         if (prior) {
           if (prior.recipient === msg.recipient && prior.body_digest === digest)
@@ -160,14 +160,10 @@ export class MessageService {
           }),
         )
         return toSent(row)
-      })
-    try {
-      return await run()
-    } catch (error) {
+      },
       // Two sends raced on one key (another instance): the loser rolled back; now it finds the winner.
-      if (this.deps.database.caps.isUniqueViolation(error)) return run()
-      throw error
-    }
+      { rerunOnUniqueViolation: true },
+    )
   }
 
   /**

@@ -3,7 +3,13 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { z } from 'zod'
 import type { AppContext } from '../app.js'
 import { bearerToken } from '../http/bearer.js'
-import { localOrigin, requestOrigin, requirePrincipal } from '../identity/http.js'
+import {
+  CARRIES_ADMISSION,
+  localOrigin,
+  requestOrigin,
+  requirePrincipal,
+  runAdmitted,
+} from '../identity/http.js'
 import { parseIdempotencyKey } from '../store/idempotency.js'
 import { parseInput } from '../validation.js'
 import type { Caller, Operation, OperationInput } from './operation.js'
@@ -65,10 +71,12 @@ export function registerHttpOperations(
       method: op.method,
       url: op.path,
       ...(bodyLimit ? { bodyLimit } : {}),
+      // A signed request's nonce and quota charge commit with the operation's own write.
+      config: { [CARRIES_ADMISSION]: true },
       handler: async (req, reply) => {
-        const caller = httpCaller(ctx, op, req, reply)
-        const input = httpInput(op, req)
-        const result = await op.run(ctx, caller, input)
+        const result = await runAdmitted(ctx, req, () =>
+          op.run(ctx, httpCaller(ctx, op, req, reply), httpInput(op, req)),
+        )
         if (reply.sent) return reply
         reply.code(op.status ?? 200)
         return result

@@ -3,7 +3,14 @@ import { after, before, describe, test } from 'node:test'
 import { BatonError } from '@baton/protocol'
 import { testStores } from '../../test/support.js'
 import { type Database, openDatabase } from './database.js'
-import { type BatchGroup, WriteBatcher } from './transaction.js'
+import {
+  type BatchGroup,
+  Carry,
+  type CarryGroup,
+  countStatements,
+  WriteBatcher,
+  withCarry,
+} from './transaction.js'
 
 for (const store of testStores) {
   describe(`group commit (${store.name})`, () => {
@@ -60,19 +67,14 @@ for (const store of testStores) {
       assert.deepEqual(sizes, [20])
     })
 
-    test('a set-based group that fails as a whole falls back to one write at a time', async () => {
-      const calls = { many: 0, one: 0 }
+    test('a set-based group that fails as a whole is run again input by input', async () => {
+      const calls: number[][] = []
       const group: BatchGroup<number, number> = {
         async many(db, inputs) {
-          calls.many++
-          await bump('group')({ db })
-          throw new Error(`set-based path failed for ${inputs.length}`)
-        },
-        async one(tx, n) {
-          calls.one++
-          if (n === 3) throw new BatonError('invalid_request', 'three is refused')
-          await bump('group')(tx)
-          return n * 10
+          calls.push(inputs)
+          for (const _ of inputs) await bump('group')({ db })
+          if (inputs.includes(3)) throw new BatonError('invalid_request', 'three is refused')
+          return inputs.map((n) => ({ ok: true, value: n * 10 }))
         },
       }
       const batcher = new WriteBatcher(database)
@@ -81,9 +83,78 @@ for (const store of testStores) {
         results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as BatonError).code)),
         [10, 20, 'invalid_request', 40],
       )
-      assert.equal(calls.many, 2, 'once without a savepoint, once inside one')
-      assert.equal(calls.one, 4)
-      assert.equal(await count('group'), 3, 'the failed set-based write left nothing behind')
+      assert.deepEqual(calls, [[1, 2, 3, 4], [1], [2], [3], [4]], 'once set-based, then one by one')
+      assert.equal(await count('group'), 3, 'the failed set-based writes left nothing behind')
+    })
+
+    /** A carried write that counts its inputs under `carried` and refuses the odd ones. */
+    const carrying = (log: number[][]): CarryGroup<number, number> => ({
+      async many(db, inputs) {
+        log.push(inputs)
+        for (const _ of inputs) await bump('carried')({ db })
+        return inputs.map((n) => ({ ok: true, value: n }))
+      },
+      refusal: (n) => (n % 2 === 1 ? new BatonError('rate_limited', 'odd') : undefined),
+    })
+
+    test('a carried write commits in the transaction of the first write its request queues', async () => {
+      const counts = countStatements(database)
+      const batcher = new WriteBatcher(database)
+      const log: number[][] = []
+      const group = carrying(log)
+      const before = { carried: await count('carried'), mine: await count('mine'), ...counts }
+      const carries = [2, 3, 4].map((n) => new Carry(group, n))
+      const answers = await Promise.allSettled(
+        carries.map((carry) =>
+          withCarry(carry, async () => {
+            await batcher.run(bump('mine'))
+            // A second write of the same request carries nothing.
+            await batcher.run(bump('mine'))
+          }),
+        ),
+      )
+      assert.deepEqual(
+        answers.map((a) => a.status === 'fulfilled' || (a.reason as BatonError).code),
+        [true, 'rate_limited', true],
+      )
+      assert.deepEqual(await Promise.all(carries.map((c) => c.outcome)), [2, 3, 4])
+      assert.deepEqual(log, [[2, 3, 4]], 'set-based, once')
+      assert.equal(await count('carried'), before.carried + 3, 'a refused write still spent it')
+      assert.equal(await count('mine'), before.mine + 4, 'the refused request wrote nothing')
+      assert.equal(counts.commits - before.commits, 2, 'each request committed once per write')
+      assert.equal(await batcher.commitCarry(carries[0]!), 2, 'committing a taken carry waits')
+      assert.equal(await count('carried'), before.carried + 3)
+    })
+
+    test('a carried write no write took commits alone, batched with others', async () => {
+      const counts = countStatements(database)
+      const batcher = new WriteBatcher(database)
+      const log: number[][] = []
+      const group = carrying(log)
+      const before = { carried: await count('carried'), ...counts }
+      const values = await Promise.all([6, 8].map((n) => batcher.commitCarry(new Carry(group, n))))
+      assert.deepEqual(values, [6, 8])
+      assert.deepEqual(log, [[6, 8]])
+      assert.equal(counts.commits - before.commits, 1)
+      assert.equal(await count('carried'), before.carried + 2)
+    })
+
+    test('rerunOnUniqueViolation runs a write once more after a unique violation', async () => {
+      const batcher = new WriteBatcher(database)
+      let runs = 0
+      const insert = (tx: { db: Database['db'] }) => {
+        runs++
+        return tx.db
+          .insertInto('quota_counters')
+          .values({ scope: 'unique', subject: 's', window_start: runs > 1 ? 1 : 0, count: 1 })
+          .execute()
+      }
+      await batcher.run(insert)
+      runs = 0
+      await batcher.run(insert, { rerunOnUniqueViolation: true })
+      assert.equal(runs, 2)
+      runs = 0
+      await assert.rejects(batcher.run(insert), (e) => database.caps.isUniqueViolation(e))
     })
 
     test('several batches in flight still answer every write once', async () => {

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks'
 import { type Kysely, sql } from 'kysely'
 import type { Database } from './database.js'
 import type { Schema } from './schema.js'
@@ -10,6 +11,35 @@ export interface Tx {
 }
 
 const MAX_ATTEMPTS = 5
+
+/** What a database has run since `countStatements`: statements executed and transactions committed. */
+export interface StoreCounts {
+  statements: number
+  commits: number
+}
+
+const counted = new WeakMap<Database, StoreCounts>()
+
+/**
+ * Counts every statement `database.db` executes and every write transaction it commits, for
+ * tests and benchmarks that divide them by the requests they sent; call it before anything
+ * keeps a reference to `database.db`. Idempotent: answers the live counts.
+ */
+export function countStatements(database: Database): StoreCounts {
+  const known = counted.get(database)
+  if (known) return known
+  const counts: StoreCounts = { statements: 0, commits: 0 }
+  counted.set(database, counts)
+  database.db = database.db.withPlugin({
+    transformQuery: (args) => args.node,
+    // Called once per executed statement, compiled ahead or not (transformQuery is per build).
+    transformResult: async (args) => {
+      counts.statements++
+      return args.result
+    },
+  })
+  return counts
+}
 
 /**
  * Runs `fn` in one write transaction, retrying the whole of it on busy, serialization or deadlock
@@ -24,6 +54,8 @@ export async function transaction<T>(database: Database, fn: (tx: Tx) => Promise
         try {
           const value = await fn({ db: conn, afterCommit: (h) => hooks.push(h) })
           await sql`commit`.execute(conn)
+          const counts = counted.get(database)
+          if (counts) counts.commits++
           return value
         } catch (error) {
           await sql`rollback`.execute(conn).catch(() => {})
@@ -61,26 +93,70 @@ export type GroupOutcome<T> =
  * Writes of one kind that commit many requests with a few set-based statements instead of a few
  * statements each. `many` answers one outcome per input, in order, and must leave no effect for
  * an input it answers with an error. If `many` throws, the batcher rolls its statements back and
- * runs each input through `one`, inside its own savepoint.
+ * runs each input again as a batch of one, inside its own savepoint: there is one write path.
  */
 export interface BatchGroup<I, T> {
   many(db: Tx['db'], inputs: I[]): Promise<GroupOutcome<T>[]>
-  one(tx: Tx, input: I): Promise<T>
 }
 
-type Pending =
-  | {
-      work: (tx: Tx) => Promise<unknown>
-      group?: undefined
-      resolve: (value: unknown) => void
-      reject: (error: unknown) => void
-    }
-  | {
-      group: BatchGroup<unknown, unknown>
-      input: unknown
-      resolve: (value: unknown) => void
-      reject: (error: unknown) => void
-    }
+/**
+ * A set-based write a request carries into the transaction of the first write it queues, so
+ * both commit together (a signed request's nonce and quota charge with the route's own write).
+ * `refusal` says what the carried outcome refuses that write with, if anything: the write is
+ * then not run, while the carried write's own effects (a spent nonce) still commit.
+ */
+export interface CarryGroup<I, T> extends BatchGroup<I, T> {
+  refusal(value: T, input: I): unknown
+}
+
+/** One request's carried write, committed with its first write or, failing one, alone. */
+export class Carry<I = unknown, T = unknown> {
+  /** True once a write (or `commitCarry`) has taken it into a batch. */
+  taken = false
+  readonly outcome: Promise<T>
+  resolve!: (value: T) => void
+  reject!: (error: unknown) => void
+
+  constructor(
+    readonly group: CarryGroup<I, T>,
+    readonly input: I,
+  ) {
+    this.outcome = new Promise<T>((resolve, reject) => {
+      this.resolve = resolve
+      this.reject = reject
+    })
+    // Awaited by whoever settles the request; an unobserved refusal is not a crash.
+    this.outcome.catch(() => {})
+  }
+}
+
+const carried = new AsyncLocalStorage<Carry>()
+
+/** Runs `fn` with `carry` riding on the first write it queues through a batcher. */
+export function withCarry<I, T, R>(
+  carry: Carry<I, T> | undefined,
+  fn: () => Promise<R>,
+): Promise<R> {
+  return carry ? carried.run(carry as unknown as Carry, fn) : fn()
+}
+
+/** Options of one write queued on the batcher. */
+export interface RunOptions {
+  /**
+   * Runs the write once more when it fails on a unique violation: a write that raced another
+   * (on another instance) for one key rolled back, and its re-run finds the winner's row.
+   */
+  rerunOnUniqueViolation?: boolean
+}
+
+type Settle = { resolve: (value: unknown) => void; reject: (error: unknown) => void }
+
+type Item =
+  | { kind: 'work'; work: (tx: Tx) => Promise<unknown> }
+  | { kind: 'group'; group: BatchGroup<unknown, unknown>; input: unknown }
+  | { kind: 'carry' }
+
+type Pending = Settle & { carry?: Carry | undefined } & Item
 
 type Outcome = { ok: true; value: unknown; hooks: (() => void)[] } | { ok: false; error: unknown }
 
@@ -89,6 +165,11 @@ type Outcome = { ok: true; value: unknown; hooks: (() => void)[] } | { ok: false
  * together in the next one, each inside its own savepoint so one write's failure leaves the
  * others intact (writes of a `BatchGroup` share set-based statements). Every caller is answered
  * only after the commit that holds its write. Up to `inFlight` transactions commit at once.
+ *
+ * A transaction that fails on busy, serialization or deadlock errors is run again from the
+ * start, and a set-based write that fails as a whole is run again input by input: the work of a
+ * write may run more than once, so it must do nothing outside its transaction but through
+ * `afterCommit`.
  */
 export class WriteBatcher {
   private queue: Pending[] = []
@@ -105,22 +186,42 @@ export class WriteBatcher {
   ) {}
 
   /** Queues a write and answers once it has committed (or failed on its own). */
-  run<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.queue.push({ work, resolve: resolve as (v: unknown) => void, reject })
-      this.schedule()
+  run<T>(work: (tx: Tx) => Promise<T>, opts: RunOptions = {}): Promise<T> {
+    const once = () => this.enqueue<T>({ kind: 'work', work })
+    if (!opts.rerunOnUniqueViolation) return once()
+    return once().catch((error) => {
+      if (this.database.caps.isUniqueViolation(error)) return once()
+      throw error
     })
   }
 
   /** Queues one input of a set-based write and answers its own outcome after commit. */
   runIn<I, T>(group: BatchGroup<I, T>, input: I): Promise<T> {
+    return this.enqueue<T>({ kind: 'group', group: group as BatchGroup<unknown, unknown>, input })
+  }
+
+  /**
+   * Commits a carried write that no write has taken (a read-only request, or one refused before
+   * it wrote), batched with others; answers its outcome, and waits for it if a write took it.
+   */
+  commitCarry<I, T>(carry: Carry<I, T>): Promise<T> {
+    if (!carry.taken) {
+      carry.taken = true
+      this.queue.push({ kind: 'carry', carry: carry as Carry, resolve: () => {}, reject: () => {} })
+      this.schedule()
+    }
+    return carry.outcome
+  }
+
+  private enqueue<T>(item: Item): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({
-        group: group as BatchGroup<unknown, unknown>,
-        input,
-        resolve: resolve as (v: unknown) => void,
-        reject,
-      })
+      const carry = carried.getStore()
+      const pending = { ...item, resolve: resolve as (v: unknown) => void, reject } as Pending
+      if (carry && !carry.taken) {
+        carry.taken = true
+        pending.carry = carry
+      }
+      this.queue.push(pending)
       this.schedule()
     })
   }
@@ -171,19 +272,31 @@ export class WriteBatcher {
   }
 
   private async commit(batch: Pending[]): Promise<void> {
-    let outcomes: Outcome[]
+    let done: Attempt
     try {
-      outcomes = await this.attempt(batch, false).catch((error) => {
-        // A set-based write failed as a whole: run the batch again, each write of it alone.
+      done = await this.attempt(batch, false).catch((error) => {
+        // A set-based write failed as a whole: run the batch again, each input of it alone.
         if (error instanceof GroupFailed) return this.attempt(batch, true)
         throw error
       })
     } catch (error) {
-      for (const item of batch) item.reject(error)
+      for (const item of batch) {
+        item.carry?.reject(error)
+        item.reject(error)
+      }
       return
     }
     batch.forEach((item, i) => {
-      const outcome = outcomes[i]!
+      const carried = done.carried[i]
+      if (carried) {
+        if (carried.ok) {
+          runHooks(carried.hooks)
+          item.carry!.resolve(carried.value)
+        } else {
+          item.carry!.reject(carried.error)
+        }
+      }
+      const outcome = done.results[i]!
       if (outcome.ok) {
         runHooks(outcome.hooks)
         item.resolve(outcome.value)
@@ -194,29 +307,61 @@ export class WriteBatcher {
   }
 
   /**
-   * One transaction for the batch. Set-based groups first run without a savepoint of their own
-   * (two round trips fewer); should one fail, the attempt is abandoned and `careful` reruns the
-   * batch with the group in a savepoint and each of its writes retried alone.
+   * One transaction for the batch: first the carried writes, set-based per group and outside
+   * any write's savepoint (so a refused write still spends its nonce); then the writes, each
+   * unless its carried write refused it. Set-based groups first run without a savepoint of their
+   * own (two round trips fewer); should one fail, the attempt is abandoned and `careful` reruns
+   * the batch with each input of a group as a batch of one in its own savepoint.
    */
-  private attempt(batch: Pending[], careful: boolean): Promise<Outcome[]> {
+  private attempt(batch: Pending[], careful: boolean): Promise<Attempt> {
     return transaction(this.database, async (tx) => {
+      const carried: (Outcome | undefined)[] = new Array(batch.length)
+      const byGroup = new Map<CarryGroup<unknown, unknown>, number[]>()
+      batch.forEach((item, i) => {
+        if (!item.carry) return
+        const at = byGroup.get(item.carry.group)
+        if (at) at.push(i)
+        else byGroup.set(item.carry.group, [i])
+      })
+      for (const [group, at] of byGroup) {
+        const inputs = at.map((i) => batch[i]!.carry!.input)
+        const outs = await this.groupRun(tx.db, group, inputs, careful)
+        at.forEach((i, k) => {
+          carried[i] = outs[k]
+        })
+      }
+      const refusalOf = (i: number): Outcome | undefined => {
+        const c = carried[i]
+        if (!c) return undefined
+        if (!c.ok) return c
+        const carry = batch[i]!.carry!
+        const error = carry.group.refusal(c.value, carry.input)
+        return error === undefined ? undefined : { ok: false, error }
+      }
       const results: Outcome[] = []
       let i = 0
       while (i < batch.length) {
         const item = batch[i]!
-        if (!item.group) {
-          results.push(await this.single(tx.db, item.work))
+        const refused = refusalOf(i)
+        if (refused || item.kind !== 'group') {
+          if (refused) results.push(refused)
+          else if (item.kind === 'work') results.push(await this.single(tx.db, item.work))
+          else results.push({ ok: true, value: undefined, hooks: [] })
           i++
           continue
         }
         const { group } = item
         let j = i
-        while (j < batch.length && batch[j]!.group === group) j++
+        while (j < batch.length) {
+          const next = batch[j]!
+          if (next.kind !== 'group' || next.group !== group || refusalOf(j)) break
+          j++
+        }
         const inputs = batch.slice(i, j).map((p) => (p as { input: unknown }).input)
         results.push(...(await this.groupRun(tx.db, group, inputs, careful)))
         i = j
       }
-      return results
+      return { carried, results }
     })
   }
 
@@ -236,20 +381,28 @@ export class WriteBatcher {
         throw new GroupFailed(error)
       }
     }
-    await sql`savepoint baton_group`.execute(db)
-    try {
-      const outs = await group.many(db, inputs)
-      await sql`release savepoint baton_group`.execute(db)
-      return shape(outs)
-    } catch (error) {
-      if (this.database.caps.isRetryable(error)) throw error
-      await sql`rollback to savepoint baton_group`.execute(db)
-      await sql`release savepoint baton_group`.execute(db)
-      const results: Outcome[] = []
-      for (const input of inputs) results.push(await this.single(db, (tx) => group.one(tx, input)))
-      return results
+    const results: Outcome[] = []
+    for (const input of inputs) {
+      await sql`savepoint baton_group`.execute(db)
+      try {
+        const [out] = shape(await group.many(db, [input]))
+        await sql`release savepoint baton_group`.execute(db)
+        results.push(out!)
+      } catch (error) {
+        if (this.database.caps.isRetryable(error)) throw error
+        await sql`rollback to savepoint baton_group`.execute(db)
+        await sql`release savepoint baton_group`.execute(db)
+        results.push({ ok: false, error })
+      }
     }
+    return results
   }
+}
+
+/** What one transaction of a batch decided: each item's carried outcome, if any, and its own. */
+interface Attempt {
+  carried: (Outcome | undefined)[]
+  results: Outcome[]
 }
 
 /** A set-based write failed as a whole; the batch is retried carefully. */
