@@ -403,8 +403,9 @@ export class HopService {
   ): Promise<HopView> {
     const c = verified.claims
     const element = handoff.offer as string
-    const run = () =>
-      this.deps.batcher.run(async (tx) => {
+    // The same offer delivered at once on two instances: the loser's re-run finds the winner's hop.
+    const row = await this.deps.batcher.run(
+      async (tx) => {
         const existing = await store.findHop(tx.db, verified.digest)
         if (existing) return existing
         const now = this.deps.clock.now()
@@ -435,14 +436,9 @@ export class HopService {
         }
         await store.insertHop(tx.db, row)
         return row
-      })
-    let row: HopRow
-    try {
-      row = await run()
-    } catch (error) {
-      if (this.deps.database.caps.isUniqueViolation(error)) row = await run()
-      else throw error
-    }
+      },
+      { rerunOnUniqueViolation: true },
+    )
     return this.toView(this.deps.database.db, row)
   }
 

@@ -187,17 +187,21 @@ export class WriteBatcher {
 
   /** Queues a write and answers once it has committed (or failed on its own). */
   run<T>(work: (tx: Tx) => Promise<T>, opts: RunOptions = {}): Promise<T> {
-    const once = () => this.enqueue<T>({ kind: 'work', work })
+    return this.rerun(() => this.enqueue<T>({ kind: 'work', work }), opts)
+  }
+
+  /** Queues one input of a set-based write and answers its own outcome after commit. */
+  runIn<I, T>(group: BatchGroup<I, T>, input: I, opts: RunOptions = {}): Promise<T> {
+    const item = { kind: 'group' as const, group: group as BatchGroup<unknown, unknown>, input }
+    return this.rerun(() => this.enqueue<T>(item), opts)
+  }
+
+  private rerun<T>(once: () => Promise<T>, opts: RunOptions): Promise<T> {
     if (!opts.rerunOnUniqueViolation) return once()
     return once().catch((error) => {
       if (this.database.caps.isUniqueViolation(error)) return once()
       throw error
     })
-  }
-
-  /** Queues one input of a set-based write and answers its own outcome after commit. */
-  runIn<I, T>(group: BatchGroup<I, T>, input: I): Promise<T> {
-    return this.enqueue<T>({ kind: 'group', group: group as BatchGroup<unknown, unknown>, input })
   }
 
   /**

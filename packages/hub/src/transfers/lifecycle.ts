@@ -11,7 +11,13 @@ import type { TransferConfig } from '../config.js'
 import type { EventBus } from '../events/bus.js'
 import type { Database } from '../store/database.js'
 import type { TransferEventRow, TransferRow } from '../store/schema.js'
-import type { BatchGroup, GroupOutcome, Tx, WriteBatcher } from '../store/transaction.js'
+import type {
+  BatchGroup,
+  GroupOutcome,
+  RunOptions,
+  Tx,
+  WriteBatcher,
+} from '../store/transaction.js'
 import { refused, transition, WriteSet } from './machine.js'
 import { decideUsage, type UsageReport, usageKey } from './metering.js'
 import * as store from './store.js'
@@ -130,22 +136,19 @@ export class TransferLifecycle {
 
   private readonly group: BatchGroup<TransferWrite, Outcome<unknown>> = {
     many: (db, inputs) => this.many(db, inputs),
-    one: async (tx, input) => {
-      const [out] = await this.many(tx.db, [input])
-      if (!out!.ok) throw out!.error
-      if (out!.after) tx.afterCommit(out!.after)
-      return out!.value
-    },
   }
 
   /** Commits one write with whatever else arrives with it; throws its refusal once committed. */
-  async run(input: TransferWrite & { kind: 'create' }): Promise<CreatedTransferView>
+  async run(
+    input: TransferWrite & { kind: 'create' },
+    opts?: RunOptions,
+  ): Promise<CreatedTransferView>
   async run(input: TransferWrite & { kind: 'lease' }): Promise<LeaseView>
-  async run(input: TransferWrite & { kind: 'usage' }): Promise<UsageView>
+  async run(input: TransferWrite & { kind: 'usage' }, opts?: RunOptions): Promise<UsageView>
   async run(input: TransferWrite & { kind: 'expire' | 'grace_over' }): Promise<boolean>
   async run(input: TransferWrite): Promise<TransferView>
-  async run(input: TransferWrite): Promise<unknown> {
-    const outcome = await this.deps.batcher.runIn(this.group, input)
+  async run(input: TransferWrite, opts?: RunOptions): Promise<unknown> {
+    const outcome = await this.deps.batcher.runIn(this.group, input, opts)
     if (!outcome.ok) throw outcome.error
     return outcome.value
   }

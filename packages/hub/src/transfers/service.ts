@@ -90,8 +90,10 @@ export class TransferService {
     }
     const checksum = checksumOfCanonical(canonical)
     const key = body.idempotencyKey ?? headerKey
-    const run = () =>
-      this.lifecycle.run({
+    // Two creates raced on one key (another instance): the loser rolled back; its re-run finds
+    // the winner.
+    return this.lifecycle.run(
+      {
         kind: 'create',
         id: newTransferId(),
         owner,
@@ -99,14 +101,9 @@ export class TransferService {
         canonical,
         checksum,
         bytes,
-      })
-    try {
-      return await run()
-    } catch (error) {
-      // Two creates raced on one key: the loser rolled back; now it finds the winner.
-      if (key && this.deps.database.caps.isUniqueViolation(error)) return run()
-      throw error
-    }
+      },
+      { rerunOnUniqueViolation: Boolean(key) },
+    )
   }
 
   /** The transfer, its budget and its ordered events, for its owner, its runtime or the operator. */
@@ -235,21 +232,18 @@ export class TransferService {
   async usage(runtime: string, id: string, input: unknown): Promise<UsageView> {
     const body = parseInput(UsageInput, input)
     if (!isTransferId(id)) throw notFound(id)
-    const run = () =>
-      this.lifecycle.run({
+    // Two reports raced on one key (another instance): the loser rolled back; its re-run finds
+    // the winner's report.
+    return this.lifecycle.run(
+      {
         kind: 'usage',
         id,
         runtime,
         key: body.idempotencyKey,
         amount: body.amountMicros,
-      })
-    try {
-      return await run()
-    } catch (error) {
-      // Two reports raced on one key: the loser rolled back; now it finds the winner's report.
-      if (this.deps.database.caps.isUniqueViolation(error)) return run()
-      throw error
-    }
+      },
+      { rerunOnUniqueViolation: true },
+    )
   }
 
   /** Terminates a transfer in any state (the orchestrator); terminating it again is answered. */
