@@ -1,14 +1,11 @@
 import { BatonError } from '@baton/protocol'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { z } from 'zod'
 import type { AppContext } from '../app.js'
 import { bearerToken } from '../http/bearer.js'
 import { localOrigin, requestOrigin, requirePrincipal } from '../identity/http.js'
 import { parseIdempotencyKey } from '../store/idempotency.js'
-import { parseInput } from '../validation.js'
+import { HTTP_INPUT, parseOperationInput } from './input.js'
 import type { Caller, Operation, OperationInput } from './operation.js'
-
-const none = z.object({}).strict()
 
 /** The caller of an HTTP request, after the operation's auth has been checked. */
 function httpCaller(ctx: AppContext, op: Operation, req: FastifyRequest, reply: FastifyReply) {
@@ -43,11 +40,11 @@ function httpCaller(ctx: AppContext, op: Operation, req: FastifyRequest, reply: 
 
 /** Validates the three parts of a request's input with the operation's schemas. */
 export function httpInput(op: Operation, req: FastifyRequest): OperationInput<never, never, never> {
-  return {
-    params: parseInput(op.params ?? none, req.params ?? {}, 'path'),
-    query: parseInput(op.query ?? none.passthrough(), req.query ?? {}, 'query'),
-    body: op.body ? parseInput(op.body, req.body, 'body') : undefined,
-  } as OperationInput<never, never, never>
+  return parseOperationInput(
+    op,
+    { params: req.params, query: req.query, body: req.body },
+    HTTP_INPUT,
+  )
 }
 
 /**
