@@ -5,6 +5,12 @@ import { call, startTestHub, type TestHub, testStores } from './support.js'
 
 const H = '/services/v1/handoff'
 
+/** Resolves once `done()` holds, checking every few milliseconds for at most 10 s. */
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000 && !done(); i++) await new Promise((r) => setTimeout(r, 10))
+  assert.ok(done(), 'the condition never held')
+}
+
 for (const store of testStores) {
   describe(`token handoffs over HTTP (${store.name})`, () => {
     let hub: TestHub
@@ -236,6 +242,21 @@ for (const store of testStores) {
       assert.equal(move.status, 404)
       const read = await call(hub, 'GET', `${H}/${h.handoff_id}`, { token: h.owner_token })
       assert.equal(read.body.version, 1)
+    })
+
+    test('a caller that leaves a wait releases it before the wait is up', async () => {
+      const h = await create()
+      const waiting = hub.ctx.waits.waiting
+      const leave = new AbortController()
+      const pending = fetch(`${hub.url}${H}/${h.handoff_id}/wait/25`, {
+        headers: { authorization: `Bearer ${h.receiver_token}` },
+        signal: leave.signal,
+      }).catch((error: unknown) => error)
+      await until(() => hub.ctx.waits.waiting === waiting + 1)
+      leave.abort()
+      assert.equal(((await pending) as Error).name, 'AbortError')
+      // Its 25 s are not up within the bound of `until`: only the closed connection ends it.
+      await until(() => hub.ctx.waits.waiting === waiting)
     })
 
     test('payload boundary: exactly 16384 bytes of JSON accepted, 16385 refused with 413', async () => {
