@@ -617,6 +617,59 @@ for (const store of testStores) {
       assert.equal((read.body.history as unknown[]).length, 1)
     })
 
+    test('moves in batches of a size seen before write exactly what each move asked', async () => {
+      // Batch statements are compiled once per size; later batches bind only their parameters.
+      const hs = await Promise.all(Array.from({ length: 12 }, () => create()))
+      const ask = (i: number, step: number) => ({
+        from: step === 0 ? 'offered' : 'accepted',
+        nonce: `n-${i}-${step}`,
+        note: `note ${i}.${step}`,
+      })
+      for (let i = 0; i < 4; i++) {
+        const res = await call(hub, 'POST', `${H}/${hs[i]!.handoff_id}/accepted`, {
+          token: hs[i]!.receiver_token,
+          body: ask(i, 0),
+        })
+        assert.equal(res.status, 200, JSON.stringify(res.body))
+      }
+      const rest = await Promise.all(
+        hs.slice(4).map((h, j) =>
+          call(hub, 'POST', `${H}/${h.handoff_id}/accepted`, {
+            token: h.receiver_token,
+            body: ask(j + 4, 0),
+          }),
+        ),
+      )
+      assert.ok(rest.every((r) => r.status === 200))
+      const second = await Promise.all(
+        hs.map((h, i) =>
+          call(hub, 'POST', `${H}/${h.handoff_id}/working`, {
+            token: i % 2 ? h.owner_token : h.receiver_token,
+            body: ask(i, 1),
+          }),
+        ),
+      )
+      assert.ok(second.every((r) => r.status === 200))
+      for (const [i, h] of hs.entries()) {
+        const read = await call(hub, 'GET', `${H}/${h.handoff_id}`, { token: h.owner_token })
+        assert.equal(read.body.state, 'working')
+        assert.equal(read.body.version, 3)
+        const history = (read.body.history as Record<string, unknown>[]).map(
+          ({ at: _at, ...m }) => m,
+        )
+        assert.deepEqual(history, [
+          { from: 'offered', to: 'accepted', version: 2, by: 'receiver', ...pick(ask(i, 0)) },
+          {
+            from: 'accepted',
+            to: 'working',
+            version: 3,
+            by: i % 2 ? 'owner' : 'receiver',
+            ...pick(ask(i, 1)),
+          },
+        ])
+      }
+    })
+
     test('concurrent repeats of one nonce commit once and all answer the same move', async () => {
       const h = await create()
       const results = await Promise.all(
@@ -632,6 +685,10 @@ for (const store of testStores) {
       assert.ok(results.every((r) => r.body.version === 2 && r.body.state === 'accepted'))
     })
   })
+}
+
+function pick(a: { nonce: string; note: string }) {
+  return { nonce: a.nonce, note: a.note }
 }
 
 async function countHandoffs(hub: TestHub): Promise<number> {
