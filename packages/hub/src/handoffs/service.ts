@@ -263,8 +263,9 @@ export class HandoffService {
     }
     const changed = [...current.values()].filter((r) => r.version !== readVersion.get(r.id))
     if (changed.length > 0) {
-      const applied = await store.applyMoves(
+      const applied = await store.writeMoves(
         db,
+        this.deps.database.caps.name,
         changed.map((r) => ({
           id: r.id,
           state: r.state,
@@ -273,10 +274,10 @@ export class HandoffService {
           at: now,
           expect: readVersion.get(r.id)!,
         })),
+        written,
       )
       // Rows are locked (or the database is), so this holds; if not, every move is retried alone.
       if (applied !== changed.length) throw new Error('handoffs changed under a locked batch')
-      await store.insertMoves(db, written)
       // The signals commit with their moves, in the same transaction: one insert for the group.
       await insertSignals(db, signals)
     }

@@ -174,40 +174,82 @@ export async function findMovesByNonces(
  * Applies the final state of many handoffs in one statement, each only if still at its expected
  * version; answers how many rows changed.
  */
-export async function applyMoves(
-  db: Kysely<Schema>,
-  rows: {
-    id: string
-    state: string
-    version: number
-    ended: boolean
-    at: number
-    expect: number
-  }[],
-): Promise<number> {
-  const parameters = rows.flatMap((r) => [
-    r.id,
-    r.state,
-    r.version,
-    r.ended ? 1 : 0,
-    r.at,
-    r.expect,
-  ])
-  const result = await runShape(db, `applyMoves:${rows.length}`, parameters, () => {
-    const values = sql.join(
-      rows.map(
-        (r) =>
-          sql`(${r.id}, ${r.state}, cast(${r.version} as integer), cast(${r.ended ? 1 : 0} as integer), cast(${r.at} as bigint), cast(${r.expect} as integer))`,
-      ),
-    )
-    return sql`
-      with v (id, state, version, ended, at, expect) as (values ${values})
+export async function applyMoves(db: Kysely<Schema>, rows: MoveApply[]): Promise<number> {
+  const result = await runShape(db, `applyMoves:${rows.length}`, applyParameters(rows), () =>
+    sql`
+      with v (id, state, version, ended, at, expect) as (values ${applyValues(rows)})
       update handoffs
       set state = v.state, version = v.version, ended = v.ended, updated_at = v.at
       from v
-      where handoffs.id = v.id and handoffs.version = v.expect`.compile(db)
-  })
+      where handoffs.id = v.id and handoffs.version = v.expect`.compile(db),
+  )
   return Number(result.numAffectedRows ?? 0n)
+}
+
+/** A handoff's state after a batch, to be written only if it is still at version `expect`. */
+export interface MoveApply {
+  id: string
+  state: string
+  version: number
+  ended: boolean
+  at: number
+  expect: number
+}
+
+function applyValues(rows: MoveApply[]) {
+  return sql.join(
+    rows.map(
+      (r) =>
+        sql`(${r.id}, ${r.state}, cast(${r.version} as integer), cast(${r.ended ? 1 : 0} as integer), cast(${r.at} as bigint), cast(${r.expect} as integer))`,
+    ),
+  )
+}
+
+/** The parameters of `applyValues(rows)`, in the order it binds them. */
+function applyParameters(rows: MoveApply[]): unknown[] {
+  return rows.flatMap((r) => [r.id, r.state, r.version, r.ended ? 1 : 0, r.at, r.expect])
+}
+
+/**
+ * Applies a batch's handoff rows and inserts its history rows: on PostgreSQL in one statement
+ * (a data-modifying `with`, one round trip fewer per batch), elsewhere in two. Answers how many
+ * handoff rows changed; the history is written whatever that number, so a caller that finds it
+ * short must abandon the transaction.
+ */
+export async function writeMoves(
+  db: Kysely<Schema>,
+  dialect: 'sqlite' | 'postgres',
+  rows: MoveApply[],
+  moves: HandoffMoveRow[],
+): Promise<number> {
+  if (dialect !== 'postgres' || moves.length === 0) {
+    const applied = await applyMoves(db, rows)
+    await insertMoves(db, moves)
+    return applied
+  }
+  const parameters = [...applyParameters(rows), ...moveParameters(moves)]
+  const result = await runShape<{ applied: number }>(
+    db,
+    `writeMoves:${rows.length}:${moves.length}`,
+    parameters,
+    () => {
+      const history = sql.join(
+        moves.map((m) => sql`(${sql.join(MOVE_COLUMNS.map((c) => sql`${m[c]}`))})`),
+      )
+      return sql<{ applied: number }>`
+        with v (id, state, version, ended, at, expect) as (values ${applyValues(rows)}),
+        u as (
+          update handoffs
+          set state = v.state, version = v.version, ended = v.ended, updated_at = v.at
+          from v
+          where handoffs.id = v.id and handoffs.version = v.expect
+          returning 1
+        ),
+        h as (insert into handoff_moves (${sql.join(MOVE_COLUMNS.map((c) => sql.ref(c)))}) values ${history})
+        select count(*) as applied from u`.compile(db)
+    },
+  )
+  return Number(result.rows[0]?.applied ?? 0)
 }
 
 /** The columns of a history row, in the order its parameters are bound. */
@@ -225,11 +267,15 @@ const MOVE_COLUMNS = [
 /** Inserts many history rows in one statement. */
 export async function insertMoves(db: Kysely<Schema>, rows: HandoffMoveRow[]): Promise<void> {
   if (rows.length === 0) return
-  const parameters = rows.flatMap((r) => MOVE_COLUMNS.map((c) => r[c]))
-  await runShape(db, `insertMoves:${rows.length}`, parameters, () =>
+  await runShape(db, `insertMoves:${rows.length}`, moveParameters(rows), () =>
     db
       .insertInto('handoff_moves')
       .values(rows.map((r) => Object.fromEntries(MOVE_COLUMNS.map((c) => [c, r[c]])) as never))
       .compile(),
   )
+}
+
+/** The parameters of history rows, column by column in MOVE_COLUMNS order. */
+function moveParameters(rows: HandoffMoveRow[]): unknown[] {
+  return rows.flatMap((r) => MOVE_COLUMNS.map((c) => r[c]))
 }
