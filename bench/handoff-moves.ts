@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto'
 import { closeSync, fsyncSync, openSync, writeSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { loadavg, tmpdir } from 'node:os'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { pathToFileURL } from 'node:url'
@@ -352,8 +352,11 @@ async function benchStore(store: Store, opts: MoveOptions, client: LoadClient): 
     await round(targets, client, { ...opts, handoffs: Math.min(500, opts.handoffs) }, 0)
     const fsyncBefore = probeFsync(dir)
     const samples: Record<Target['name'], Sample[]> = { baseline: [], baton: [] }
+    // The machine may be shared: the 1-minute load average after each round, printed beside.
+    const loads: number[] = []
     for (let r = 0; r < opts.rounds; r++) {
       const got = await round(targets, client, opts, r)
+      loads.push(loadavg()[0]!)
       for (const t of targets) {
         samples[t.name].push(...got[t.name])
         log(
@@ -395,6 +398,7 @@ async function benchStore(store: Store, opts: MoveOptions, client: LoadClient): 
         // NaN when the hub recorded no batches (its metrics changed); JSON writes it as null.
         baton_mean_batch: rows[1]!['mean batch'],
         fsync_p50_ms: fsyncMs,
+        loadavg_1m: median(loads),
         samples: ratios.length,
         ratio_min: Math.min(...ratios),
         ratio_max: Math.max(...ratios),

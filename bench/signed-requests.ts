@@ -7,7 +7,7 @@
 //   node --import tsx bench/signed-requests.ts
 import { generateKeyPairSync, sign, verify } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { loadavg, tmpdir } from 'node:os'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { pathToFileURL } from 'node:url'
@@ -91,6 +91,8 @@ export async function run(): Promise<Result[]> {
   const signed: number[] = []
   const signedP50: number[] = []
   const unsignedP50: number[] = []
+  // The machine may be shared: the 1-minute load average after each round, printed beside.
+  const loads: number[] = []
   try {
     // One warm-up round of each, not counted.
     await load.run({
@@ -124,6 +126,7 @@ export async function run(): Promise<Result[]> {
       unsigned.push(u.perSecond)
       signed.push(s.perSecond)
       unsignedP50.push(u.p50)
+      loads.push(loadavg()[0]!)
       signedP50.push(s.p50)
       process.stderr.write(
         `round ${round + 1}: raw verify ${raw.at(-1)!.toFixed(0)}/s, verifier ${verifier.at(-1)!.toFixed(0)}/s, unsigned ${u.perSecond.toFixed(0)}/s, signed ${s.perSecond.toFixed(0)}/s\n`,
@@ -148,7 +151,11 @@ export async function run(): Promise<Result[]> {
       value: signedRate,
       ratio: signedRate / unsignedRate,
       unit: 'req/s',
-      detail: { p50_unsigned_ms: median(unsignedP50), p50_signed_ms: median(signedP50) },
+      detail: {
+        p50_unsigned_ms: median(unsignedP50),
+        p50_signed_ms: median(signedP50),
+        loadavg_1m: median(loads),
+      },
     },
     {
       name: 'time a signature adds per request vs one raw Ed25519 verify (goal <= 1.2)',

@@ -69,6 +69,13 @@ test('the registry holds each operation once, by name, route and tool', () => {
   }
 })
 
+test("only an operation that declares a long poll reads its caller's signal", () => {
+  // The HTTP face makes an aborting signal (a controller and a close listener) only for these.
+  for (const op of OPERATIONS) {
+    assert.equal(/\bsignal\b/.test(op.run.toString()), op.longPoll === true, op.name)
+  }
+})
+
 test('every operation is one CLI command, and every generated command is an operation', async () => {
   const commands = generatedCommands()
   assert.equal(commands.length, OPERATIONS.length)

@@ -5,6 +5,12 @@ import { call, startTestHub, type TestHub, testStores } from './support.js'
 
 const H = '/services/v1/handoff'
 
+/** Resolves once `done()` holds, checking every few milliseconds for at most 10 s. */
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000 && !done(); i++) await new Promise((r) => setTimeout(r, 10))
+  assert.ok(done(), 'the condition never held')
+}
+
 for (const store of testStores) {
   describe(`token handoffs over HTTP (${store.name})`, () => {
     let hub: TestHub
@@ -236,6 +242,21 @@ for (const store of testStores) {
       assert.equal(move.status, 404)
       const read = await call(hub, 'GET', `${H}/${h.handoff_id}`, { token: h.owner_token })
       assert.equal(read.body.version, 1)
+    })
+
+    test('a caller that leaves a wait releases it before the wait is up', async () => {
+      const h = await create()
+      const waiting = hub.ctx.waits.waiting
+      const leave = new AbortController()
+      const pending = fetch(`${hub.url}${H}/${h.handoff_id}/wait/25`, {
+        headers: { authorization: `Bearer ${h.receiver_token}` },
+        signal: leave.signal,
+      }).catch((error: unknown) => error)
+      await until(() => hub.ctx.waits.waiting === waiting + 1)
+      leave.abort()
+      assert.equal(((await pending) as Error).name, 'AbortError')
+      // Its 25 s are not up within the bound of `until`: only the closed connection ends it.
+      await until(() => hub.ctx.waits.waiting === waiting)
     })
 
     test('payload boundary: exactly 16384 bytes of JSON accepted, 16385 refused with 413', async () => {
@@ -596,6 +617,59 @@ for (const store of testStores) {
       assert.equal((read.body.history as unknown[]).length, 1)
     })
 
+    test('moves in batches of a size seen before write exactly what each move asked', async () => {
+      // Batch statements are compiled once per size; later batches bind only their parameters.
+      const hs = await Promise.all(Array.from({ length: 12 }, () => create()))
+      const ask = (i: number, step: number) => ({
+        from: step === 0 ? 'offered' : 'accepted',
+        nonce: `n-${i}-${step}`,
+        note: `note ${i}.${step}`,
+      })
+      for (let i = 0; i < 4; i++) {
+        const res = await call(hub, 'POST', `${H}/${hs[i]!.handoff_id}/accepted`, {
+          token: hs[i]!.receiver_token,
+          body: ask(i, 0),
+        })
+        assert.equal(res.status, 200, JSON.stringify(res.body))
+      }
+      const rest = await Promise.all(
+        hs.slice(4).map((h, j) =>
+          call(hub, 'POST', `${H}/${h.handoff_id}/accepted`, {
+            token: h.receiver_token,
+            body: ask(j + 4, 0),
+          }),
+        ),
+      )
+      assert.ok(rest.every((r) => r.status === 200))
+      const second = await Promise.all(
+        hs.map((h, i) =>
+          call(hub, 'POST', `${H}/${h.handoff_id}/working`, {
+            token: i % 2 ? h.owner_token : h.receiver_token,
+            body: ask(i, 1),
+          }),
+        ),
+      )
+      assert.ok(second.every((r) => r.status === 200))
+      for (const [i, h] of hs.entries()) {
+        const read = await call(hub, 'GET', `${H}/${h.handoff_id}`, { token: h.owner_token })
+        assert.equal(read.body.state, 'working')
+        assert.equal(read.body.version, 3)
+        const history = (read.body.history as Record<string, unknown>[]).map(
+          ({ at: _at, ...m }) => m,
+        )
+        assert.deepEqual(history, [
+          { from: 'offered', to: 'accepted', version: 2, by: 'receiver', ...pick(ask(i, 0)) },
+          {
+            from: 'accepted',
+            to: 'working',
+            version: 3,
+            by: i % 2 ? 'owner' : 'receiver',
+            ...pick(ask(i, 1)),
+          },
+        ])
+      }
+    })
+
     test('concurrent repeats of one nonce commit once and all answer the same move', async () => {
       const h = await create()
       const results = await Promise.all(
@@ -611,6 +685,10 @@ for (const store of testStores) {
       assert.ok(results.every((r) => r.body.version === 2 && r.body.state === 'accepted'))
     })
   })
+}
+
+function pick(a: { nonce: string; note: string }) {
+  return { nonce: a.nonce, note: a.note }
 }
 
 async function countHandoffs(hub: TestHub): Promise<number> {

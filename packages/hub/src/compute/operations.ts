@@ -117,6 +117,7 @@ export const waitComputeJob = defineOperation({
   }),
   output: ComputeJobWaitView,
   errors: ['compute_job_not_found'],
+  longPoll: true,
   tool: {
     name: 'wait_compute_job',
     title: 'Wait for a compute job',

@@ -111,6 +111,7 @@ export const waitHandoff = defineOperation({
   }),
   output: WaitView,
   errors: [...handoffErrors],
+  longPoll: true,
   tool: false,
   cli: { name: ['handoff', 'wait'], defaults: { seconds: '25' } },
   run: (ctx, caller, { params, query }) =>

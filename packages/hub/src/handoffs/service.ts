@@ -1,8 +1,8 @@
 import {
-  AdvanceInput,
+  type AdvanceInput,
   BatonError,
   type CreatedHandoffView,
-  CreateHandoffInput,
+  type CreateHandoffInput,
   type HandoffView,
   type MoveResultView,
   type MoveView,
@@ -18,7 +18,6 @@ import { onceByKey } from '../store/idempotency.js'
 import { consumeDailyQuota } from '../store/quota.js'
 import type { HandoffMoveRow, HandoffRow, NotifyOutboxRow } from '../store/schema.js'
 import type { BatchGroup, GroupOutcome, Tx, WriteBatcher } from '../store/transaction.js'
-import { parseInput } from '../validation.js'
 import { allowedNext, isFinal, type Machine, parseMachine } from './machine.js'
 import { checkNotifyUrl, toSignalRow } from './notify.js'
 import { insertSignals } from './outbox-store.js'
@@ -68,9 +67,11 @@ export const handoffTopic = (id: string) => `handoff:${id}`
 export class HandoffService {
   constructor(private readonly deps: HandoffDeps) {}
 
-  /** Creates a handoff; a repeat with the same Idempotency-Key and body answers the first result. */
-  async create(input: unknown, caller: CallerContext): Promise<CreatedHandoffView> {
-    const body = parseInput(CreateHandoffInput, input)
+  /**
+   * Creates a handoff; a repeat with the same Idempotency-Key and body answers the first result.
+   * `body` is already validated by the operation's schema (`createHandoff`).
+   */
+  async create(body: CreateHandoffInput, caller: CallerContext): Promise<CreatedHandoffView> {
     const { config } = this.deps
     const payloadJson = JSON.stringify(body.payload)
     const payloadBytes = Buffer.byteLength(payloadJson, 'utf8')
@@ -163,15 +164,15 @@ export class HandoffService {
 
   /**
    * Moves a handoff to `to`, only from exactly `input.from` over an allowed step (seed 002).
-   * A repeat with the same nonce answers the committed move with `repeated: true`.
+   * A repeat with the same nonce answers the committed move with `repeated: true`. `body` is
+   * already validated by the operation's schema (`advanceHandoff`).
    */
   async advance(
     id: string,
     to: string,
-    input: unknown,
+    body: AdvanceInput,
     token: string | undefined,
   ): Promise<MoveResultView> {
-    const body = parseInput(AdvanceInput, input)
     this.checkNote(body.note)
     const target = StateName.safeParse(to)
     if (!target.success) {
@@ -258,8 +259,9 @@ export class HandoffService {
     }
     const changed = [...current.values()].filter((r) => r.version !== readVersion.get(r.id))
     if (changed.length > 0) {
-      const applied = await store.applyMoves(
+      const applied = await store.writeMoves(
         db,
+        this.deps.database.caps.name,
         changed.map((r) => ({
           id: r.id,
           state: r.state,
@@ -268,10 +270,10 @@ export class HandoffService {
           at: now,
           expect: readVersion.get(r.id)!,
         })),
+        written,
       )
       // Rows are locked (or the database is), so this holds; if not, every move is retried alone.
       if (applied !== changed.length) throw new Error('handoffs changed under a locked batch')
-      await store.insertMoves(db, written)
       // The signals commit with their moves, in the same transaction: one insert for the group.
       await insertSignals(db, signals)
     }

@@ -13,82 +13,92 @@ const utf8 = new TextDecoder('utf-8', { fatal: true })
 
 // A high surrogate not followed by a low one, or a low one not preceded by a high one.
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+// Any character that may make a string unstorable; most strings have none, and this is a cheaper
+// test than the exact one.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: U+0000 is what it looks for
+const SUSPECT = /[\u0000\ud800-\udfff]/
+
+// The shortest JSON text nested deeper than MAX_JSON_DEPTH: one more opening bracket than the
+// limit allows, and their closing ones.
+const SHORTEST_TOO_DEEP = 2 * (MAX_JSON_DEPTH + 1)
 
 /**
  * Tells whether a string is text both stores keep exactly: PostgreSQL text and jsonb refuse
  * U+0000 and unpaired surrogates (which have no UTF-8 form), so the hub refuses them everywhere.
  */
 export function isStorableText(s: string): boolean {
-  return !s.includes('\u0000') && !LONE_SURROGATE.test(s)
+  return !SUSPECT.test(s) || (!s.includes('\u0000') && !LONE_SURROGATE.test(s))
 }
 
 /** Throws `invalid_text` (400) naming `field` when a string cannot be stored exactly. */
 export function assertStorableText(s: string, field: string): void {
-  if (!isStorableText(s)) {
-    throw new BatonError(
-      'invalid_text',
-      `The value of ${field} holds U+0000 or an unpaired surrogate, which cannot be stored`,
-      { field },
-    )
-  }
+  if (!isStorableText(s)) throw invalidText(field)
 }
 
-interface Frame {
-  value: unknown
-  depth: number
-  key: string | undefined
-  parent: Frame | undefined
+function invalidText(field: string): BatonError {
+  return new BatonError(
+    'invalid_text',
+    `The value of ${field} holds U+0000 or an unpaired surrogate, which cannot be stored`,
+    { field },
+  )
 }
 
-function fieldOf(frame: Frame | undefined, what: string): string {
-  const parts: string[] = []
-  for (let f = frame; f?.key !== undefined; f = f.parent) parts.push(f.key)
-  return parts.length === 0 ? what : parts.reverse().join('.')
+/** The dotted name of the place `path` leads to, or `what` for the whole value. */
+function fieldOf(path: readonly string[], what: string): string {
+  return path.length === 0 ? what : path.join('.')
 }
 
 /**
- * Walks a parsed JSON value without recursion and refuses what no route may receive: nesting
- * deeper than MAX_JSON_DEPTH (`invalid_request` with `max_depth`), a `__proto__` member
+ * Walks a parsed JSON value and refuses what no route may receive: nesting deeper than
+ * MAX_JSON_DEPTH (`invalid_request` with `max_depth`), a `__proto__` member
  * (`json_key_forbidden`: a JavaScript object cannot hold it faithfully through validation and
  * copies, so a stored or digested body would differ from the one sent), and strings with U+0000
- * or an unpaired surrogate (`invalid_text`), as keys or values. `field` names the place.
+ * or an unpaired surrogate (`invalid_text`), as keys or values. `field` names the place. The
+ * recursion is bounded by MAX_JSON_DEPTH, since a deeper value is refused before it is entered.
+ * `checkText: false` skips the string checks, for values parsed from text that cannot hold such
+ * strings (see `parseJsonBody`).
  */
-export function assertSafeJson(value: unknown, what = 'body'): void {
-  const stack: Frame[] = [{ value, depth: 1, key: undefined, parent: undefined }]
-  while (stack.length > 0) {
-    const frame = stack.pop()!
-    const v = frame.value
-    if (typeof v === 'string') {
-      assertStorableText(v, fieldOf(frame, what))
-      continue
+export function assertSafeJson(value: unknown, what = 'body', checkText = true): void {
+  walk(value, 1, [], what, checkText)
+}
+
+function walk(v: unknown, depth: number, path: string[], what: string, text: boolean): void {
+  if (typeof v === 'string') {
+    if (text && !isStorableText(v)) throw invalidText(fieldOf(path, what))
+    return
+  }
+  if (v === null || typeof v !== 'object') return
+  if (depth > MAX_JSON_DEPTH) {
+    throw new BatonError(
+      'invalid_request',
+      `The ${what} nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`,
+      { field: fieldOf(path, what), max_depth: MAX_JSON_DEPTH },
+    )
+  }
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const item: unknown = v[i]
+      if (typeof item === 'object' ? item !== null : text && typeof item === 'string') {
+        path.push(String(i))
+        walk(item, depth + 1, path, what, text)
+        path.pop()
+      }
     }
-    if (v === null || typeof v !== 'object') continue
-    if (frame.depth > MAX_JSON_DEPTH) {
+    return
+  }
+  const record = v as Record<string, unknown>
+  for (const key of Object.keys(record)) {
+    path.push(key)
+    if (key === '__proto__') {
       throw new BatonError(
-        'invalid_request',
-        `The ${what} nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`,
-        { field: fieldOf(frame, what), max_depth: MAX_JSON_DEPTH },
+        'json_key_forbidden',
+        `The ${what} has a "__proto__" member, which the hub does not accept`,
+        { field: fieldOf(path, what) },
       )
     }
-    const depth = frame.depth + 1
-    if (Array.isArray(v)) {
-      for (let i = v.length - 1; i >= 0; i--) {
-        stack.push({ value: v[i], depth, key: String(i), parent: frame })
-      }
-      continue
-    }
-    for (const key of Object.keys(v)) {
-      const child: Frame = { value: (v as Record<string, unknown>)[key], depth, key, parent: frame }
-      if (key === '__proto__') {
-        throw new BatonError(
-          'json_key_forbidden',
-          `The ${what} has a "__proto__" member, which the hub does not accept`,
-          { field: fieldOf(child, what) },
-        )
-      }
-      assertStorableText(key, fieldOf(child, what))
-      stack.push(child)
-    }
+    if (text && !isStorableText(key)) throw invalidText(fieldOf(path, what))
+    walk(record[key], depth + 1, path, what, text)
+    path.pop()
   }
 }
 
@@ -110,7 +120,12 @@ export function parseJsonBody(bytes: Uint8Array): unknown {
   } catch {
     throw new BatonError('invalid_json', 'The request body is not valid JSON')
   }
-  assertSafeJson(value)
+  // Strict UTF-8 cannot encode a surrogate, and JSON.parse refuses a raw U+0000, so only a \u
+  // escape can put either in a string, or spell `__proto__` other than literally. Text too short
+  // to nest too deeply, with neither, needs no walk; without escapes, no string needs checking.
+  const escapes = text.includes('\\u')
+  if (!escapes && text.length < SHORTEST_TOO_DEEP && !text.includes('__proto__')) return value
+  assertSafeJson(value, 'body', escapes)
   return value
 }
 

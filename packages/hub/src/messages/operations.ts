@@ -61,6 +61,7 @@ export const listMessages = defineOperation({
   }),
   output: MessagePageView,
   errors: [],
+  longPoll: true,
   tool: false,
   run: (ctx, caller, { query }) =>
     withProgress(

@@ -1,6 +1,5 @@
 import { BatonError } from '@baton/protocol'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { z } from 'zod'
 import type { AppContext } from '../app.js'
 import { bearerToken } from '../http/bearer.js'
 import {
@@ -11,20 +10,34 @@ import {
   runAdmitted,
 } from '../identity/http.js'
 import { parseIdempotencyKey } from '../store/idempotency.js'
-import { parseInput } from '../validation.js'
+import { HTTP_INPUT, parseOperationInput } from './input.js'
 import type { Caller, Operation, OperationInput } from './operation.js'
 
-const none = z.object({}).strict()
+// The signal of an operation that answers at once: its caller going away changes nothing it
+// does, so no controller or close listener is made for it.
+const NEVER_ABORTED = new AbortController().signal
+
+/** A signal that aborts when the response closes before its answer was sent (the caller left). */
+function closeSignal(reply: FastifyReply): AbortSignal {
+  const abort = new AbortController()
+  const res = reply.raw
+  res.once('close', () => {
+    if (!res.writableFinished) abort.abort()
+  })
+  return abort.signal
+}
 
 /** The caller of an HTTP request, after the operation's auth has been checked. */
 function httpCaller(ctx: AppContext, op: Operation, req: FastifyRequest, reply: FastifyReply) {
-  const abort = new AbortController()
-  // The response closing before an answer is sent means the caller went away.
-  reply.raw.once('close', () => abort.abort())
+  let origin: string | undefined
   const caller: Caller = {
     ip: req.ip,
-    origin: requestOrigin(ctx, req) ?? localOrigin(req),
-    signal: abort.signal,
+    // Worked out only for the operation that reads it (`/v1/me`).
+    get origin() {
+      origin ??= requestOrigin(ctx, req) ?? localOrigin(req)
+      return origin
+    },
+    signal: op.longPoll ? closeSignal(reply) : NEVER_ABORTED,
   }
   switch (op.auth) {
     case 'handoff-token': {
@@ -49,11 +62,11 @@ function httpCaller(ctx: AppContext, op: Operation, req: FastifyRequest, reply: 
 
 /** Validates the three parts of a request's input with the operation's schemas. */
 export function httpInput(op: Operation, req: FastifyRequest): OperationInput<never, never, never> {
-  return {
-    params: parseInput(op.params ?? none, req.params ?? {}, 'path'),
-    query: parseInput(op.query ?? none.passthrough(), req.query ?? {}, 'query'),
-    body: op.body ? parseInput(op.body, req.body, 'body') : undefined,
-  } as OperationInput<never, never, never>
+  return parseOperationInput(
+    op,
+    { params: req.params, query: req.query, body: req.body },
+    HTTP_INPUT,
+  )
 }
 
 /**

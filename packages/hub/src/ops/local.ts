@@ -1,13 +1,18 @@
 import type { AppContext } from '../app.js'
 import type { Principal } from '../identity/service.js'
+import { parseOperationInput, TOOL_INPUT } from './input.js'
 import type { Invoke } from './mcp.js'
 
-/** An `Invoke` that runs operations in this hub, as the given caller. */
+/**
+ * An `Invoke` that runs operations in this hub, as the given caller, after validating the input
+ * with the operation's schemas: tool calls and composite tools reach `run` through the same one
+ * parse as HTTP requests.
+ */
 export function localInvoke(
   ctx: AppContext,
   who: { ip: string; principal?: Principal | undefined },
 ): Invoke {
-  return (op, input, caller) =>
+  return async (op, input, caller) =>
     op.run(
       ctx,
       {
@@ -18,6 +23,6 @@ export function localInvoke(
         signal: caller.signal,
         progress: caller.progress,
       },
-      input as never,
+      parseOperationInput(op, input, TOOL_INPUT),
     )
 }

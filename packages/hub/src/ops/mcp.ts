@@ -3,7 +3,6 @@ import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/
 import type { Logger } from 'pino'
 import { z } from 'zod'
 import { toBatonError } from '../http/errors.js'
-import { parseInput } from '../validation.js'
 import type { Auth, Caller, Operation, OperationInput } from './operation.js'
 
 /**
@@ -50,23 +49,25 @@ export function toolShape(op: Operation): Record<string, z.ZodType> {
   return shape
 }
 
-/** Splits flattened tool arguments back into the operation's path, query and body. */
+/**
+ * Splits flattened tool arguments back into the operation's path, query and body, unvalidated:
+ * the invoke validates them with the operation's schemas (in the hub) or sends them to a hub that
+ * does, so a rule is checked once, in the one place every face goes through.
+ */
 export function splitToolArgs(
   op: Operation,
   args: Record<string, unknown>,
 ): { input: OperationInput<unknown, unknown, unknown>; token?: string } {
   const pick = (keys: string[]) =>
     Object.fromEntries(keys.filter((k) => args[k] !== undefined).map((k) => [k, args[k]]))
-  const params = pick(Object.keys(op.params?.shape ?? {}))
-  const query = pick(Object.keys(op.query?.shape ?? {}))
   let body: unknown
   if (op.body instanceof z.ZodObject) body = pick(Object.keys(op.body.shape))
   else if (op.body) body = args.body
   return {
     input: {
-      params: op.params ? parseInput(op.params, params, 'arguments') : {},
-      query: op.query ? parseInput(op.query, query, 'arguments') : {},
-      body: op.body ? parseInput(op.body, body, 'arguments') : undefined,
+      params: op.params ? pick(Object.keys(op.params.shape)) : {},
+      query: op.query ? pick(Object.keys(op.query.shape)) : {},
+      body,
     },
     ...(typeof args.token === 'string' ? { token: args.token } : {}),
   }

@@ -108,6 +108,11 @@ export interface Operation<
   bodyLimit?: number | ((config: Config) => number)
   /** Whether an `Idempotency-Key` header makes the call safe to repeat. */
   idempotencyKey?: boolean
+  /**
+   * Whether the operation may hold its answer (a long poll) and so reads `caller.signal`. Only
+   * these get a signal that aborts when an HTTP caller goes away; others get one that never does.
+   */
+  longPoll?: boolean
   /** How it appears as an MCP tool, or `false` for never. */
   tool: ToolSpec | false
   /** Its `baton` command's words (`['resources', 'update']`), or more; derived when absent. */

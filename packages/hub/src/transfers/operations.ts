@@ -166,6 +166,7 @@ export const waitTransfer = defineOperation({
   }),
   output: TransferWaitView,
   errors: notFound,
+  longPoll: true,
   tool: false,
   cli: ['transfer', 'wait'],
   run: (ctx, caller, { params, query }) =>
