@@ -127,6 +127,7 @@ export const a2aSendMessage = defineOperation({
     'hop_state_conflict',
   ],
   tool: false,
+  longPoll: true,
   run: async (ctx, caller, { body }) => ({
     task: (await ctx.a2a.send(signer(caller), body, caller.signal, caller.ip)).task,
   }),
@@ -147,6 +148,7 @@ export const a2aGetTask = defineOperation({
   output: TaskView,
   errors: ['a2a_task_not_found'],
   tool: false,
+  longPoll: true,
   run: (ctx, caller, { params, query }) =>
     ctx.a2a.get(signer(caller), { ...query, id: params.id }, caller.signal, caller.ip),
 })
