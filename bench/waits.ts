@@ -276,14 +276,28 @@ async function pass(kind: Kind, store: Store, topics: number): Promise<Pass> {
       }
     }
     const waiters: Waiter[] = []
+    let early: { status: number; body: string } | undefined
     while (waiters.length < WAITERS) {
       for (let i = 0; i < OPEN_BATCH && waiters.length < WAITERS; i++) {
         const t = targets[waiters.length % topics]!
         const request = `GET ${t.wait} HTTP/1.1\r\nhost: 127.0.0.1:${child.port}\r\nauthorization: Bearer ${t.token}\r\n\r\n`
-        waiters.push(openWaiter(child.port, request))
+        const w = openWaiter(child.port, request)
+        w.done.then(
+          (a) => {
+            early ??= a
+          },
+          (e: Error) => {
+            early ??= { status: 0, body: e.message }
+          },
+        )
+        waiters.push(w)
       }
       const opened = waiters.length
-      while ((await child.waiting()) < opened) await new Promise((r) => setTimeout(r, 20))
+      while ((await child.waiting()) < opened) {
+        // A wait answered before any move (a cap, a refusal) would keep this loop waiting.
+        if (early) throw new Error(`${kind}: a wait answered early: ${early.status} ${early.body}`)
+        await new Promise((r) => setTimeout(r, 20))
+      }
     }
     const openRss = memoryOf(child.pid).rss
     let sampled = openRss
@@ -329,7 +343,10 @@ export async function run(): Promise<Result[]> {
     const shapes = [
       { label: 'one handoff', topics: 1 },
       { label: `${SPREAD} handoffs`, topics: SPREAD },
-    ]
+    ].filter(
+      (s) =>
+        !env.BENCH_WAITS_SHAPES || env.BENCH_WAITS_SHAPES.split(',').includes(String(s.topics)),
+    )
     const samples = new Map<string, Pass[]>()
     const loads: number[] = []
     for (let round = 1; round <= ROUNDS; round++) {
