@@ -24,6 +24,7 @@ const WAITERS = intEnv('BENCH_WAITERS', 10_000)
 const SPREAD = intEnv('BENCH_WAIT_TOPICS', 100)
 const ROUNDS = intEnv('BENCH_ROUNDS', 5)
 const SETTLE_MS = intEnv('BENCH_WAITS_SETTLE_MS', 10_000)
+const WAIT_SECONDS = 600
 /** Connections opened at once, within the listen backlog. */
 const OPEN_BATCH = 250
 const log = (msg: string) => process.stderr.write(`[waits] ${msg}\n`)
@@ -110,6 +111,8 @@ async function serveHub(
       BATON_WAIT_MAX_PER_TOPIC: String(WAITERS),
       BATON_WAIT_MAX_PER_ADDRESS: String(WAITERS + 100),
       BATON_MAX_CONNECTIONS_PER_ADDRESS: '0',
+      // Opening 10,000 waits takes a while on a loaded machine; none may time out before the move.
+      BATON_HANDOFF_MAX_WAIT_SECONDS: String(WAIT_SECONDS),
       // The embedded compute runtime is not what this measures (and its workers cost memory).
       BATON_COMPUTE_EMBEDDED: 'false',
       ...(url
@@ -232,6 +235,8 @@ async function httpJson(
 
 /** What one pass measured. Times in ms, memory in MiB. */
 interface Pass {
+  /** From the first connection to the last wait parked. */
+  openMs: number
   wakeMs: number
   openRss: number
   peakRss: number
@@ -260,7 +265,7 @@ async function pass(kind: Kind, store: Store, topics: number): Promise<Pass> {
         const h = made.body as { handoff_id: string; owner_token: string; receiver_token: string }
         const H = `/services/v1/handoff/${h.handoff_id}`
         targets.push({
-          wait: `${H}/wait/25?version=1`,
+          wait: `${H}/wait/${WAIT_SECONDS}?version=1`,
           token: h.owner_token,
           move: async () =>
             (
@@ -275,6 +280,7 @@ async function pass(kind: Kind, store: Store, topics: number): Promise<Pass> {
         })
       }
     }
+    const opening = performance.now()
     const waiters: Waiter[] = []
     let early: { status: number; body: string } | undefined
     while (waiters.length < WAITERS) {
@@ -299,6 +305,7 @@ async function pass(kind: Kind, store: Store, topics: number): Promise<Pass> {
         await new Promise((r) => setTimeout(r, 20))
       }
     }
+    const openMs = performance.now() - opening
     const openRss = memoryOf(child.pid).rss
     let sampled = openRss
     const sampler = setInterval(() => {
@@ -320,7 +327,7 @@ async function pass(kind: Kind, store: Store, topics: number): Promise<Pass> {
     for (const w of waiters) w.socket.destroy()
     await new Promise((r) => setTimeout(r, SETTLE_MS))
     const afterRss = memoryOf(child.pid).rss
-    return { wakeMs, openRss, peakRss, afterRss }
+    return { openMs, wakeMs, openRss, peakRss, afterRss }
   } finally {
     await child.stop()
   }
@@ -356,7 +363,7 @@ export async function run(): Promise<Result[]> {
           const key = `${kind}|${shape.label}`
           samples.set(key, [...(samples.get(key) ?? []), p])
           log(
-            `${store} round ${round} ${shape.label} ${kind}: wake ${p.wakeMs.toFixed(0)} ms, rss open ${p.openRss.toFixed(0)} peak ${p.peakRss.toFixed(0)} after ${p.afterRss.toFixed(0)} MiB`,
+            `${store} round ${round} ${shape.label} ${kind}: open ${p.openMs.toFixed(0)} ms, wake ${p.wakeMs.toFixed(0)} ms, rss open ${p.openRss.toFixed(0)} peak ${p.peakRss.toFixed(0)} after ${p.afterRss.toFixed(0)} MiB`,
           )
         }
       }
@@ -396,6 +403,7 @@ export async function run(): Promise<Result[]> {
           store,
           shape: shape.label,
           server: kind,
+          'open ms': Math.round(of(kind, 'openMs')),
           'wake ms': Math.round(of(kind, 'wakeMs')),
           'rss open': Math.round(of(kind, 'openRss')),
           'rss peak': Math.round(of(kind, 'peakRss')),
