@@ -13,8 +13,11 @@ const none = z.object({}).strict()
 /** The caller of an HTTP request, after the operation's auth has been checked. */
 function httpCaller(ctx: AppContext, op: Operation, req: FastifyRequest, reply: FastifyReply) {
   const abort = new AbortController()
-  // The response closing before an answer is sent means the caller went away.
-  reply.raw.once('close', () => abort.abort())
+  // The response closing before an answer is sent means the caller went away; one closing after
+  // its answer aborts nothing (an abort makes an Event and a DOMException per request).
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) abort.abort()
+  })
   const caller: Caller = {
     ip: req.ip,
     origin: requestOrigin(ctx, req) ?? localOrigin(req),
