@@ -139,6 +139,13 @@ export class WaitRegistry {
   /** Views computed so far (one per read and `viewKey`, or per waiter without one); for tests. */
   views = 0
 
+  /** Waiters held, whether or not their first read has answered, and keys open; for tests. */
+  get held(): { waiters: number; keys: number } {
+    let waiters = 0
+    for (const group of this.groups.values()) waiters += group.waiters.size
+    return { waiters, keys: this.groups.size }
+  }
+
   constructor(
     private readonly bus: EventBus,
     closing: Promise<void>,
