@@ -88,7 +88,10 @@ interface Group {
   data: unknown
   /** The last read's value, while the group is open. */
   previous: unknown
-  /** No event since the last read started, which succeeded: a joining waiter may use it. */
+  /**
+   * No event since the last read started, and it succeeded: a joining waiter may use it, even
+   * while a read asked for by other waiters (new, due) runs, since no event asked for that one.
+   */
   current: boolean
   /** The views of the last read, by `viewKey`. */
   views: Map<string, View>
@@ -191,7 +194,7 @@ export class WaitRegistry {
         this.bySignal.set(spec.signal, waiter)
         spec.signal.addEventListener('abort', this.onAbort, { once: true })
       }
-      if (spec.changesOnlyWithEvents && group.current && !group.reading && !waiter.due) {
+      if (spec.changesOnlyWithEvents && group.current && !waiter.due) {
         this.apply(group, waiter, { ok: true, value: group.previous }, group.views)
         return
       }
@@ -242,7 +245,6 @@ export class WaitRegistry {
       group.again = false
       const all = group.changed
       group.changed = false
-      group.current = false
       const gen = ++group.gen
       this.reads++
       let result: Result
@@ -253,6 +255,7 @@ export class WaitRegistry {
         group.current = !group.changed
       } catch (error) {
         result = { ok: false, error }
+        group.current = false
       }
       const views = new Map<string, View>()
       group.views = views
