@@ -412,7 +412,8 @@ export class HandoffService {
       this.answers.set(last, byChanged)
     }
     const key = changed ? 'true' : 'false'
-    return (byChanged[key] ??= { ...last, changed })
+    byChanged[key] ??= { ...last, changed }
+    return byChanged[key]
   }
 
   /** Removes expired handoffs (cleanup only: reads already answer 410 once expired). */
