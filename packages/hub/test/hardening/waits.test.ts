@@ -90,8 +90,10 @@ for (const store of testStores) {
       }
       assert.equal(answered, 0)
       const readsBefore = hub.ctx.waits.reads
-      // Waiters joining between events take the last read: opening them read the handoff once.
-      assert.equal(readsBefore, 1)
+      // Waiters joining between events take the last read: opening them read the handoff once,
+      // and once more for those that joined while that first read ran (before the fix, about one
+      // read per batch of joiners, each checking every waiter's token again).
+      assert.ok(readsBefore <= 2, `${readsBefore} reads to open ${WAITERS} waits`)
       assert.deepEqual(hub.ctx.waits.held, { waiters: WAITERS, keys: 1 })
 
       const move = await call(hub, 'POST', `${H}/${h.handoff_id}/accepted`, {
