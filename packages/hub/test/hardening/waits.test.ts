@@ -130,7 +130,9 @@ for (const store of testStores) {
       agent.destroy()
     })
 
-    test('waiters whose clients go away are removed, and their key with them', async () => {
+    test('waiters whose clients go away are removed, and their key with them', {
+      timeout: 60_000,
+    }, async () => {
       const h = await create(hub)
       const url = new URL(hub.url)
       const n = 300
