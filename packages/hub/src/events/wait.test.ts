@@ -128,3 +128,77 @@ describe('wait registry', () => {
     )
   })
 })
+
+describe('wait registry at scale', () => {
+  const spec = (r: ReturnType<typeof controlledRead>, views: { n: number }, token: string) => ({
+    key: 'k',
+    topics: ['t'] as const,
+    read: r.read,
+    view: (v: number, data: { token: string }) => {
+      views.n++
+      if (data.token === 'wrong') throw new BatonError('handoff_not_found', 'no such handoff')
+      return v
+    },
+    viewKey: token,
+    ready: (v: number, first: number) => v > first,
+    timeoutMs: () => 60_000,
+    data: { token },
+    changesOnlyWithEvents: true,
+  })
+
+  test('waiters joining between events take the last read: opening n waits is one read', async () => {
+    const bus = new MemoryEventBus()
+    const waits = new WaitRegistry(bus, new Promise(() => {}), {
+      maxPerTopic: 1000,
+      maxPerAddress: 1000,
+    })
+    const r = controlledRead()
+    const views = { n: 0 }
+    const answers = [waits.wait(spec(r, views, 'a'))]
+    await r.answer(1)
+    for (let i = 0; i < 99; i++) answers.push(waits.wait(spec(r, views, i % 2 ? 'a' : 'b')))
+    const refused = waits.wait(spec(r, views, 'wrong'))
+    await assert.rejects(refused, (e: BatonError) => e.code === 'handoff_not_found')
+    assert.equal(waits.reads, 1)
+    assert.equal(r.inFlight(), 0)
+    assert.equal(waits.waiting, 100)
+    // One view per token of the one read: a, b and the refused one.
+    assert.equal(views.n, 3)
+
+    bus.publish(event('t'))
+    await r.answer(2)
+    const got = await Promise.all(answers)
+    assert.ok(got.every((a) => a.first === 1 && a.last === 2))
+    assert.equal(waits.reads, 2)
+    assert.equal(views.n, 5)
+    assert.deepEqual(waits.held, { waiters: 0, keys: 0 })
+  })
+
+  test('a read no event asked for answers only the waiters without a first value', async () => {
+    const bus = new MemoryEventBus()
+    const waits = new WaitRegistry(bus, new Promise(() => {}), {
+      maxPerTopic: 1000,
+      maxPerAddress: 1000,
+    })
+    const r = controlledRead()
+    const views = { n: 0 }
+    // Without changesOnlyWithEvents every joining waiter asks for a read of its own.
+    const plain = (token: string) => ({ ...spec(r, views, token), changesOnlyWithEvents: false })
+    const aborts: AbortController[] = []
+    const answers: Promise<unknown>[] = []
+    for (let i = 0; i < 50; i++) {
+      const abort = new AbortController()
+      aborts.push(abort)
+      answers.push(waits.wait({ ...plain(`t${i}`), signal: abort.signal }))
+      await r.answer(1)
+    }
+    assert.equal(waits.reads, 50)
+    // Each read viewed only the waiter that asked for it, not every waiter already there.
+    assert.equal(views.n, 50)
+    assert.deepEqual(waits.held, { waiters: 50, keys: 1 })
+    for (const abort of aborts) abort.abort()
+    await Promise.all(answers)
+    assert.deepEqual(waits.held, { waiters: 0, keys: 0 })
+    assert.equal(bus.listenerCount(), 0)
+  })
+})

@@ -13,27 +13,49 @@ export interface WaitLimits {
 /**
  * One long poll. Waiters with the same `key` share every read, so `key` must name everything
  * `read` depends on; what differs between them (a token, a caller) is applied by `view`.
+ *
+ * The functions get the waiter's own `data` as their last argument, so a caller can pass the
+ * same functions for every wait (made once, not per request) and keep a waiter to one record.
  */
-export interface WaitSpec<S, V> {
+export interface WaitSpec<S, V, D = undefined> {
   key: string
   /** Topics whose events are hints to re-read; the first one is the topic the cap counts. */
   topics: readonly [string, ...string[]]
-  /** Reads the truth from the database, once for every waiter of the key. */
-  read: () => Promise<S>
+  /**
+   * Reads the truth from the database, once for every waiter of the key, given the data of the
+   * waiter that opened the key's group (it may use only what the key names) and the key's last
+   * read. Answering that same value when nothing changed lets every waiter hold one value.
+   */
+  read: (data: D, previous: S | undefined) => Promise<S>
   /** This waiter's answer from a shared read; throws the waiter's own refusal. */
-  view: (shared: S) => V
+  view: (shared: S, data: D) => V
+  /**
+   * Waiters of a key with the same `viewKey` get the same view of a read (and the same refusal):
+   * `view` runs once per read for all of them. Name in it everything `view` depends on.
+   */
+  viewKey?: string | undefined
   /** Whether `value` answers the wait, given the first one. */
-  ready: (value: V, first: V) => boolean
+  ready: (value: V, first: V, data: D) => boolean
   /** How long to wait after the first read, in milliseconds; 0 answers at once. */
-  timeoutMs: (first: V) => number
+  timeoutMs: (first: V, data: D) => number
+  data?: D
+  /**
+   * The read's answer changes only with an event on `topics` (time may change a view, which
+   * `view` and `timeoutMs` apply): a waiter joining while the key's last read is current (no
+   * event since it started) takes its first value from that read instead of a read of its own.
+   */
+  changesOnlyWithEvents?: boolean
   /** The client address the per-address cap counts; none for local callers (stdio). */
   address?: string | undefined
   signal?: AbortSignal | undefined
 }
 
 // The registry stores waiters of every value type side by side; each spec only ever sees its own.
-type AnySpec = WaitSpec<unknown, unknown>
+type AnySpec = WaitSpec<unknown, unknown, unknown>
 type Result = { ok: true; value: unknown } | { ok: false; error: unknown }
+
+// A view shared by the waiters of one `viewKey` for one read; `error` set when it refused.
+type View = { ok: true; value: unknown } | { ok: false; error: unknown }
 
 // Deadlines are kept in buckets of this many milliseconds under one interval timer, armed only
 // while some wait is open: for 5,000 waiters, a timer each took 20-35 ms to arm and clear and
@@ -56,21 +78,40 @@ interface Waiter {
   group: Group
   /** The deadline bucket it is in, while it waits. */
   tick: number | undefined
-  onAbort: (() => void) | undefined
   resolve: (answer: { first: unknown; last: unknown }) => void
   reject: (error: unknown) => void
 }
 
 interface Group {
   key: string
-  read: () => Promise<unknown>
+  read: (data: unknown, previous: unknown) => Promise<unknown>
+  data: unknown
+  /** The last read's value, while the group is open. */
+  previous: unknown
+  /**
+   * No event since the last read started, and it succeeded: a joining waiter may use it, even
+   * while a read asked for by other waiters (new, due) runs, since no event asked for that one.
+   */
+  current: boolean
+  /** The views of the last read, by `viewKey`. */
+  views: Map<string, View>
+  /** Waiters a read asked for by no event must answer: those without a first value, or due. */
+  fresh: Set<Waiter>
   waiters: Set<Waiter>
   /** Reads started so far. */
   gen: number
   reading: boolean
   /** Something asked for a read while one ran: exactly one more runs after it. */
   again: boolean
+  /**
+   * An event arrived since the last read started: the next read is for every waiter. A read
+   * asked for only by new or due waiters is applied to those alone, so waiters joining one by
+   * one do not re-check every waiter already there (which made opening n waits cost n²).
+   */
+  changed: boolean
   unsubscribe: (() => void)[]
+  /** The one bus listener of the group. */
+  onEvent: () => void
 }
 
 /**
@@ -88,10 +129,25 @@ export class WaitRegistry {
   private ticker: NodeJS.Timeout | undefined
   private lastTick = 0
   private closed = false
+  // One abort listener for every waiter, finding its waiter by signal: no closure per waiter.
+  private readonly bySignal = new WeakMap<AbortSignal, Waiter>()
+  private readonly onAbort = (event: Event) => {
+    const w = this.bySignal.get(event.target as AbortSignal)
+    if (w) this.abort(w.group, w)
+  }
   /** Shared reads run so far; for tests and metrics. */
   reads = 0
   /** Waits held open past their first read (what the per-topic cap counts); for tests, metrics. */
   waiting = 0
+  /** Views computed so far (one per read and `viewKey`, or per waiter without one); for tests. */
+  views = 0
+
+  /** Waiters held, whether or not their first read has answered, and keys open; for tests. */
+  get held(): { waiters: number; keys: number } {
+    let waiters = 0
+    for (const group of this.groups.values()) waiters += group.waiters.size
+    return { waiters, keys: this.groups.size }
+  }
 
   constructor(
     private readonly bus: EventBus,
@@ -108,7 +164,7 @@ export class WaitRegistry {
    * Waits until a read is `ready`, the time is up (answered by one more read), the caller goes
    * away or the hub shuts down. Over a cap it is refused with `rate_limited` and Retry-After.
    */
-  wait<S, V>(spec: WaitSpec<S, V>): Promise<{ first: V; last: V }> {
+  wait<S, V, D = undefined>(spec: WaitSpec<S, V, D>): Promise<{ first: V; last: V }> {
     const { address } = spec
     if (address !== undefined) {
       const n = this.perAddress.get(address) ?? 0
@@ -130,15 +186,19 @@ export class WaitRegistry {
         holdsTopicSlot: false,
         group,
         tick: undefined,
-        onAbort: undefined,
         resolve: resolve as Waiter['resolve'],
         reject,
       }
       group.waiters.add(waiter)
       if (spec.signal) {
-        waiter.onAbort = () => this.abort(waiter.group, waiter)
-        spec.signal.addEventListener('abort', waiter.onAbort, { once: true })
+        this.bySignal.set(spec.signal, waiter)
+        spec.signal.addEventListener('abort', this.onAbort, { once: true })
       }
+      if (spec.changesOnlyWithEvents && group.current && !waiter.due) {
+        this.apply(group, waiter, { ok: true, value: group.previous }, group.views)
+        return
+      }
+      group.fresh.add(waiter)
       this.requestRead(group)
     })
   }
@@ -147,16 +207,26 @@ export class WaitRegistry {
     const group: Group = {
       key: spec.key,
       read: spec.read,
+      data: spec.data,
+      previous: undefined,
+      current: false,
+      views: new Map(),
+      fresh: new Set(),
       waiters: new Set(),
       gen: 0,
       reading: false,
       again: false,
+      changed: false,
       unsubscribe: [],
+      onEvent: () => {
+        group.changed = true
+        group.current = false
+        this.requestRead(group)
+      },
     }
     // Subscribed before the first read, so an event committed during it is not lost.
-    for (const topic of spec.topics) {
-      group.unsubscribe.push(this.bus.subscribe(topic, () => this.requestRead(group)))
-    }
+    for (const topic of spec.topics)
+      group.unsubscribe.push(this.bus.subscribe(topic, group.onEvent))
     this.groups.set(spec.key, group)
     return group
   }
@@ -173,18 +243,28 @@ export class WaitRegistry {
     group.reading = true
     do {
       group.again = false
+      const all = group.changed
+      group.changed = false
       const gen = ++group.gen
       this.reads++
       let result: Result
       try {
-        result = { ok: true, value: await group.read() }
+        const value = await group.read(group.data, group.previous)
+        group.previous = value
+        result = { ok: true, value }
+        group.current = !group.changed
       } catch (error) {
         result = { ok: false, error }
+        group.current = false
       }
+      const views = new Map<string, View>()
+      group.views = views
       let answered = 0
-      for (const waiter of group.waiters) {
+      // Nothing changed for a waiter that has its first value and is not due: without an event
+      // only the fresh ones are answered.
+      for (const waiter of all ? group.waiters : group.fresh) {
         if (waiter.from > gen) continue
-        this.apply(group, waiter, result)
+        this.apply(group, waiter, result, views)
         if (++answered % ANSWER_SLICE === 0) await yieldToIo()
       }
     } while (group.again && group.waiters.size > 0)
@@ -192,26 +272,27 @@ export class WaitRegistry {
     if (group.waiters.size === 0) this.close(group)
   }
 
-  private apply(group: Group, w: Waiter, result: Result): void {
+  private apply(group: Group, w: Waiter, result: Result, views: Map<string, View>): void {
     if (!result.ok) {
       this.finish(group, w, result.error)
       return
     }
-    let value: unknown
-    try {
-      value = w.spec.view(result.value)
-    } catch (error) {
-      this.finish(group, w, error)
+    const view = this.viewOf(w, result.value, views)
+    if (!view.ok) {
+      this.finish(group, w, view.error)
       return
     }
+    const value = view.value
+    const { spec } = w
     if (w.hasFirst) {
-      if (w.due || w.spec.ready(value, w.first)) this.settle(group, w, value)
+      if (w.due || spec.ready(value, w.first, spec.data)) this.settle(group, w, value)
       return
     }
     w.first = value
     w.hasFirst = true
-    const ms = w.due ? 0 : w.spec.timeoutMs(value)
-    if (ms <= 0 || w.spec.ready(value, value)) {
+    if (!w.due) group.fresh.delete(w)
+    const ms = w.due ? 0 : spec.timeoutMs(value, spec.data)
+    if (ms <= 0 || spec.ready(value, value, spec.data)) {
       this.settle(group, w, value)
       return
     }
@@ -227,6 +308,23 @@ export class WaitRegistry {
     w.holdsTopicSlot = true
     this.waiting++
     this.arm(w, ms)
+  }
+
+  private viewOf(w: Waiter, shared: unknown, views: Map<string, View>): View {
+    const key = w.spec.viewKey
+    if (key !== undefined) {
+      const known = views.get(key)
+      if (known) return known
+    }
+    let view: View
+    this.views++
+    try {
+      view = { ok: true, value: w.spec.view(shared, w.spec.data) }
+    } catch (error) {
+      view = { ok: false, error }
+    }
+    if (key !== undefined) views.set(key, view)
+    return view
   }
 
   private arm(w: Waiter, ms: number): void {
@@ -285,6 +383,7 @@ export class WaitRegistry {
     for (const w of waiters) {
       w.due = true
       w.from = group.gen + 1
+      group.fresh.add(w)
     }
     this.requestRead(group)
   }
@@ -307,8 +406,13 @@ export class WaitRegistry {
 
   private release(group: Group, w: Waiter): void {
     if (!group.waiters.delete(w)) return
+    group.fresh.delete(w)
     this.disarm(w)
-    if (w.onAbort) w.spec.signal?.removeEventListener('abort', w.onAbort)
+    const { signal } = w.spec
+    if (signal) {
+      signal.removeEventListener('abort', this.onAbort)
+      this.bySignal.delete(signal)
+    }
     if (w.holdsTopicSlot) {
       decrement(this.perTopic, w.spec.topics[0])
       this.waiting--

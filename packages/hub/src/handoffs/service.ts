@@ -332,28 +332,58 @@ export class HandoffService {
     const waitMs = Math.min(secs, this.deps.config.maxWaitSeconds) * 1000
     if (!token) throw missingToken()
     if (!isHandoffId(id)) throw notFound(id)
-    const changed = (v: HandoffView, first: HandoffView) => v.version > (seen ?? first.version)
+    const data: HandoffWaiter = { id, token, seen, waitMs }
     const { first, last } = await this.deps.waits.wait({
       key: handoffTopic(id),
       topics: [handoffTopic(id)],
-      // One read per change for every waiter of the handoff, whichever token each one holds.
-      read: async () => {
-        const { db } = this.deps.database
-        const row = await store.findHandoff(db, id)
-        return row ? { row, view: toView(row, await store.listMoves(db, id)) } : undefined
-      },
-      view: (shared) => {
-        this.checkAccess(shared?.row, id, token, this.deps.clock.now())
-        return shared!.view
-      },
-      ready: (v, first) => changed(v, first) || v.ended,
-      // A handoff that expires while waited on answers then (with 410).
-      timeoutMs: (first) =>
-        waitMs === 0 ? 0 : Math.min(waitMs, Date.parse(first.expires_at) - this.deps.clock.now()),
+      ...this.waitFns,
+      // Every waiter holding the same token sees the same view: one token check per read.
+      viewKey: token,
+      // Only a move changes a handoff, and every move publishes on its topic; the expiry is time,
+      // which the view and the timeout apply.
+      changesOnlyWithEvents: true,
+      data,
       address,
       signal,
     })
-    return { ...last, changed: changed(last, first) }
+    return this.waitAnswer(last, changedSince(data, last, first))
+  }
+
+  // The functions of every handoff wait, made once: a waiter is only its `HandoffWaiter` record.
+  private readonly waitFns = {
+    // One read per change for every waiter of the handoff, whichever token each one holds. A
+    // handoff still at the version last read is that read again: its history is not re-read, and
+    // every waiter that joined meanwhile holds the same view.
+    read: async ({ id }: HandoffWaiter, previous: SharedHandoff | undefined) => {
+      const { db } = this.deps.database
+      const row = await store.findHandoff(db, id)
+      if (!row) return undefined
+      if (previous && sameHandoffRow(previous.row, row)) return previous
+      return { row, view: toView(row, await store.listMoves(db, id)) }
+    },
+    view: (shared: SharedHandoff | undefined, w: HandoffWaiter) => {
+      this.checkAccess(shared?.row, w.id, w.token, this.deps.clock.now())
+      return shared!.view
+    },
+    ready: (v: HandoffView, first: HandoffView, w: HandoffWaiter) =>
+      changedSince(w, v, first) || v.ended,
+    // A handoff that expires while waited on answers then (with 410).
+    timeoutMs: (first: HandoffView, w: HandoffWaiter) =>
+      w.waitMs === 0 ? 0 : Math.min(w.waitMs, Date.parse(first.expires_at) - this.deps.clock.now()),
+  }
+
+  // Waiters answered by one read get one answer object per (view, changed), not one each.
+  private readonly answers = new WeakMap<HandoffView, { true?: WaitView; false?: WaitView }>()
+
+  private waitAnswer(last: HandoffView, changed: boolean): WaitView {
+    let byChanged = this.answers.get(last)
+    if (!byChanged) {
+      byChanged = {}
+      this.answers.set(last, byChanged)
+    }
+    const key = changed ? 'true' : 'false'
+    byChanged[key] ??= { ...last, changed }
+    return byChanged[key]
   }
 
   /** Removes expired handoffs (cleanup only: reads already answer 410 once expired). */
@@ -395,6 +425,36 @@ export class HandoffService {
     }
     return actor
   }
+}
+
+/** One handoff wait: what its shared functions need of the caller. */
+interface HandoffWaiter {
+  id: string
+  token: string
+  /** The version the caller has seen; none: the first read's. */
+  seen: number | undefined
+  waitMs: number
+}
+
+/** One read of a waited-on handoff, shared by its waiters. */
+interface SharedHandoff {
+  row: HandoffRow
+  view: HandoffView
+}
+
+// Every move raises the version; the rest of a row a view shows changes only with a move, except
+// the expiry (a TTL is set at creation) and the tokens, compared too so nothing stale answers.
+function sameHandoffRow(a: HandoffRow, b: HandoffRow): boolean {
+  return (
+    a.version === b.version &&
+    a.expires_at === b.expires_at &&
+    a.owner_token_hash === b.owner_token_hash &&
+    a.receiver_token_hash === b.receiver_token_hash
+  )
+}
+
+function changedSince(w: HandoffWaiter, v: HandoffView, first: HandoffView): boolean {
+  return v.version > (w.seen ?? first.version)
 }
 
 /** One move as asked for: the handoff, the state to enter, the body and the token. */

@@ -1,9 +1,13 @@
 import assert from 'node:assert/strict'
 import http from 'node:http'
+import net from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import { call, startTestHub, type TestHub, testStores } from '../support.js'
 
 const H = '/services/v1/handoff'
+// The bench opens 10,000 (hub and client in separate processes); here both ends of every
+// connection are in one process, and 10,000 of each would pass the usual limit of 20,000 open
+// descriptors.
 const WAITERS = 5000
 
 async function create(hub: TestHub) {
@@ -86,6 +90,11 @@ for (const store of testStores) {
       }
       assert.equal(answered, 0)
       const readsBefore = hub.ctx.waits.reads
+      // Waiters joining between events take the last read: opening them read the handoff once,
+      // and once more for those that joined while that first read ran (before the fix, about one
+      // read per batch of joiners, each checking every waiter's token again).
+      assert.ok(readsBefore <= 2, `${readsBefore} reads to open ${WAITERS} waits`)
+      assert.deepEqual(hub.ctx.waits.held, { waiters: WAITERS, keys: 1 })
 
       const move = await call(hub, 'POST', `${H}/${h.handoff_id}/accepted`, {
         token: h.receiver_token,
@@ -117,7 +126,33 @@ for (const store of testStores) {
       assert.equal(h200.status, 200)
       assert.ok(h200.answeredBefore < WAITERS, 'healthz answered only after every waiter')
       assert.equal(hub.ctx.waits.waiting, 0)
+      assert.deepEqual(hub.ctx.waits.held, { waiters: 0, keys: 0 })
       agent.destroy()
+    })
+
+    test('waiters whose clients go away are removed, and their key with them', {
+      timeout: 60_000,
+    }, async () => {
+      const h = await create(hub)
+      const url = new URL(hub.url)
+      const n = 300
+      const listeners = hub.ctx.bus.listenerCount?.()
+      const sockets: net.Socket[] = []
+      for (let i = 0; i < n; i++) {
+        const socket = net.connect({ host: url.hostname, port: Number(url.port) })
+        socket.on('error', () => {})
+        socket.write(
+          `GET ${H}/${h.handoff_id}/wait/25?version=1 HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${h.owner_token}\r\n\r\n`,
+        )
+        sockets.push(socket)
+      }
+      await until(() => hub.ctx.waits.waiting === n)
+      assert.deepEqual(hub.ctx.waits.held, { waiters: n, keys: 1 })
+      for (const socket of sockets) socket.destroy()
+      await until(() => hub.ctx.waits.held.waiters === 0)
+      assert.deepEqual(hub.ctx.waits.held, { waiters: 0, keys: 0 })
+      assert.equal(hub.ctx.waits.waiting, 0)
+      assert.equal(hub.ctx.bus.listenerCount?.(), listeners)
     })
   })
 
