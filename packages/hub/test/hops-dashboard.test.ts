@@ -62,6 +62,8 @@ for (const store of testStores) {
         page.waitForURL(`${hub.url}/dashboard/`),
         page.click('button[type=submit]'),
       ])
+      // The app has drawn its first view: a hash route from here is its next one, not raced by it.
+      await page.waitForSelector('[data-nav][aria-current="page"]')
       await page.goto(`${hub.url}/dashboard/#/hops/${second.signed.digest}`)
       await page.waitForSelector('#hop-chain [data-hop]')
       assert.deepEqual(await hopsOnPage(), [

@@ -62,6 +62,7 @@ interface Slot {
   worker: Worker
   ready: boolean
   started: Promise<void>
+  failStart?: (error: Error) => void
   task?: Task
   timer?: NodeJS.Timeout
 }
@@ -97,13 +98,14 @@ export function createComputePool(options: ComputePoolOptions = {}): ComputePool
     })
     worker.unref()
     let markStarted: () => void = () => {}
-    const slot: Slot = {
-      worker,
-      ready: false,
-      started: new Promise<void>((resolve) => {
-        markStarted = resolve
-      }),
-    }
+    // A worker that dies before it is ready fails `ready()` rather than leaving it waiting.
+    let failStart: (error: Error) => void = () => {}
+    const started = new Promise<void>((resolve, reject) => {
+      markStarted = resolve
+      failStart = reject
+    })
+    started.catch(() => {})
+    const slot: Slot = { worker, ready: false, started, failStart: (error) => failStart(error) }
     worker.on('message', (m: WorkerAnswer) => {
       if ('ready' in m) {
         slot.ready = true
@@ -127,6 +129,9 @@ export function createComputePool(options: ComputePoolOptions = {}): ComputePool
     })
     worker.on('error', (error: Error & { code?: string }) => {
       const memory = error.code === 'ERR_WORKER_OUT_OF_MEMORY'
+      if (!slot.ready) {
+        slot.failStart?.(new Error(`A compute worker could not start: ${error.message}`))
+      }
       lose(
         slot,
         memory
@@ -138,7 +143,10 @@ export function createComputePool(options: ComputePoolOptions = {}): ComputePool
           : new BatonError('internal', 'A compute worker failed'),
       )
     })
-    worker.on('exit', () => lose(slot, new BatonError('internal', 'A compute worker stopped')))
+    worker.on('exit', () => {
+      slot.failStart?.(new Error('A compute worker stopped before it was ready'))
+      lose(slot, new BatonError('internal', 'A compute worker stopped'))
+    })
     slots.add(slot)
     return slot
   }
