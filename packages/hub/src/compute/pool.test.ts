@@ -132,3 +132,15 @@ test('the output is a fresh JSON value, and the step count is deterministic', ()
   assert.equal(r.outputText, '{"b":[1,2]}')
   assert.equal(evaluateJsonExpr({ var: 'a' }, input).steps, r.steps)
 })
+
+test('a worker that cannot start fails ready() with the reason instead of leaving it waiting', async () => {
+  const broken = createComputePool({
+    size: 1,
+    entry: new URL('data:text/javascript,throw new Error("no evaluator here")'),
+  })
+  try {
+    await assert.rejects(broken.ready(), /could not start: no evaluator here/)
+  } finally {
+    await broken.close()
+  }
+})

@@ -23,6 +23,8 @@ export interface ComputePoolOptions {
   limits?: Partial<ComputeLimits>
   /** Wall time per evaluation and heap per worker. */
   worker?: Partial<WorkerLimits>
+  /** The worker's module (default: the evaluator's); tests point it at one that cannot start. */
+  entry?: URL
 }
 
 /** Per-evaluation overrides of the pool's bounds (the heap is per worker, so it stays fixed). */
@@ -89,7 +91,7 @@ export function createComputePool(options: ComputePoolOptions = {}): ComputePool
   let closed = false
 
   const spawn = (): Slot => {
-    const worker = new Worker(ENTRY, {
+    const worker = new Worker(options.entry ?? ENTRY, {
       execArgv: [],
       resourceLimits: {
         maxOldGenerationSizeMb: workerLimits.memoryMb,
