@@ -1,18 +1,7 @@
-// Statements and commits per request (issue 12): signed `GET /v1/me`, a token-handoff move and a
-// signed message send, each sent one at a time to a quiet hub and counted through the store's
-// statement counter. The goal is one commit per request (a signed write's nonce and quota
-// charge commit with its own write); the baseline column is that goal.
-//
-//   node --conditions=source --import tsx bench/commits.ts
-//   DATABASE_URL=postgres://... also counts on PostgreSQL.
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { createIdentity, type Identity, signRequest } from '@baton/client'
-import { loadConfig, startHub } from '@baton/hub'
-import pino from 'pino'
 import { countStatements } from '../packages/hub/src/store/transaction.js'
+import { startBenchHub } from './hub.js'
 import type { Result } from './lib.js'
 
 const N = Number(process.env.BENCH_COUNT_REQUESTS ?? 40)
@@ -36,20 +25,9 @@ async function signedFetch(url: string, id: Identity, method: string, p: string,
 }
 
 async function countStore(store: 'sqlite' | 'postgres', url?: string): Promise<Result[]> {
-  const dir = mkdtempSync(path.join(tmpdir(), 'baton-bench-commits-'))
-  const hub = await startHub(
-    loadConfig({
-      BATON_HOST: '127.0.0.1',
-      BATON_PORT: '0',
-      BATON_DATA_DIR: dir,
-      BATON_ADMISSION: 'open',
-      BATON_QUOTA_REQUESTS_PER_DAY: String(1e9),
-      BATON_LOG_LEVEL: 'silent',
-      ...(url
-        ? { DATABASE_URL: url, BATON_HUB_KEY_SECRET: 'the hub key secret of benchmark hubs' }
-        : {}),
-    }),
-    { log: pino({ level: 'silent' }) },
+  const { hub, stop } = await startBenchHub(
+    'commits',
+    url ? { DATABASE_URL: url, BATON_HUB_KEY_SECRET: 'the hub key secret of benchmark hubs' } : {},
   )
   const counts = countStatements(hub.ctx.database)
   const id = createIdentity('bench')
@@ -113,8 +91,7 @@ async function countStore(store: 'sqlite' | 'postgres', url?: string): Promise<R
     )
     return [me, move, send]
   } finally {
-    await hub.stop()
-    rmSync(dir, { recursive: true, force: true })
+    await stop()
   }
 }
 

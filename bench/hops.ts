@@ -8,15 +8,12 @@
 //   node --import tsx bench/hops.ts
 //   BENCH_OFFERS=1000 BENCH_ROUNDS=3 node --import tsx bench/hops.ts
 import { createPublicKey, type KeyObject, verify } from 'node:crypto'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { loadavg, tmpdir } from 'node:os'
-import path from 'node:path'
+import { loadavg } from 'node:os'
 import { performance } from 'node:perf_hooks'
 import { pathToFileURL } from 'node:url'
 import { createIdentity, hopSigner, SignedClient } from '@baton/client'
 import { type Handoff, parseJws, signOffer, toHandoff } from '@baton/context'
-import { loadConfig, startHub } from '@baton/hub'
-import pino from 'pino'
+import { startBenchHub } from './hub.js'
 import {
   assertAllAnswered,
   median,
@@ -39,19 +36,7 @@ const AGENTS = 16
 
 /** Runs both figures and answers their result rows. */
 export async function run(): Promise<Result[]> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'baton-bench-hops-'))
-  const hub = await startHub(
-    loadConfig({
-      BATON_HOST: '127.0.0.1',
-      BATON_PORT: '0',
-      BATON_DATA_DIR: dir,
-      BATON_ADMISSION: 'open',
-      BATON_QUOTA_REQUESTS_PER_DAY: '100000000',
-      // No compute workers: they are not what this measures, and they compete for the cores.
-      BATON_COMPUTE_EMBEDDED: 'false',
-    }),
-    { log: pino({ level: 'silent' }) },
-  )
+  const { hub, stop } = await startBenchHub('hops')
   const client = await startLoadClient(env.BENCH_CLIENT === 'inline' ? 'inline' : 'child')
   try {
     const origin = hub.url
@@ -181,8 +166,7 @@ export async function run(): Promise<Result[]> {
     ]
   } finally {
     await client.close()
-    await hub.stop()
-    await rm(dir, { recursive: true, force: true })
+    await stop()
   }
 }
 

@@ -1,15 +1,7 @@
-// Messages sent and acknowledged per second over signed HTTP (seed 000), beside signed GET /v1/me
-// requests per second measured in the same run as the floor: every send and every ack pays the
-// same signature check, nonce write and quota count as /v1/me, plus its own transaction. SQLite,
-// open admission. Run alone: node --import tsx bench/messages.ts
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { createIdentity, SignedClient } from '@baton/client'
-import { loadConfig, startHub } from '@baton/hub'
 import type { SentMessageView } from '@baton/protocol'
-import pino from 'pino'
+import { startBenchHub } from './hub.js'
 import {
   assertAllAnswered,
   median,
@@ -31,19 +23,10 @@ const AGENTS = 8
 
 /** Medians of three rounds of: signed /v1/me (the floor), then N sends, then their N acks. */
 export async function run(): Promise<Result[]> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'baton-bench-messages-'))
-  const hub = await startHub(
-    loadConfig({
-      BATON_HOST: '127.0.0.1',
-      BATON_PORT: '0',
-      BATON_DATA_DIR: dir,
-      BATON_ADMISSION: 'open',
-      BATON_QUOTA_REQUESTS_PER_DAY: '100000000',
-      BATON_QUOTA_MESSAGES_PER_DAY: '100000000',
-      BATON_MESSAGE_POLL_MIN_INTERVAL_MS: '0',
-    }),
-    { log: pino({ level: 'silent' }) },
-  )
+  const { hub, stop } = await startBenchHub('messages', {
+    BATON_QUOTA_MESSAGES_PER_DAY: '100000000',
+    BATON_MESSAGE_POLL_MIN_INTERVAL_MS: '0',
+  })
   const client = await startLoadClient(env.BENCH_CLIENT === 'inline' ? 'inline' : 'child')
   log(`${MESSAGES} messages x ${ROUNDS} rounds, concurrency ${CONCURRENCY}, load ${client.where}`)
   try {
@@ -120,8 +103,7 @@ export async function run(): Promise<Result[]> {
     ]
   } finally {
     await client.close()
-    await hub.stop()
-    await rm(dir, { recursive: true, force: true })
+    await stop()
   }
 }
 

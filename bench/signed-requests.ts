@@ -6,19 +6,16 @@
 //
 //   node --import tsx bench/signed-requests.ts
 import { generateKeyPairSync, sign, verify } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { loadavg, tmpdir } from 'node:os'
-import path from 'node:path'
+import { loadavg } from 'node:os'
 import { performance } from 'node:perf_hooks'
 import { pathToFileURL } from 'node:url'
 import { createIdentity, type HttpMessage, signRequest } from '@baton/client'
-import { loadConfig, startHub } from '@baton/hub'
-import pino from 'pino'
 import {
   didKeyResolver,
   hubPolicy,
   verifySignedRequest,
 } from '../packages/hub/src/identity/verify.js'
+import { startBenchHub } from './hub.js'
 import { type LoadRequest, median, type Result, startLoadClient } from './lib.js'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
@@ -56,18 +53,7 @@ function verifierRate(): number {
 
 /** Runs the scenario and answers its result rows. */
 export async function run(): Promise<Result[]> {
-  const dir = mkdtempSync(path.join(tmpdir(), 'baton-bench-sig-'))
-  const hub = await startHub(
-    loadConfig({
-      BATON_HOST: '127.0.0.1',
-      BATON_PORT: '0',
-      BATON_DATA_DIR: dir,
-      BATON_ADMISSION: 'open',
-      BATON_QUOTA_REQUESTS_PER_DAY: String(1e9),
-      BATON_LOG_LEVEL: 'silent',
-    }),
-    { log: pino({ level: 'silent' }) },
-  )
+  const { hub, stop } = await startBenchHub('sig')
   const load = await startLoadClient('child')
   const id = createIdentity('bench')
   const signedBatch = (): LoadRequest[] =>
@@ -134,8 +120,7 @@ export async function run(): Promise<Result[]> {
     }
   } finally {
     await load.close()
-    await hub.stop()
-    rmSync(dir, { recursive: true, force: true })
+    await stop()
   }
 
   const rawRate = median(raw)
