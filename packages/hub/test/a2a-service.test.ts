@@ -74,6 +74,36 @@ for (const store of testStores) {
       assert.equal(await codeOf(() => a2a.cancel(outsider, { id: task.id })), 'a2a_task_not_found')
     })
 
+    test('a stream resumed from far back reads a page at a time and ends only after the last', async () => {
+      const sender = (await signedAgent(hub)).principal
+      const { task } = await a2a.send(sender, {
+        tenant: agent,
+        message: userMessage('m-page-0', 'a long task'),
+        configuration: { returnImmediately: true },
+      })
+      for (let i = 1; i <= 260; i++) {
+        await a2a.send(sender, {
+          message: userMessage(`m-page-${i}`, `step ${i}`, task.id),
+          configuration: { returnImmediately: true },
+        })
+      }
+      await a2a.cancel(sender, { id: task.id })
+      const first = await a2a.eventsAfter(sender, task.id, 0)
+      assert.equal(first.events.length, 256)
+      assert.equal(first.more, true)
+      // The task is canceled, but a stream that stopped here would lose the events after the page.
+      assert.equal(first.ended, false)
+      const rest = await a2a.eventsAfter(sender, task.id, first.events.at(-1)!.generation)
+      assert.equal(rest.more, false)
+      assert.equal(rest.ended, true)
+      const all = [...first.events, ...rest.events].map((e) => e.generation)
+      assert.deepEqual(
+        all,
+        Array.from({ length: all.length }, (_, i) => i + 1),
+      )
+      assert.equal(all.at(-1), (await a2a.get(sender, { id: task.id })).generation)
+    })
+
     test('a task is addressed to an admitted principal only', async () => {
       const code = await codeOf(() =>
         a2a.send(owner, {

@@ -188,12 +188,13 @@ async function stream(
   if (first !== undefined) res.write(frame(after, first))
   try {
     while (!caller.signal.aborted && !ctx.isClosing()) {
-      const { events, ended } = await ctx.a2a.eventsAfter(principal, taskId, after)
+      const { events, more, ended } = await ctx.a2a.eventsAfter(principal, taskId, after)
       for (const e of events) {
         if (!write(res, frame(e.generation, e.event))) return reply
         after = e.generation
       }
       if (ended) break
+      if (more) continue
       await ctx.a2a.waitForChange(principal, taskId, after, caller.signal, caller.ip)
       if (!write(res, ': keep-alive\n\n')) return reply
     }

@@ -82,6 +82,9 @@ export interface SendResult {
   repeated: boolean
 }
 
+/** Events a stream reads at once. */
+const STREAM_PAGE = 256
+
 /**
  * The hub as a durable A2A task relay (issue 16). A task is addressed to an admitted principal
  * (its agent) by the sender that created it (its owner); both may read it and nobody else can
@@ -246,11 +249,14 @@ export class A2aService {
   async eventsAfter(principal: string, id: string, after: number) {
     const db = this.deps.database.db
     const row = await this.visible(db, principal, id)
-    const events = await store.eventsAfter(db, id, after)
+    // A stream resumed from far back reads its events a page at a time, never a whole log at once.
+    const events = await store.eventsAfter(db, id, after, STREAM_PAGE)
+    const more = events.length === STREAM_PAGE
     return {
       task: row,
       events: events.map((e) => ({ generation: e.generation, event: toStreamEvent(row, e) })),
-      ended: TERMINAL_STATES.has(row.state) || INTERRUPTED_STATES.has(row.state),
+      more,
+      ended: !more && (TERMINAL_STATES.has(row.state) || INTERRUPTED_STATES.has(row.state)),
     }
   }
 

@@ -55,14 +55,16 @@ export async function eventsAfter(
   db: Kysely<Schema>,
   taskId: string,
   after: number,
+  limit?: number,
 ): Promise<A2aEventRow[]> {
-  return db
+  let q = db
     .selectFrom('a2a_events')
     .selectAll()
     .where('task_id', '=', taskId)
     .where('generation', '>', after)
     .orderBy('generation', 'asc')
-    .execute()
+  if (limit !== undefined) q = q.limit(limit)
+  return q.execute()
 }
 
 /** The events of many tasks, oldest first within each task. */
