@@ -1,4 +1,4 @@
-import { type Browser, chromium } from 'playwright-core'
+import { type Browser, chromium, type Page } from 'playwright-core'
 
 /** Debian's chromium, installed by `.ci/run` when missing; never a downloaded browser. */
 export const CHROMIUM_PATH = process.env.BATON_CHROMIUM ?? '/usr/bin/chromium'
@@ -20,4 +20,16 @@ const ARGS = [
  */
 export async function launchBrowser(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM_PATH, args: ARGS, headless: true })
+}
+
+/**
+ * Signs the page in to a hub's dashboard with the operator token and waits until the app has
+ * drawn its first view. The sign-in page and the app share one URL, so waiting for the URL alone
+ * can return before the form's navigation: a hash route taken then is lost to the app's load.
+ */
+export async function signIn(page: Page, hubUrl: string, token: string): Promise<void> {
+  await page.goto(`${hubUrl}/dashboard/`)
+  await page.fill('#token', token)
+  await page.click('button[type=submit]')
+  await page.waitForSelector('[data-nav][aria-current="page"]')
 }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import type { SignedClient } from '@baton/client'
 import type { Browser, Page } from 'playwright-core'
-import { launchBrowser } from './browser.js'
+import { launchBrowser, signIn } from './browser.js'
 import { signedAgent, startTestHub, type TestHub, testStores } from './support.js'
 
 // The Compute page in a real browser: the queue, the live runtimes and the recent jobs,
@@ -65,12 +65,7 @@ for (const store of testStores) {
       })
       assert.equal(beat.status, 200)
 
-      await page.goto(`${hub.url}/dashboard/`)
-      await page.fill('#token', TOKEN)
-      await Promise.all([
-        page.waitForURL(`${hub.url}/dashboard/`),
-        page.click('button[type=submit]'),
-      ])
+      await signIn(page, hub.url, TOKEN)
       await page.goto(`${hub.url}/dashboard/#/compute`)
       await page.waitForSelector('[data-worker="dash-runtime-0001"]')
       assert.equal(await textOf('[data-queue="json-expr-v1"] .queued'), '0')

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { HopClient } from '@baton/client'
 import type { Browser, Page } from 'playwright-core'
-import { launchBrowser } from './browser.js'
+import { launchBrowser, signIn } from './browser.js'
 import { signedAgent, startTestHub, type TestHub, testStores } from './support.js'
 
 // The Hops page in a real browser: a delegation chain drawn hop by hop, with each hop's state,
@@ -56,14 +56,7 @@ for (const store of testStores) {
         after: first.handoff,
       })
 
-      await page.goto(`${hub.url}/dashboard/`)
-      await page.fill('#token', TOKEN)
-      await Promise.all([
-        page.waitForURL(`${hub.url}/dashboard/`),
-        page.click('button[type=submit]'),
-      ])
-      // The app has drawn its first view: a hash route from here is its next one, not raced by it.
-      await page.waitForSelector('[data-nav][aria-current="page"]')
+      await signIn(page, hub.url, TOKEN)
       await page.goto(`${hub.url}/dashboard/#/hops/${second.signed.digest}`)
       await page.waitForSelector('#hop-chain [data-hop]')
       assert.deepEqual(await hopsOnPage(), [
