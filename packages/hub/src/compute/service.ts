@@ -41,6 +41,14 @@ const newJobId = () => `cj_${randomBytes(16).toString('base64url')}`
 const newLeaseId = () => randomBytes(18).toString('base64url')
 const iso = (ms: number) => new Date(ms).toISOString()
 
+/**
+ * Claimable jobs a claim reads at once: each is claimable when read, so more than one is needed
+ * only when concurrent claims (on any instance) take the first ones first.
+ */
+const CLAIM_CANDIDATES = 4
+/** Reads of claimable jobs one claim makes at most before it answers that none waits. */
+const CLAIM_READS = 4
+
 /** Thrown to roll a claim back: the owner's steps are all reserved by jobs still running. */
 class StepsPending extends Error {}
 
@@ -396,6 +404,8 @@ export class ComputeService {
       const after = (await store.findJob(tx.db, id))!
       if (version === undefined) return toView(after)
       await store.changeActive(tx.db, { principal: owner, delta: -1 })
+      // A job canceled while running reported no steps: its whole reservation goes back.
+      await this.releaseReservation(tx, after, 0)
       this.published(tx, after, 'compute.job.canceled')
       return toView(after)
     })
@@ -470,62 +480,87 @@ export class ComputeService {
       SUPPORTED_LANGUAGES.includes(l),
     )
     if (languages.length === 0) return null
-    const { maxAttempts, leaseMs, quotas } = this.deps.config
-    for (const row of await store.claimable(this.db, languages, now, 8)) {
-      if (row.attempts >= maxAttempts) continue
-      const leaseId = newLeaseId()
-      const until = now + leaseMs
-      let maxSteps: number
-      try {
-        maxSteps = await this.deps.batcher.run(async (tx) => {
-          const ok = await store.casClaim(tx.db, {
-            id: row.id,
-            version: row.version,
-            runtimeId,
-            leaseId,
-            now,
-            until,
-          })
-          if (!ok) return 0
-          // The job's step bound is reserved from the owner's daily steps as it is claimed, so
-          // jobs running at once never together pass the quota; its result gives back the rest.
-          const reserved = await store.reserveSteps(tx.db, {
-            scope: STEPS_SCOPE,
-            owner: row.owner,
-            jobId: row.id,
-            want: DEFAULT_COMPUTE_LIMITS.maxSteps,
-            limit: quotas.stepsPerDay,
-            now,
-          })
-          if (reserved > 0) {
-            this.published(tx, { ...row, version: row.version + 1 }, 'compute.job.running')
-            return reserved
-          }
-          // No steps left today. While the owner's other jobs run, their unused steps may come
-          // back: leave this one queued (the claim rolls back). Otherwise it cannot run today.
-          if (await store.othersRunning(tx.db, row.owner, row.id)) throw new StepsPending()
-          await this.failJob(tx, row, row.version + 1, now, {
-            error_code: 'rate_limited',
-            error_message: `The quota of ${quotas.stepsPerDay} compute steps per UTC day is used up`,
-          })
-          return 0
-        })
-      } catch (error) {
-        if (error instanceof StepsPending) continue
-        throw error
-      }
-      if (maxSteps === 0) continue
-      return {
-        jobId: row.id,
-        language: row.language,
-        program: JSON.parse(row.program),
-        input: JSON.parse(row.input),
-        leaseId,
-        leaseEndsAt: iso(until),
-        maxSteps,
+    const { maxAttempts, quotas } = this.deps.config
+    // Every candidate read is claimable when read; one is lost only to a concurrent claim (on
+    // any instance) that took it first, and then a fresh read finds the ones still waiting.
+    for (let read = 0; read < CLAIM_READS; read++) {
+      const candidates = await store.claimable(this.db, {
+        languages,
+        now,
+        maxAttempts,
+        steps: { scope: STEPS_SCOPE, limit: quotas.stepsPerDay },
+        limit: CLAIM_CANDIDATES,
+      })
+      if (candidates.length === 0) return null
+      for (const row of candidates) {
+        const claimed = await this.claimOne(row, runtimeId, now)
+        if (claimed) return claimed
       }
     }
     return null
+  }
+
+  /** Claims one job read as claimable, or answers null when it was taken or cannot run. */
+  private async claimOne(
+    row: ComputeJobRow,
+    runtimeId: string,
+    now: number,
+  ): Promise<ClaimedComputeJobView | null> {
+    const { leaseMs, quotas } = this.deps.config
+    const leaseId = newLeaseId()
+    const until = now + leaseMs
+    let maxSteps: number
+    try {
+      maxSteps = await this.deps.batcher.run(async (tx) => {
+        const ok = await store.casClaim(tx.db, {
+          id: row.id,
+          version: row.version,
+          runtimeId,
+          leaseId,
+          now,
+          until,
+        })
+        if (!ok) return 0
+        // A reclaim after a lost lease: the lost runtime reported no steps, so its
+        // reservation goes back before the new one is taken.
+        await this.releaseReservation(tx, row, 0)
+        // The job's step bound is reserved from the owner's daily steps as it is claimed, so
+        // jobs running at once never together pass the quota; its result gives back the rest.
+        const reserved = await store.reserveSteps(tx.db, {
+          scope: STEPS_SCOPE,
+          owner: row.owner,
+          jobId: row.id,
+          want: DEFAULT_COMPUTE_LIMITS.maxSteps,
+          limit: quotas.stepsPerDay,
+          now,
+        })
+        if (reserved > 0) {
+          this.published(tx, { ...row, version: row.version + 1 }, 'compute.job.running')
+          return reserved
+        }
+        // No steps left today. While the owner's other jobs run, their unused steps may come
+        // back: leave this one queued (the claim rolls back). Otherwise it cannot run today.
+        if (await store.othersRunning(tx.db, row.owner, row.id)) throw new StepsPending()
+        await this.failJob(tx, row, row.version + 1, now, {
+          error_code: 'rate_limited',
+          error_message: `The quota of ${quotas.stepsPerDay} compute steps per UTC day is used up`,
+        })
+        return 0
+      })
+    } catch (error) {
+      if (error instanceof StepsPending) return null
+      throw error
+    }
+    if (maxSteps === 0) return null
+    return {
+      jobId: row.id,
+      language: row.language,
+      program: JSON.parse(row.program),
+      input: JSON.parse(row.input),
+      leaseId,
+      leaseEndsAt: iso(until),
+      maxSteps,
+    }
   }
 
   /** Fails a job still at `version` (queued or running) with its code; frees its active slot. */
@@ -546,6 +581,7 @@ export class ComputeService {
     })
     if (moved === undefined) return false
     await store.changeActive(tx.db, { principal: row.owner, delta: -1 })
+    await this.releaseReservation(tx, row, 0)
     this.published(tx, { ...row, version: moved, state: 'failed' }, 'compute.job.failed')
     return true
   }
@@ -609,13 +645,7 @@ export class ComputeService {
       })
       if (version === undefined) throw leaseLost()
       // A failure that reports no steps keeps its whole reservation counted.
-      const refunded = await store.releaseSteps(tx.db, {
-        scope: STEPS_SCOPE,
-        owner: row.owner,
-        jobId,
-        used: body.steps ?? (body.ok ? 0 : Number.MAX_SAFE_INTEGER),
-      })
-      if (refunded > 0) this.queueHint(tx, row.language)
+      await this.releaseReservation(tx, row, body.steps ?? (body.ok ? 0 : Number.MAX_SAFE_INTEGER))
       if (to !== 'finishing') await store.changeActive(tx.db, { principal: row.owner, delta: -1 })
       const moved = (await store.findJob(tx.db, jobId))!
       this.published(tx, moved, `compute.job.${to}`)
@@ -713,6 +743,7 @@ export class ComputeService {
         })
         if (version === undefined) return false
         await store.changeActive(tx.db, { principal: row.owner, delta: -1 })
+        await this.releaseReservation(tx, row, 0)
         this.published(tx, { ...row, version, state: 'failed' }, 'compute.job.failed')
         return true
       })
@@ -725,6 +756,22 @@ export class ComputeService {
     }
     count += await this.deps.batcher.run((tx) => store.pruneRuntimes(tx.db, now - 24 * 3600 * 1000))
     return count
+  }
+
+  /**
+   * Settles a job's step reservation to the `used` steps its runtime reported, in the
+   * transaction of the job's end (or of its reclaim), and gives the rest back to the owner's
+   * day. Every way a job ends calls it once after its compare-and-set move; the release itself
+   * is one conditional delete, so a repeated end gives nothing back twice.
+   */
+  private async releaseReservation(tx: Tx, row: ComputeJobRow, used: number): Promise<void> {
+    const refunded = await store.releaseSteps(tx.db, {
+      scope: STEPS_SCOPE,
+      owner: row.owner,
+      jobId: row.id,
+      used,
+    })
+    if (refunded > 0) this.queueHint(tx, row.language)
   }
 
   /** Wakes runtimes: work of `language` may be claimable now (steps came back). */

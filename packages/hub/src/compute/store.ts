@@ -40,26 +40,71 @@ export async function listJobs(db: Db, owner: string, limit: number): Promise<Co
     .execute()
 }
 
-/** The oldest jobs a runtime serving `languages` may claim now: queued, or leased past their lease. */
+/**
+ * The oldest jobs a runtime serving `languages` may claim now, everything that decides
+ * claimability checked in the query so no job the runtime may not take holds up those behind
+ * it: queued, or leased past their lease; claimed fewer than `maxAttempts` times (the reaper
+ * fails the rest); and not of an owner whose steps of the day are all reserved by other jobs
+ * still running (it waits for their unused steps). One statement, whose two branches each read
+ * `compute_jobs_claimable` (language, state, created_at) in order and stop at `limit`.
+ */
 export async function claimable(
   db: Db,
-  languages: readonly string[],
-  now: number,
-  limit: number,
+  c: {
+    languages: readonly string[]
+    now: number
+    maxAttempts: number
+    steps: { scope: string; limit: number }
+    limit: number
+  },
 ): Promise<ComputeJobRow[]> {
-  return db
-    .selectFrom('compute_jobs')
+  const day = utcDayStart(c.now)
+  const oldest = (state: 'queued' | 'running') => {
+    let q = db
+      .selectFrom('compute_jobs as j')
+      .selectAll('j')
+      .where('j.language', 'in', c.languages)
+      .where('j.state', '=', state)
+    if (state === 'running') q = q.where('j.lease_until', '<=', c.now)
+    return q
+      .where('j.attempts', '<', c.maxAttempts)
+      .where((eb) =>
+        eb.not(
+          eb.exists(
+            eb
+              .selectFrom('quota_counters as q')
+              .select('q.count')
+              .where('q.scope', '=', c.steps.scope)
+              .whereRef('q.subject', '=', 'j.owner')
+              .where('q.window_start', '=', day)
+              .where('q.count', '>=', c.steps.limit)
+              .where((inner) =>
+                inner.exists(
+                  inner
+                    .selectFrom('compute_jobs as o')
+                    .select('o.id')
+                    .whereRef('o.owner', '=', 'j.owner')
+                    .where('o.state', '=', 'running')
+                    .whereRef('o.id', '!=', 'j.id'),
+                ),
+              ),
+          ),
+        ),
+      )
+      .orderBy('j.created_at')
+      .orderBy('j.id')
+      .limit(c.limit)
+  }
+  const both = db
+    .selectFrom(oldest('queued').as('queued'))
     .selectAll()
-    .where('language', 'in', languages)
-    .where((eb) =>
-      eb.or([
-        eb('state', '=', 'queued'),
-        eb.and([eb('state', '=', 'running'), eb('lease_until', '<=', now)]),
-      ]),
-    )
+    .unionAll(db.selectFrom(oldest('running').as('lapsed')).selectAll())
+  return db
+    .selectFrom(both.as('c'))
+    .selectAll()
     .orderBy('created_at')
     .orderBy('id')
-    .limit(limit)
+    .limit(c.limit)
     .execute()
 }
 
@@ -324,11 +369,7 @@ export async function reserveSteps(
       .executeTakeFirst()
     // No row: another claim took steps between the read and the write; read again.
     if (row === undefined || Number(row.count) > c.limit) continue
-    await db
-      .deleteFrom('quota_counters')
-      .where('scope', '=', RESERVATION_SCOPE)
-      .where('subject', '=', c.jobId)
-      .execute()
+    // The caller released the job's earlier reservation (a lost lease's) in this transaction.
     await db
       .insertInto('quota_counters')
       .values({ scope: RESERVATION_SCOPE, subject: c.jobId, window_start: day, count: grant })
@@ -340,17 +381,19 @@ export async function reserveSteps(
 
 /**
  * Ends a job's reservation: of the steps reserved, `used` stay counted and the rest go back to
- * the owner's counter of the day they were reserved in. Answers the steps given back.
+ * the owner's counter of the day they were reserved in. Answers the steps given back. The
+ * reservation is taken by one conditional delete, so of two ends (or a retry of one) racing on
+ * any instance only one gives its steps back; a job holding none gives back nothing.
  */
 export async function releaseSteps(
   db: Db,
   c: { scope: string; owner: string; jobId: string; used: number },
 ): Promise<number> {
   const held = await db
-    .selectFrom('quota_counters')
-    .select(['window_start', 'count'])
+    .deleteFrom('quota_counters')
     .where('scope', '=', RESERVATION_SCOPE)
     .where('subject', '=', c.jobId)
+    .returning(['window_start', 'count'])
     .executeTakeFirst()
   if (!held) return 0
   const refund = Math.max(0, Number(held.count) - Math.max(0, c.used))
@@ -363,11 +406,6 @@ export async function releaseSteps(
       .where('window_start', '=', held.window_start)
       .execute()
   }
-  await db
-    .deleteFrom('quota_counters')
-    .where('scope', '=', RESERVATION_SCOPE)
-    .where('subject', '=', c.jobId)
-    .execute()
   return refund
 }
 
