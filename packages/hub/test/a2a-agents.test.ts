@@ -122,6 +122,11 @@ for (const store of testStores) {
         status: status.element,
       })
       assert.equal((await hub.ctx.hops.read(planner.principal, signed.digest)).state, 'completed')
+      // the hop rides on the task however little of its history a read asks for
+      const bare = taskOf(await toCoder.getTask({ tenant: '', id: task.id, historyLength: 0 }))
+      assert.equal(bare.history.length, 0)
+      const kept = relay(bare.metadata)?.handoff as { hop: { state: string } } | undefined
+      assert.equal(kept?.hop.state, 'completed')
     })
 
     test('a refused offer changes nothing', async () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { BatonError } from '@baton/protocol'
-import type { A2aService } from '../src/a2a/service.js'
+import { type A2aService, HISTORY_CAP } from '../src/a2a/service.js'
 import { RELAY_EXTENSION_URI } from '../src/a2a/wire.js'
 import { signedAgent, startTestHub, type TestHub, testStores } from './support.js'
 
@@ -102,6 +102,34 @@ for (const store of testStores) {
         Array.from({ length: all.length }, (_, i) => i + 1),
       )
       assert.equal(all.at(-1), (await a2a.get(sender, { id: task.id })).generation)
+    })
+
+    test('history honours historyLength, and is capped when it is absent or larger', async () => {
+      const sender = (await signedAgent(hub)).principal
+      const { task } = await a2a.send(sender, {
+        tenant: agent,
+        message: userMessage('m-hist-0', 'a chatty task'),
+        configuration: { returnImmediately: true },
+      })
+      const total = HISTORY_CAP + 5
+      for (let i = 1; i < total; i++) {
+        await a2a.send(agent, { message: agentMessage(`m-hist-${i}`, `reply ${i}`, task.id) })
+      }
+      const ids = (t: { history: { messageId: string }[] }) => t.history.map((m) => m.messageId)
+      const newest = (n: number) => Array.from({ length: n }, (_, i) => `m-hist-${total - n + i}`)
+      assert.deepEqual(ids(await a2a.get(sender, { id: task.id })), newest(HISTORY_CAP))
+      assert.deepEqual(
+        ids(await a2a.get(sender, { id: task.id, historyLength: total })),
+        newest(HISTORY_CAP),
+      )
+      assert.deepEqual(ids(await a2a.get(sender, { id: task.id, historyLength: 3 })), newest(3))
+      assert.deepEqual(ids(await a2a.get(sender, { id: task.id, historyLength: 0 })), [])
+      const listed = await a2a.list(sender, {})
+      assert.deepEqual(ids(listed.tasks[0]!), newest(HISTORY_CAP))
+      const short = await a2a.list(sender, { historyLength: 1 })
+      assert.deepEqual(ids(short.tasks[0]!), newest(1))
+      // the task's generation counts every event, whatever its history shows
+      assert.equal(listed.tasks[0]!.generation, total)
     })
 
     test('a task is addressed to an admitted principal only', async () => {

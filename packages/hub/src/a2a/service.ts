@@ -200,18 +200,10 @@ export class A2aService {
     const db = this.deps.database.db
     const rows = await store.listTasks(db, { ...filter, before, limit: limit + 1 })
     const page = rows.slice(0, limit)
-    const events = await store.eventsOf(
-      db,
-      page.map((r) => r.id),
+    const artifacts = params.includeArtifacts === true
+    const tasks = await Promise.all(
+      page.map((r) => this.view(db, r, params.historyLength, artifacts)),
     )
-    const tasks = page.map((r) => {
-      const view = toTaskView(
-        r,
-        events.filter((e) => e.task_id === r.id),
-        params.historyLength,
-      )
-      return params.includeArtifacts ? view : { ...view, artifacts: [] }
-    })
     const last = page.at(-1)
     return {
       tasks,
@@ -601,10 +593,81 @@ export class A2aService {
     return this.view(db, await this.visible(db, principal, last.id))
   }
 
-  private async view(db: Tx['db'], row: A2aTaskRow, historyLength?: number): Promise<TaskView> {
-    return toTaskView(row, await store.eventsAfter(db, row.id, 0), historyLength)
+  /**
+   * The task as A2A 1.0 shows it, read from only the events the answer needs: the newest events
+   * that may carry its last `historyLength` messages (at most {@link HISTORY_CAP}), its artifact
+   * events when it shows artifacts, and the newest event holding the hop it witnessed.
+   */
+  private async view(
+    db: Tx['db'],
+    row: A2aTaskRow,
+    historyLength?: number,
+    withArtifacts = true,
+  ): Promise<TaskView> {
+    // A2A 1.0 GetTaskRequest.history_length: unset imposes no limit of the client's, zero asks
+    // for none, and the server MUST NOT return more than asked but MAY apply a lower limit.
+    const want = Math.min(historyLength ?? HISTORY_CAP, HISTORY_CAP)
+    const talk: A2aEventRow[] = []
+    let messages = 0
+    let exhausted = false
+    while (messages < want) {
+      const limit = want - messages + 1
+      const page = await store.talkBefore(db, row.id, talk.at(-1)?.generation, limit)
+      for (const e of page) {
+        talk.push(e)
+        if (messageOf(e) !== undefined) messages++
+      }
+      if (page.length < limit) {
+        exhausted = true
+        break
+      }
+    }
+    const history = talk
+      .map(messageOf)
+      .filter((m): m is Message => m !== undefined)
+      .slice(0, want)
+      .reverse()
+    let witnessed = talk.map(witnessedOf).find((w) => w !== undefined)
+    if (witnessed === undefined && !exhausted) {
+      witnessed = await this.witnessedBefore(db, row.id, talk.at(-1)?.generation)
+    }
+    const artifacts = withArtifacts ? foldArtifacts(await store.artifactEvents(db, row.id)) : []
+    return {
+      id: row.id,
+      contextId: row.context_id,
+      status: JSON.parse(row.status) as TaskStatusView,
+      artifacts,
+      history,
+      generation: row.generation,
+      metadata: relayMeta(
+        row,
+        row.generation,
+        witnessed === undefined ? undefined : { handoff: witnessed },
+      ),
+    }
+  }
+
+  /** The hop view of the newest event before `before` that witnessed one, if any. */
+  private async witnessedBefore(
+    db: Tx['db'],
+    taskId: string,
+    before: number | undefined,
+  ): Promise<unknown> {
+    for (let at = before; ; ) {
+      const page = await store.witnessedBefore(db, taskId, at, 16)
+      const found = page.map(witnessedOf).find((w) => w !== undefined)
+      if (found !== undefined || page.length < 16) return found
+      at = page.at(-1)!.generation
+    }
   }
 }
+
+/**
+ * The most messages a task's `history` carries, whatever `historyLength` asks (A2A 1.0 lets a
+ * server apply a lower limit): the newest ones. The rest stay in the event log, which a stream
+ * replays from any generation.
+ */
+export const HISTORY_CAP = 100
 
 /** Baton's metadata on every task and event, for A2A 1.0 peers whose types drop `generation`. */
 function relayMeta(row: A2aTaskRow, generation: number, extra?: Record<string, unknown>) {
@@ -613,44 +676,31 @@ function relayMeta(row: A2aTaskRow, generation: number, extra?: Record<string, u
   }
 }
 
-/** Folds a task's events into the Task of A2A 1.0: history, artifacts and the last status. */
-export function toTaskView(
-  row: A2aTaskRow,
-  events: A2aEventRow[],
-  historyLength?: number,
-): TaskView {
-  const history: Message[] = []
+/** The message an event puts in its task's history, if it puts one. */
+function messageOf(e: A2aEventRow): Message | undefined {
+  if (e.kind === 'artifact') return undefined
+  const body = JSON.parse(e.body)
+  return e.kind === 'status' ? body.status.message : body.message
+}
+
+/** The hop view an event recorded as witnessed, if it did. */
+function witnessedOf(e: A2aEventRow): unknown {
+  return e.kind === 'artifact' ? undefined : JSON.parse(e.body).witnessed
+}
+
+/** Folds a task's artifact events, oldest first, into its artifacts as A2A 1.0 shows them. */
+function foldArtifacts(events: A2aEventRow[]): Artifact[] {
   const artifacts: Artifact[] = []
-  let witnessed: unknown
   for (const e of events) {
     const body = JSON.parse(e.body)
-    if (body.witnessed !== undefined) witnessed = body.witnessed
-    if (e.kind === 'created') history.push(body.message)
-    else if (e.kind === 'message') history.push(body.message)
-    else if (e.kind === 'status' && body.status.message) history.push(body.status.message)
-    else if (e.kind === 'artifact') {
-      const at = artifacts.findIndex((a) => a.artifactId === body.artifact.artifactId)
-      if (at === -1) artifacts.push(body.artifact)
-      else if (body.append) {
-        const prior = artifacts[at]!
-        artifacts[at] = { ...prior, parts: [...prior.parts, ...body.artifact.parts] }
-      } else artifacts[at] = body.artifact
-    }
+    const at = artifacts.findIndex((a) => a.artifactId === body.artifact.artifactId)
+    if (at === -1) artifacts.push(body.artifact)
+    else if (body.append) {
+      const prior = artifacts[at]!
+      artifacts[at] = { ...prior, parts: [...prior.parts, ...body.artifact.parts] }
+    } else artifacts[at] = body.artifact
   }
-  const status = JSON.parse(row.status) as TaskStatusView
-  return {
-    id: row.id,
-    contextId: row.context_id,
-    status,
-    artifacts,
-    history: historyLength === undefined ? history : history.slice(history.length - historyLength),
-    generation: row.generation,
-    metadata: relayMeta(
-      row,
-      row.generation,
-      witnessed === undefined ? undefined : { handoff: witnessed },
-    ),
-  }
+  return artifacts
 }
 
 /** One stored event as the StreamResponse of A2A 1.0 a stream or a push notification carries. */

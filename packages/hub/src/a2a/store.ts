@@ -67,15 +67,61 @@ export async function eventsAfter(
   return q.execute()
 }
 
-/** The events of many tasks, oldest first within each task. */
-export async function eventsOf(db: Kysely<Schema>, taskIds: string[]): Promise<A2aEventRow[]> {
-  if (taskIds.length === 0) return []
+/** Kinds of event that may put a message in a task's history (a status may carry none). */
+export const TALK_KINDS = ['created', 'message', 'status'] as const
+
+/**
+ * A task's newest events of {@link TALK_KINDS} before an exclusive generation (all when
+ * undefined), newest first: one range of the (task, generation) key read backwards.
+ */
+export async function talkBefore(
+  db: Kysely<Schema>,
+  taskId: string,
+  before: number | undefined,
+  limit: number,
+): Promise<A2aEventRow[]> {
   return db
     .selectFrom('a2a_events')
     .selectAll()
-    .where('task_id', 'in', taskIds)
-    .orderBy('task_id')
+    .where('task_id', '=', taskId)
+    .where('kind', 'in', TALK_KINDS)
+    .$if(before !== undefined, (qb) => qb.where('generation', '<', before!))
+    .orderBy('generation', 'desc')
+    .limit(limit)
+    .execute()
+}
+
+/** A task's artifact events, oldest first. */
+export async function artifactEvents(db: Kysely<Schema>, taskId: string): Promise<A2aEventRow[]> {
+  return db
+    .selectFrom('a2a_events')
+    .selectAll()
+    .where('task_id', '=', taskId)
+    .where('kind', '=', 'artifact')
     .orderBy('generation', 'asc')
+    .execute()
+}
+
+/**
+ * A task's newest events before an exclusive generation whose stored body may hold a top-level
+ * `witnessed` (a text match the caller confirms by parsing), newest first. The database filters
+ * the bodies, so a task's messages are not read into the hub to find its hop.
+ */
+export async function witnessedBefore(
+  db: Kysely<Schema>,
+  taskId: string,
+  before: number | undefined,
+  limit: number,
+): Promise<A2aEventRow[]> {
+  return db
+    .selectFrom('a2a_events')
+    .selectAll()
+    .where('task_id', '=', taskId)
+    .where('kind', 'in', TALK_KINDS)
+    .where('body', 'like', '%"witnessed":%')
+    .$if(before !== undefined, (qb) => qb.where('generation', '<', before!))
+    .orderBy('generation', 'desc')
+    .limit(limit)
     .execute()
 }
 
