@@ -227,6 +227,7 @@ async function assemble(
     sendsPerDay: config.identity.quotas.messagesPerDay,
     witness: (sender, agent, message) => witnessA2a(hops, sender, agent, message),
   })
+  notifier.addHeaders((row) => a2a.notificationHeaders(row))
   // seed 004: insolvent transfers end within seconds of their grace, not at the next cron.
   const reaperJob = startPeriodic(
     'transfer-reaper',

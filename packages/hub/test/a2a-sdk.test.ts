@@ -116,6 +116,11 @@ async function webhook() {
       while (got.length < n) await new Promise<Received>((r) => waiting.push(r))
       return got.slice(0, n)
     },
+    /** Resolves once what has arrived satisfies `done`. */
+    async until(done: (got: Received[]) => boolean) {
+      while (!done(got)) await new Promise<Received>((r) => waiting.push(r))
+      return [...got]
+    },
     close: () => new Promise<void>((r) => server.close(() => r())),
   }
 }
@@ -329,6 +334,88 @@ for (const store of testStores) {
       } finally {
         await hook.close()
       }
+    })
+
+    test('a config set in SendMessage is pushed the creation; every delivery carries its token', async () => {
+      const hook = await webhook()
+      try {
+        const task = taskOf(
+          await sender.sendMessage(
+            request({
+              message: userText('sdk-push-send', 'plan it'),
+              configuration: {
+                returnImmediately: true,
+                taskPushNotificationConfig: { url: hook.url, token: 'send-token-1' },
+              },
+            }),
+          ),
+        )
+        // a config set later with its own token: each delivery carries the token of its config
+        await sender.createTaskPushNotificationConfig({
+          tenant: '',
+          id: 'hook-later',
+          taskId: task.id,
+          url: hook.url,
+          token: 'later-token-2',
+          authentication: undefined,
+        })
+        await worker.sendMessage(agentUpdate('push-send-1', task.id, 'TASK_STATE_COMPLETED'))
+        const generation = (r: Received) => JSON.parse(r.raw).statusUpdate.generation as number
+        // deliveries to one URL go in order, so the creation comes before both completions
+        const got = await hook.until((all) => all.filter((r) => generation(r) === 2).length === 2)
+        assert.deepEqual(got.map(generation), [1, 2, 2])
+        const [created, ...completed] = got
+        assert.equal(created!.headers['x-a2a-notification-token'], 'send-token-1')
+        const first = JSON.parse(created!.raw)
+        assert.equal(first.statusUpdate.taskId, task.id)
+        assert.equal(first.statusUpdate.status.state, 'TASK_STATE_SUBMITTED')
+        const tokens = completed.map((r) => r.headers['x-a2a-notification-token'])
+        assert.deepEqual(tokens.sort(), ['later-token-2', 'send-token-1'])
+        for (const r of got) assert.equal(await verifyPush(hub, r, hook.url), true)
+      } finally {
+        await hook.close()
+      }
+    })
+
+    test('push authentication the hub cannot send is refused, and nothing is stored', async () => {
+      const task = await start('sdk-push-auth')
+      const refused = await rpcRefusal(() =>
+        sender.createTaskPushNotificationConfig({
+          tenant: '',
+          id: 'hook-auth',
+          taskId: task.id,
+          url: 'https://93.184.215.14/a2a',
+          token: '',
+          authentication: { scheme: 'Bearer', credentials: 'their-secret' },
+        }),
+      )
+      assert.equal(refused.rpc, -32602)
+      assert.equal(refused.data.code, 'a2a_push_auth_unsupported')
+      assert.equal(typeof refused.data.fix, 'string')
+      const listed = await sender.listTaskPushNotificationConfig({
+        tenant: '',
+        taskId: task.id,
+        pageSize: 0,
+        pageToken: '',
+      })
+      assert.deepEqual(listed.configs, [])
+      const before = (await hub.ctx.a2a.list(owner.principal, {})).totalSize
+      const inSend = await rpcRefusal(() =>
+        sender.sendMessage(
+          request({
+            message: userText('sdk-push-auth-send', 'plan it'),
+            configuration: {
+              returnImmediately: true,
+              taskPushNotificationConfig: {
+                url: 'https://93.184.215.14/a2a',
+                authentication: { scheme: 'Basic', credentials: 'dTpw' },
+              },
+            },
+          }),
+        ),
+      )
+      assert.equal(inSend.data.code, 'a2a_push_auth_unsupported')
+      assert.equal((await hub.ctx.a2a.list(owner.principal, {})).totalSize, before)
     })
 
     test('a stale ifGenerationMatch is refused with the current generation', async () => {

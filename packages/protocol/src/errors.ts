@@ -398,6 +398,10 @@ export const ERRORS = {
     status: 404,
     fix: 'Check the task id and the config id; a push config is visible only to the principal that set it.',
   },
+  a2a_push_auth_unsupported: {
+    status: 400,
+    fix: 'Leave authentication out of the push config: the hub signs every notification with the key discovery publishes (RFC 9421) and sends the config token in X-A2A-Notification-Token; check those at the webhook.',
+  },
   a2a_method_not_found: {
     status: 404,
     fix: 'Use a method the agent card lists (SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask and the push notification config methods).',

@@ -36,6 +36,7 @@ const RPC_CODES: Partial<Record<ErrorCode, number>> = {
   invalid_request: -32602,
   unknown_field: -32602,
   invalid_notify_url: -32602,
+  a2a_push_auth_unsupported: -32602,
   recipient_unknown: -32602,
   internal: -32603,
 }

@@ -122,6 +122,7 @@ export const a2aSendMessage = defineOperation({
     'a2a_generation_mismatch',
     'idempotency_conflict',
     'invalid_notify_url',
+    'a2a_push_auth_unsupported',
     'hop_refused',
     'hop_not_found',
     'hop_state_conflict',
@@ -192,7 +193,7 @@ export const a2aSetPushConfig = defineOperation({
   name: 'a2aSetPushConfig',
   cli: ['a2a', 'push-set'],
   summary:
-    'A2A CreateTaskPushNotificationConfig: a webhook for a task’s changes, posted signed by the hub (RFC 9421) through its durable outbox',
+    'A2A CreateTaskPushNotificationConfig: a webhook for a task’s changes, posted signed by the hub (RFC 9421) with the config token in X-A2A-Notification-Token, through its durable outbox',
   tags,
   method: 'POST',
   path: '/v1/a2a/tasks/:taskId/push-configs',
@@ -200,7 +201,7 @@ export const a2aSetPushConfig = defineOperation({
   params: z.strictObject({ taskId: z.string().max(256).describe('The task id') }),
   body: PushConfigInput.omit({ taskId: true }),
   output: PushConfigView,
-  errors: ['a2a_task_not_found', 'invalid_notify_url'],
+  errors: ['a2a_task_not_found', 'invalid_notify_url', 'a2a_push_auth_unsupported'],
   tool: false,
   run: (ctx, caller, { params, body }) =>
     ctx.a2a.setPushConfig(signer(caller), { ...body, taskId: params.taskId }),

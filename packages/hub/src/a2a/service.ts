@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto'
+import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import { BatonError, canonicalJson } from '@baton/protocol'
 import type { z } from 'zod'
 import type { Clock } from '../clock.js'
@@ -117,20 +117,18 @@ export class A2aService {
     )
     const expected = params.configuration?.ifGenerationMatch ?? update.ifGenerationMatch
     const hash = requestHash({ ...params, configuration: undefined, expected })
+    const push = params.configuration?.taskPushNotificationConfig
+    if (push) checkPushConfig(push, this.deps.allowLoopbackNotify)
+    // A repeat, a reused messageId and an unknown addressee are answered before a carried offer
+    // is witnessed, so none of them leaves a hop behind.
+    const first = await this.priorSend(this.deps.database.db, principal, message.messageId, hash)
+    if (first) return first
+    if (message.taskId === undefined) await this.addressee(this.deps.database.db, params.tenant)
     const witnessed = await this.witness(principal, params)
     const run = () =>
       this.deps.batcher.run(async (tx) => {
-        const prior = await store.findSend(tx.db, principal, message.messageId)
-        if (prior) {
-          if (prior.request_hash !== hash) {
-            throw new BatonError(
-              'idempotency_conflict',
-              'This messageId was already sent with a different request',
-              { field: 'message.messageId', taskId: prior.task_id },
-            )
-          }
-          return { task: JSON.parse(prior.answer) as TaskView, repeated: true }
-        }
+        const prior = await this.priorSend(tx.db, principal, message.messageId, hash)
+        if (prior) return prior
         const now = this.deps.clock.now()
         await consumeDailyQuota(tx.db, {
           scope: A2A_SEND_QUOTA_SCOPE,
@@ -140,8 +138,8 @@ export class A2aService {
         })
         const row =
           message.taskId === undefined
-            ? await this.create(tx, principal, params, now, witnessed)
-            : await this.continueTask(tx, principal, params, update, expected, now, witnessed)
+            ? await this.create(tx, principal, params, now, witnessed, push)
+            : await this.continueTask(tx, principal, params, update, expected, now, witnessed, push)
         const view = await this.view(tx.db, row, params.configuration?.historyLength)
         await store.insertSend(tx.db, {
           principal,
@@ -154,9 +152,6 @@ export class A2aService {
         return { task: view, repeated: false }
       })
     const result = await this.retryingRace(run)
-    const config = params.configuration?.taskPushNotificationConfig
-    if (config && !result.repeated)
-      await this.setPushConfig(principal, { ...config, taskId: result.task.id })
     // A2A 1.0: a send waits for a terminal or interrupted state unless returnImmediately; only
     // the owner's sends wait, since the agent's own sends are that answer. A repeat answers the
     // task as the first send committed it, at once.
@@ -286,13 +281,32 @@ export class A2aService {
   /** `CreateTaskPushNotificationConfig`: a party to a task sets a webhook for its changes. */
   async setPushConfig(principal: string, input: unknown): Promise<PushConfigView> {
     const params = parseInput(PushConfigInput, input, 'params')
-    if (params.taskId === undefined) {
+    const taskId = params.taskId
+    if (taskId === undefined) {
       throw new BatonError('invalid_request', 'taskId names the task of the config', {
         field: 'taskId',
       })
     }
-    checkNotifyUrl(params.url, this.deps.allowLoopbackNotify)
-    const taskId = params.taskId
+    checkPushConfig(params, this.deps.allowLoopbackNotify)
+    const row = await this.deps.batcher.run(async (tx) => {
+      await this.visible(tx.db, principal, taskId)
+      return this.putPushConfig(tx, principal, taskId, params)
+    })
+    return toPushView(row)
+  }
+
+  /**
+   * Writes a push config checked by {@link checkPushConfig} in the caller's transaction, for a
+   * task the caller can see. Both ways to set one come here: `CreateTaskPushNotificationConfig`,
+   * and a config in `SendMessage`'s configuration, written in the send's transaction before its
+   * events, so the task's creation (or the message that set it) is pushed to it too.
+   */
+  private async putPushConfig(
+    tx: Tx,
+    principal: string,
+    taskId: string,
+    params: z.output<typeof PushConfigInput>,
+  ): Promise<A2aPushConfigRow> {
     const row: A2aPushConfigRow = {
       task_id: taskId,
       id: params.id || randomUUID(),
@@ -301,11 +315,22 @@ export class A2aService {
       token: params.token || null,
       created_at: this.deps.clock.now(),
     }
-    await this.deps.batcher.run(async (tx) => {
-      await this.visible(tx.db, principal, taskId)
-      await store.putPushConfig(tx.db, row)
-    })
-    return toPushView(row)
+    await store.putPushConfig(tx.db, row)
+    return row
+  }
+
+  /**
+   * The headers a delivery of an A2A push notification carries beside the hub's signature: the
+   * token of the config it was queued for (A2A 1.0 `TaskPushNotificationConfig.token`), in the
+   * header the official SDKs send and read. Answers undefined for other signals, and for a
+   * config deleted since or set without a token.
+   */
+  async notificationHeaders(row: NotifyOutboxRow): Promise<Record<string, string> | undefined> {
+    const tag = row.event_id.startsWith(EVENT_PREFIX) ? row.event_id.split('.')[1] : undefined
+    if (tag === undefined) return undefined
+    const configs = await store.pushConfigsOf(this.deps.database.db, row.handoff_id)
+    const config = configs.find((c) => c.url === row.url && configTag(c) === tag)
+    return config?.token ? { [NOTIFICATION_TOKEN_HEADER]: config.token } : undefined
   }
 
   async getPushConfig(principal: string, input: unknown): Promise<PushConfigView> {
@@ -334,6 +359,47 @@ export class A2aService {
       }
     })
     return {}
+  }
+
+  /**
+   * The first answer of a `messageId` the principal sent before with the same request, or
+   * undefined when it is new; the same id with another request is `idempotency_conflict`.
+   */
+  private async priorSend(
+    db: Tx['db'],
+    principal: string,
+    messageId: string,
+    hash: string,
+  ): Promise<SendResult | undefined> {
+    const prior = await store.findSend(db, principal, messageId)
+    if (!prior) return undefined
+    if (prior.request_hash !== hash) {
+      throw new BatonError(
+        'idempotency_conflict',
+        'This messageId was already sent with a different request',
+        { field: 'message.messageId', taskId: prior.task_id },
+      )
+    }
+    return { task: JSON.parse(prior.answer) as TaskView, repeated: true }
+  }
+
+  /** The agent a new task is addressed to: an approved principal named by `tenant`. */
+  private async addressee(db: Tx['db'], tenant: string | undefined): Promise<string> {
+    if (!tenant) {
+      throw new BatonError(
+        'invalid_request',
+        'tenant names the agent a new task is addressed to (an admitted principal)',
+        { field: 'tenant' },
+      )
+    }
+    const addressee = await findPrincipal(db, tenant)
+    if (addressee?.state !== 'approved') {
+      // Pending, rejected and suspended keys answer like unknown ones: no probing of admission.
+      throw new BatonError('recipient_unknown', 'No admitted agent has this principal', {
+        field: 'tenant',
+      })
+    }
+    return tenant
   }
 
   /**
@@ -368,22 +434,9 @@ export class A2aService {
     params: SendMessageParams,
     now: number,
     witnessed: unknown,
+    push: z.output<typeof PushConfigInput> | undefined,
   ): Promise<A2aTaskRow> {
-    const agent = params.tenant
-    if (!agent) {
-      throw new BatonError(
-        'invalid_request',
-        'tenant names the agent a new task is addressed to (an admitted principal)',
-        { field: 'tenant' },
-      )
-    }
-    const addressee = await findPrincipal(tx.db, agent)
-    if (addressee?.state !== 'approved') {
-      // Pending, rejected and suspended keys answer like unknown ones: no probing of admission.
-      throw new BatonError('recipient_unknown', 'No admitted agent has this principal', {
-        field: 'tenant',
-      })
-    }
+    const agent = await this.addressee(tx.db, params.tenant)
     if (params.message.role !== 'ROLE_USER') {
       throw new BatonError('invalid_request', 'A new task starts with a ROLE_USER message', {
         field: 'message.role',
@@ -408,6 +461,7 @@ export class A2aService {
       updated_at: now,
     }
     await store.insertTask(tx.db, row)
+    if (push) await this.putPushConfig(tx, owner, id, push)
     const body = { message, status, ...(witnessed === undefined ? {} : { witnessed }) }
     const events: A2aEventRow[] = [
       {
@@ -432,6 +486,7 @@ export class A2aService {
     expected: number | undefined,
     now: number,
     witnessed: unknown,
+    push: z.output<typeof PushConfigInput> | undefined,
   ): Promise<A2aTaskRow> {
     const row = await this.visible(tx.db, principal, params.message.taskId!, true)
     if (expected !== undefined && row.generation !== expected) throw mismatch(row.generation)
@@ -478,6 +533,7 @@ export class A2aService {
     } else {
       changes.push({ kind: 'message', message, ...seen })
     }
+    if (push) await this.putPushConfig(tx, principal, row.id, push)
     return this.append(tx, row, principal, changes, now)
   }
 
@@ -529,7 +585,7 @@ export class A2aService {
     for (const config of configs) {
       for (const e of events) {
         signals.push({
-          event_id: newEventId(),
+          event_id: `${newEventId()}.${configTag(config)}`,
           url: config.url,
           handoff_id: row.id,
           version: e.generation,
@@ -659,6 +715,43 @@ export class A2aService {
       if (found !== undefined || page.length < 16) return found
       at = page.at(-1)!.generation
     }
+  }
+}
+
+/**
+ * The header a push notification carries its config's token in: the one the official A2A SDKs
+ * (JavaScript and Python) send and read; A2A 1.0 leaves its name to implementations.
+ */
+export const NOTIFICATION_TOKEN_HEADER = 'x-a2a-notification-token'
+
+/** How every outbox event id starts; an A2A one ends with its config's tag after a dot. */
+const EVENT_PREFIX = 'evt_'
+
+/**
+ * Names a push config in the outbox event ids queued for it, so a delivery finds the config's
+ * token without a column of its own: a digest of its owner and id, unique per task and URL.
+ */
+function configTag(config: A2aPushConfigRow): string {
+  return createHash('sha256')
+    .update(`${config.owner}\n${config.id}`)
+    .digest('base64url')
+    .slice(0, 22)
+}
+
+/**
+ * Checks a push config before anything is written: its URL as a handoff's `notify_url` is
+ * checked, and no `authentication` the hub cannot honour. The hub authenticates every
+ * notification itself, with its signature and the config's token, so any scheme asked for
+ * (Bearer, Basic, …) would be stored and never sent; it is refused instead.
+ */
+function checkPushConfig(config: z.output<typeof PushConfigInput>, allowLoopback: boolean): void {
+  checkNotifyUrl(config.url, allowLoopback)
+  if (config.authentication !== undefined && config.authentication !== null) {
+    throw new BatonError(
+      'a2a_push_auth_unsupported',
+      'The hub sends no push notification authentication but its signature and the token',
+      { field: 'authentication' },
+    )
   }
 }
 

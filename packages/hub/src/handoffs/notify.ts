@@ -98,6 +98,8 @@ export async function postSignal(
     signer?: HubSigner | undefined
     now?: number
     resolve?: (host: string) => Promise<CheckedAddress[]>
+    /** Headers a feature sends with its own signals, beside the signature (which they cannot replace). */
+    headers?: Record<string, string> | undefined
   },
 ): Promise<DeliveryOutcome> {
   const url = new URL(target)
@@ -106,6 +108,7 @@ export async function postSignal(
   if (address === undefined) return 'refused-address'
   const bytes = Buffer.from(body, 'utf8')
   const headers: Record<string, string> = {
+    ...opts.headers,
     'content-type': 'application/json',
     'content-digest': createContentDigest(bytes, nodeDigest),
   }
@@ -188,6 +191,9 @@ export class Notifier {
   private running: Promise<void> | undefined
   private again = false
   private stopped = true
+  private readonly headerSources: ((
+    row: NotifyOutboxRow,
+  ) => Promise<Record<string, string> | undefined>)[] = []
 
   constructor(
     private readonly database: Database,
@@ -202,6 +208,14 @@ export class Notifier {
     this.timer = setInterval(() => this.kick(), this.opts.pollIntervalMs)
     this.timer.unref()
     this.kick()
+  }
+
+  /**
+   * Adds headers to the deliveries of a feature's own signals (A2A's notification token), read
+   * as each is sent; a source answers undefined for signals that are not its own.
+   */
+  addHeaders(source: (row: NotifyOutboxRow) => Promise<Record<string, string> | undefined>): void {
+    this.headerSources.push(source)
   }
 
   /** Looks for due signals now (after a move commits, or on the poll). */
@@ -295,19 +309,30 @@ export class Notifier {
     return Math.max(1, Math.round(ceiling * random()))
   }
 
+  private async extraHeaders(row: NotifyOutboxRow): Promise<Record<string, string> | undefined> {
+    if (this.headerSources.length === 0) return undefined
+    const all = await Promise.all(this.headerSources.map((source) => source(row)))
+    return Object.assign({}, ...all)
+  }
+
   /** Longer than any one attempt can take, so a live attempt never loses its lease. */
   private get leaseMs(): number {
     return 3 * this.opts.timeoutMs + 30_000
   }
 
   private async deliverOne(row: NotifyOutboxRow): Promise<void> {
-    const outcome = await postSignal(row.url, row.body, {
-      allowLoopback: this.opts.allowLoopback,
-      timeoutMs: this.opts.timeoutMs,
-      signer: this.signer,
-      now: this.clock.now(),
-      ...(this.opts.resolve ? { resolve: this.opts.resolve } : {}),
-    }).catch(() => 'failed' as const)
+    const outcome = await this.extraHeaders(row)
+      .then((headers) =>
+        postSignal(row.url, row.body, {
+          allowLoopback: this.opts.allowLoopback,
+          timeoutMs: this.opts.timeoutMs,
+          signer: this.signer,
+          now: this.clock.now(),
+          headers,
+          ...(this.opts.resolve ? { resolve: this.opts.resolve } : {}),
+        }),
+      )
+      .catch(() => 'failed' as const)
     this.opts.onOutcome?.(outcome)
     const now = this.clock.now()
     const attempts = row.attempts + 1
