@@ -48,6 +48,8 @@ const textOf = (parts: { content?: { $case: string; value: unknown } }[] | undef
 const relay = (meta: { [k: string]: unknown } | undefined) =>
   meta?.[RELAY_EXTENSION_URI] as Record<string, unknown> & { handoff?: Record<string, unknown> }
 
+const generationOf = (task: Task) => relay(task.metadata)?.generation as number
+
 function taskOf(result: unknown): Task {
   assert.ok(result && typeof result === 'object' && 'status' in result, 'a task')
   return result as Task
@@ -152,6 +154,81 @@ for (const store of testStores) {
       assert.equal(data.code, 'hop_refused')
       assert.equal(data.reason, 'wrong-audience')
       assert.equal((await hub.ctx.a2a.list(coder.principal, {})).totalSize, before)
+    })
+
+    test('a reused messageId is refused before its carried offer is witnessed', async () => {
+      const toCoder = await hubClient(hub, planner, coder.principal)
+      await toCoder.sendMessage(
+        request({
+          message: { messageId: 'ctx-reused', role: 'ROLE_USER', parts: [{ text: 'first' }] },
+          configuration: { returnImmediately: true },
+        }),
+      )
+      const signed = signOffer({
+        signer: await hopSigner(planner.identity),
+        aud: coder.principal,
+        dialog: 'a2a-dialog-reused',
+      })
+      const message = withA2AHandoff(
+        { messageId: 'ctx-reused', role: 'ROLE_USER', parts: [{ text: 'other' }] },
+        toHandoff(signed),
+      )
+      let data: Record<string, unknown> = {}
+      try {
+        await toCoder.sendMessage(request({ message, configuration: { returnImmediately: true } }))
+        assert.fail('the reused messageId was accepted')
+      } catch (error) {
+        data = (error as { data?: Record<string, unknown> }).data ?? {}
+      }
+      assert.equal(data.code, 'idempotency_conflict')
+      await assert.rejects(hub.ctx.hops.read(planner.principal, signed.digest), {
+        code: 'hop_not_found',
+      })
+    })
+
+    test('a send refused after its offer was witnessed leaves a hop a resend answers as a retransmission', async () => {
+      const toCoder = await hubClient(hub, planner, coder.principal)
+      const task = taskOf(
+        await toCoder.sendMessage(
+          request({
+            message: { messageId: 'ctx-late-0', role: 'ROLE_USER', parts: [{ text: 'start' }] },
+            configuration: { returnImmediately: true },
+          }),
+        ),
+      )
+      const signed = signOffer({
+        signer: await hopSigner(planner.identity),
+        aud: coder.principal,
+        dialog: 'a2a-dialog-late',
+      })
+      const carrying = (messageId: string, generation: number) =>
+        request({
+          message: withA2AHandoff(
+            { messageId, role: 'ROLE_USER', parts: [{ text: 'take this' }], taskId: task.id },
+            toHandoff(signed),
+          ),
+          configuration: { returnImmediately: true },
+          metadata: { [RELAY_EXTENSION_URI]: { ifGenerationMatch: generation } },
+        })
+      // the offer passes the seven checks, then the send is refused: the task is at generation 1
+      let data: Record<string, unknown> = {}
+      try {
+        await toCoder.sendMessage(carrying('ctx-late-1', 7))
+        assert.fail('the stale generation was accepted')
+      } catch (error) {
+        data = (error as { data?: Record<string, unknown> }).data ?? {}
+      }
+      assert.equal(data.code, 'a2a_generation_mismatch')
+      assert.equal((await hub.ctx.hops.read(planner.principal, signed.digest)).state, 'offered')
+      // resent as it should have been: the hop is answered as a retransmission, not refused
+      const sent = taskOf(await toCoder.sendMessage(carrying('ctx-late-2', 1)))
+      assert.equal(generationOf(sent), 2)
+      const witnessed = relay(sent.metadata)?.handoff as
+        | { hop: { digest: string; state: string }; retransmission: boolean }
+        | undefined
+      assert.equal(witnessed?.hop.digest, signed.digest)
+      assert.equal(witnessed?.retransmission, true)
+      assert.equal((await hub.ctx.hops.read(planner.principal, signed.digest)).state, 'offered')
     })
 
     test('an agent built with the SDK server delegates through the hub and answers with the result', async () => {
