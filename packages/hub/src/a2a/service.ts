@@ -196,9 +196,9 @@ export class A2aService {
     const rows = await store.listTasks(db, { ...filter, before, limit: limit + 1 })
     const page = rows.slice(0, limit)
     const artifacts = params.includeArtifacts === true
-    const tasks = await Promise.all(
-      page.map((r) => this.view(db, r, params.historyLength, artifacts)),
-    )
+    // One task at a time: a page of 100 never queues hundreds of reads on the pool at once.
+    const tasks: TaskView[] = []
+    for (const r of page) tasks.push(await this.view(db, r, params.historyLength, artifacts))
     const last = page.at(-1)
     return {
       tasks,
