@@ -2,7 +2,8 @@
 // bare `node` with no loader: the hub is the built one (packages/hub/dist, what `baton serve`
 // runs) and the bare fastify wait server runs the same way, so neither pays for a loader the
 // other does not. Started by the bench as `node bench/waits-server.mjs <bare|hub> <store>`; it
-// reports its port over IPC, then answers `waiting`, `memory` and `stop`.
+// reports its port over IPC, then answers `waiting`, `memory`, `snapshot` (a heap snapshot, to see
+// what a wait holds) and `stop`.
 import { randomBytes } from 'node:crypto'
 import { mkdtemp, rm } from 'node:fs/promises'
 import os from 'node:os'
@@ -52,7 +53,8 @@ async function serveBare() {
 
 /** The built hub, configured as a bench hub, on SQLite or on a fresh PostgreSQL database. */
 async function serveHub(store) {
-  const { loadConfig, startHub } = await import('@baton/hub')
+  // BENCH_WAITS_HUB: the entry of another build to measure beside this one (the bench's `other`).
+  const { loadConfig, startHub } = await import(env.BENCH_WAITS_HUB || '@baton/hub')
   const dir = await mkdtemp(path.join(os.tmpdir(), 'baton-bench-waits-'))
   let dropDb
   let url

@@ -16,7 +16,8 @@ import { pathToFileURL } from 'node:url'
 import { median, printResults, printTable, type Result } from './lib.js'
 
 type Store = 'sqlite' | 'postgres'
-type Kind = 'bare' | 'hub'
+/** `other`: a second built hub (`BENCH_WAITS_OTHER_HUB`), e.g. one built from a parent commit. */
+type Kind = 'bare' | 'hub' | 'other'
 
 const env = process.env
 const intEnv = (name: string, fallback: number) => (env[name] ? Number(env[name]) : fallback)
@@ -24,6 +25,8 @@ const WAITERS = intEnv('BENCH_WAITERS', 10_000)
 const SPREAD = intEnv('BENCH_WAIT_TOPICS', 100)
 const ROUNDS = intEnv('BENCH_ROUNDS', 5)
 const SETTLE_MS = intEnv('BENCH_WAITS_SETTLE_MS', 10_000)
+const OTHER_HUB = env.BENCH_WAITS_OTHER_HUB
+const KINDS: readonly Kind[] = OTHER_HUB ? ['bare', 'hub', 'other'] : ['bare', 'hub']
 const WAIT_SECONDS = 600
 /** Connections opened at once, within the listen backlog. */
 const OPEN_BATCH = 250
@@ -53,13 +56,18 @@ interface Child {
 async function startChild(kind: Kind, store: Store): Promise<Child> {
   // Each child holds one socket per waiter; its soft descriptor limit is raised to the hard one.
   // Plain node, no loader and no source condition: the built hub, as a user runs it.
-  const args = [server, kind, store]
+  const args = [server, kind === 'other' ? 'hub' : kind, store]
   const child: ChildProcess = spawn(
     '/bin/sh',
     ['-c', 'ulimit -n "$(ulimit -Hn)"; exec "$0" "$@"', process.execPath, ...args],
     {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      env: { ...env, BENCH_WAITERS: String(WAITERS), BENCH_WAIT_SECONDS: String(WAIT_SECONDS) },
+      env: {
+        ...env,
+        BENCH_WAITERS: String(WAITERS),
+        BENCH_WAIT_SECONDS: String(WAIT_SECONDS),
+        ...(kind === 'other' && OTHER_HUB ? { BENCH_WAITS_HUB: OTHER_HUB } : {}),
+      },
     },
   )
   const ready = await new Promise<Ready>((resolve, reject) => {
@@ -281,7 +289,7 @@ export async function run(): Promise<Result[]> {
     const loads: number[] = []
     for (let round = 1; round <= ROUNDS; round++) {
       for (const shape of shapes) {
-        for (const kind of ['bare', 'hub'] as const) {
+        for (const kind of KINDS) {
           const p = await pass(kind, store, shape.topics)
           const key = `${kind}|${shape.label}`
           samples.set(key, [...(samples.get(key) ?? []), p])
@@ -325,7 +333,7 @@ export async function run(): Promise<Result[]> {
           bareAfter: Math.round(of('bare', 'afterRss')),
         },
       })
-      for (const kind of ['bare', 'hub'] as const) {
+      for (const kind of KINDS) {
         rows.push({
           store,
           shape: shape.label,
