@@ -1,22 +1,23 @@
 // 10,000 long-poll waiters woken by one move, (a) all on one handoff and (b) spread over 100
 // handoffs, beside a bare fastify wait server (a route that parks each request until an in-memory
 // move and then answers a small JSON) driven by the same raw-socket client. Each pass runs its
-// server in a fresh child process, so the hub's resident memory with every wait open, at its peak
-// while they are answered and some seconds after is its own (read from /proc). Rounds interleave
-// the servers; figures are medians. Run alone: node --conditions=source --import tsx bench/waits.ts
-import { type ChildProcess, execSync, spawn } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
+// server in a fresh child process (waits-server.mjs under plain node: the built hub, as a user runs
+// it, and the bare server the same way), so the hub's resident memory before the first wait, with
+// every wait open, at its peak while they are answered and some seconds after is its own (read
+// from /proc). Rounds interleave the servers; figures are medians. The packages are built first.
+// Run alone: node --conditions=source --import tsx bench/waits.ts
+import { type ChildProcess, execSync, spawn, spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
-import { mkdtemp, rm } from 'node:fs/promises'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
-import { fileURLToPath, pathToFileURL } from 'node:url'
+import { pathToFileURL } from 'node:url'
 import { median, printResults, printTable, type Result } from './lib.js'
 
 type Store = 'sqlite' | 'postgres'
-type Kind = 'bare' | 'hub'
+/** `other`: a second built hub (`BENCH_WAITS_OTHER_HUB`), e.g. one built from a parent commit. */
+type Kind = 'bare' | 'hub' | 'other'
 
 const env = process.env
 const intEnv = (name: string, fallback: number) => (env[name] ? Number(env[name]) : fallback)
@@ -24,121 +25,21 @@ const WAITERS = intEnv('BENCH_WAITERS', 10_000)
 const SPREAD = intEnv('BENCH_WAIT_TOPICS', 100)
 const ROUNDS = intEnv('BENCH_ROUNDS', 5)
 const SETTLE_MS = intEnv('BENCH_WAITS_SETTLE_MS', 10_000)
+const OTHER_HUB = env.BENCH_WAITS_OTHER_HUB
+const KINDS: readonly Kind[] = OTHER_HUB ? ['bare', 'hub', 'other'] : ['bare', 'hub']
 const WAIT_SECONDS = 600
 /** Connections opened at once, within the listen backlog. */
 const OPEN_BATCH = 250
 const log = (msg: string) => process.stderr.write(`[waits] ${msg}\n`)
-const self = fileURLToPath(import.meta.url)
+const root = path.resolve(import.meta.dirname, '..')
+const server = path.join(import.meta.dirname, 'waits-server.mjs')
 
-// ---- the servers (child processes) ---------------------------------------------------------
+// ---- the servers (child processes, in waits-server.mjs) ---------------------------------
 
 interface Ready {
   port: number
 }
-type Command = { cmd: 'waiting' } | { cmd: 'stop' }
-
-/** The bare wait server: parked replies per topic, answered by `POST /move/:topic`. */
-async function serveBare(): Promise<Ready & { waiting: () => number; stop: () => Promise<void> }> {
-  const { default: Fastify } = await import('fastify')
-  const app = Fastify({ logger: false })
-  const parked = new Map<string, Set<{ send: (body: unknown) => unknown }>>()
-  const versions = new Map<string, number>()
-  let waiting = 0
-  app.get<{ Params: { topic: string } }>('/wait/:topic', (req, reply) => {
-    const { topic } = req.params
-    let set = parked.get(topic)
-    if (!set) {
-      set = new Set()
-      parked.set(topic, set)
-    }
-    const entry = { send: (body: unknown) => reply.send(body) }
-    set.add(entry)
-    waiting++
-    reply.raw.once('close', () => {
-      if (set.delete(entry)) waiting--
-    })
-  })
-  app.post<{ Params: { topic: string } }>('/move/:topic', async (req) => {
-    const { topic } = req.params
-    const version = (versions.get(topic) ?? 1) + 1
-    versions.set(topic, version)
-    const set = parked.get(topic)
-    parked.delete(topic)
-    for (const entry of set ?? []) {
-      waiting--
-      entry.send({ topic, version, changed: true })
-    }
-    return { topic, version }
-  })
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  const address = app.server.address() as net.AddressInfo
-  return { port: address.port, waiting: () => waiting, stop: () => app.close() }
-}
-
-async function serveHub(
-  store: Store,
-): Promise<Ready & { waiting: () => number; stop: () => Promise<void> }> {
-  const { loadConfig, startHub } = await import('@baton/hub')
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'baton-bench-waits-'))
-  let dropDb: (() => Promise<void>) | undefined
-  let url: string | undefined
-  if (store === 'postgres') {
-    const base = env.BENCH_PG_URL ?? env.DATABASE_URL
-    if (!base) throw new Error('postgres needs BENCH_PG_URL or DATABASE_URL')
-    const { default: pg } = await import('pg')
-    const name = `bench_waits_${randomBytes(6).toString('hex')}`
-    const admin = new pg.Client({ connectionString: base })
-    await admin.connect()
-    await admin.query(`create database ${name}`)
-    await admin.end()
-    const u = new URL(base)
-    u.pathname = `/${name}`
-    url = u.toString()
-    dropDb = async () => {
-      const c = new pg.Client({ connectionString: base })
-      await c.connect()
-      await c.query(`drop database if exists ${name} with (force)`)
-      await c.end()
-    }
-  }
-  const hub = await startHub(
-    loadConfig({
-      BATON_HOST: '127.0.0.1',
-      BATON_PORT: '0',
-      BATON_DATA_DIR: path.join(dir, 'hub'),
-      BATON_LOG_LEVEL: 'silent',
-      BATON_HANDOFF_DAILY_QUOTA: '1000000000',
-      BATON_WAIT_MAX_PER_TOPIC: String(WAITERS),
-      BATON_WAIT_MAX_PER_ADDRESS: String(WAITERS + 100),
-      BATON_MAX_CONNECTIONS_PER_ADDRESS: '0',
-      // Opening 10,000 waits takes a while on a loaded machine; none may time out before the move.
-      BATON_HANDOFF_MAX_WAIT_SECONDS: String(WAIT_SECONDS),
-      // The embedded compute runtime is not what this measures (and its workers cost memory).
-      BATON_COMPUTE_EMBEDDED: 'false',
-      ...(url
-        ? { DATABASE_URL: url, BATON_HUB_KEY_SECRET: 'the hub key secret of bench hubs' }
-        : {}),
-    }),
-  )
-  return {
-    port: Number(new URL(hub.url).port),
-    waiting: () => hub.ctx.waits.waiting,
-    stop: async () => {
-      await hub.stop()
-      await dropDb?.()
-      await rm(dir, { recursive: true, force: true })
-    },
-  }
-}
-
-async function serveChild(kind: Kind, store: Store): Promise<void> {
-  const server = kind === 'bare' ? await serveBare() : await serveHub(store)
-  process.on('message', (msg: Command) => {
-    if (msg.cmd === 'waiting') process.send?.({ waiting: server.waiting() })
-    else if (msg.cmd === 'stop') void server.stop().then(() => process.exit(0))
-  })
-  process.send?.({ port: server.port } satisfies Ready)
-}
+type Command = { cmd: 'waiting' } | { cmd: 'memory' } | { cmd: 'stop' }
 
 // ---- the parent: client, passes, figures ---------------------------------------------------
 
@@ -147,16 +48,27 @@ interface Child {
   port: number
   pid: number
   waiting(): Promise<number>
+  /** The child's V8 heap in use and its memory outside the heap (buffers), in MiB. */
+  memory(): Promise<{ heap: number; external: number }>
   stop(): Promise<void>
 }
 
 async function startChild(kind: Kind, store: Store): Promise<Child> {
   // Each child holds one socket per waiter; its soft descriptor limit is raised to the hard one.
-  const args = ['--conditions=source', '--import', 'tsx', self, '--serve', kind, store]
+  // Plain node, no loader and no source condition: the built hub, as a user runs it.
+  const args = [server, kind === 'other' ? 'hub' : kind, store]
   const child: ChildProcess = spawn(
     '/bin/sh',
     ['-c', 'ulimit -n "$(ulimit -Hn)"; exec "$0" "$@"', process.execPath, ...args],
-    { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
+    {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      env: {
+        ...env,
+        BENCH_WAITERS: String(WAITERS),
+        BENCH_WAIT_SECONDS: String(WAIT_SECONDS),
+        ...(kind === 'other' && OTHER_HUB ? { BENCH_WAITS_HUB: OTHER_HUB } : {}),
+      },
+    },
   )
   const ready = await new Promise<Ready>((resolve, reject) => {
     child.once('message', (m) => resolve(m as Ready))
@@ -171,6 +83,10 @@ async function startChild(kind: Kind, store: Store): Promise<Child> {
     port: ready.port,
     pid: child.pid!,
     waiting: async () => (await ask<{ waiting: number }>({ cmd: 'waiting' })).waiting,
+    memory: async () => {
+      const m = await ask<{ heapUsed: number; external: number }>({ cmd: 'memory' })
+      return { heap: m.heapUsed / 2 ** 20, external: m.external / 2 ** 20 }
+    },
     stop: () =>
       new Promise<void>((resolve) => {
         child.removeAllListeners('exit')
@@ -238,7 +154,11 @@ interface Pass {
   /** From the first connection to the last wait parked. */
   openMs: number
   wakeMs: number
+  /** Before the first wait, once the server is ready (and the bench's handoffs are made). */
+  startRss: number
   openRss: number
+  /** The child's V8 heap in use with every wait open. */
+  openHeap: number
   peakRss: number
   afterRss: number
 }
@@ -280,6 +200,7 @@ async function pass(kind: Kind, store: Store, topics: number): Promise<Pass> {
         })
       }
     }
+    const startRss = memoryOf(child.pid).rss
     const opening = performance.now()
     const waiters: Waiter[] = []
     let early: { status: number; body: string } | undefined
@@ -307,6 +228,7 @@ async function pass(kind: Kind, store: Store, topics: number): Promise<Pass> {
     }
     const openMs = performance.now() - opening
     const openRss = memoryOf(child.pid).rss
+    const openHeap = (await child.memory()).heap
     let sampled = openRss
     const sampler = setInterval(() => {
       sampled = Math.max(sampled, memoryOf(child.pid).rss)
@@ -327,7 +249,7 @@ async function pass(kind: Kind, store: Store, topics: number): Promise<Pass> {
     for (const w of waiters) w.socket.destroy()
     await new Promise((r) => setTimeout(r, SETTLE_MS))
     const afterRss = memoryOf(child.pid).rss
-    return { openMs, wakeMs, openRss, peakRss, afterRss }
+    return { openMs, wakeMs, startRss, openRss, openHeap, peakRss, afterRss }
   } finally {
     await child.stop()
   }
@@ -342,8 +264,17 @@ function checkDescriptors(): void {
   }
 }
 
+/** Builds the packages (incremental), so the children run the hub as the sources are now. */
+function build(): void {
+  const built = spawnSync(process.execPath, [path.join(root, 'scripts/build.mjs')], {
+    stdio: 'inherit',
+  })
+  if (built.status !== 0) throw new Error(`the build failed (${built.status})`)
+}
+
 export async function run(): Promise<Result[]> {
   checkDescriptors()
+  build()
   const stores = (env.BENCH_STORES?.split(',') as Store[] | undefined) ?? ['sqlite']
   const results: Result[] = []
   for (const store of stores) {
@@ -358,12 +289,12 @@ export async function run(): Promise<Result[]> {
     const loads: number[] = []
     for (let round = 1; round <= ROUNDS; round++) {
       for (const shape of shapes) {
-        for (const kind of ['bare', 'hub'] as const) {
+        for (const kind of KINDS) {
           const p = await pass(kind, store, shape.topics)
           const key = `${kind}|${shape.label}`
           samples.set(key, [...(samples.get(key) ?? []), p])
           log(
-            `${store} round ${round} ${shape.label} ${kind}: open ${p.openMs.toFixed(0)} ms, wake ${p.wakeMs.toFixed(0)} ms, rss open ${p.openRss.toFixed(0)} peak ${p.peakRss.toFixed(0)} after ${p.afterRss.toFixed(0)} MiB`,
+            `${store} round ${round} ${shape.label} ${kind}: open ${p.openMs.toFixed(0)} ms, wake ${p.wakeMs.toFixed(0)} ms, rss start ${p.startRss.toFixed(0)} open ${p.openRss.toFixed(0)} (heap ${p.openHeap.toFixed(0)}) peak ${p.peakRss.toFixed(0)} after ${p.afterRss.toFixed(0)} MiB`,
           )
         }
       }
@@ -391,21 +322,27 @@ export async function run(): Promise<Result[]> {
         ratio: of('hub', 'peakRss') / of('bare', 'peakRss'),
         unit: 'MiB',
         detail: {
+          start: Math.round(of('hub', 'startRss')),
           open: Math.round(of('hub', 'openRss')),
+          heapOpen: Math.round(of('hub', 'openHeap')),
           peak: Math.round(of('hub', 'peakRss')),
           after: Math.round(of('hub', 'afterRss')),
+          bareStart: Math.round(of('bare', 'startRss')),
           bareOpen: Math.round(of('bare', 'openRss')),
+          bareHeapOpen: Math.round(of('bare', 'openHeap')),
           bareAfter: Math.round(of('bare', 'afterRss')),
         },
       })
-      for (const kind of ['bare', 'hub'] as const) {
+      for (const kind of KINDS) {
         rows.push({
           store,
           shape: shape.label,
           server: kind,
           'open ms': Math.round(of(kind, 'openMs')),
           'wake ms': Math.round(of(kind, 'wakeMs')),
+          'rss start': Math.round(of(kind, 'startRss')),
           'rss open': Math.round(of(kind, 'openRss')),
+          'heap open': Math.round(of(kind, 'openHeap')),
           'rss peak': Math.round(of(kind, 'peakRss')),
           [`rss +${SETTLE_MS / 1000}s`]: Math.round(of(kind, 'afterRss')),
         })
@@ -419,8 +356,6 @@ export async function run(): Promise<Result[]> {
   return results
 }
 
-if (process.argv[2] === '--serve') {
-  await serveChild(process.argv[3] as Kind, (process.argv[4] ?? 'sqlite') as Store)
-} else if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   printResults(await run())
 }

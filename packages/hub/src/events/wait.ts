@@ -66,8 +66,18 @@ const TICK_MS = 100
 // off every other request (a /healthz, a move) while their responses are written.
 const ANSWER_SLICE = 256
 
+// A waiter keeps what it needs of its spec, not the spec: the caller's spec object, its key and
+// its topics (new strings per request) would otherwise stay for as long as the wait is open.
 interface Waiter {
-  spec: AnySpec
+  data: unknown
+  view: AnySpec['view']
+  viewKey: string | undefined
+  ready: AnySpec['ready']
+  timeoutMs: AnySpec['timeoutMs']
+  /** The topic the per-topic cap counts: the group's copy of the string when it is the same. */
+  topic: string
+  address: string | undefined
+  signal: AbortSignal | undefined
   /** The first read generation that may answer it: one that started after it joined. */
   from: number
   hasFirst: boolean
@@ -84,6 +94,8 @@ interface Waiter {
 
 interface Group {
   key: string
+  /** The first topic of the waiter that opened the group. */
+  topic: string
   read: (data: unknown, previous: unknown) => Promise<unknown>
   data: unknown
   /** The last read's value, while the group is open. */
@@ -177,8 +189,16 @@ export class WaitRegistry {
       const anySpec = spec as unknown as AnySpec
       let group = this.groups.get(spec.key)
       if (!group) group = this.open(anySpec)
+      const topic = spec.topics[0]
       const waiter: Waiter = {
-        spec: anySpec,
+        data: anySpec.data,
+        view: anySpec.view,
+        viewKey: spec.viewKey,
+        ready: anySpec.ready,
+        timeoutMs: anySpec.timeoutMs,
+        topic: topic === group.topic ? group.topic : topic,
+        address,
+        signal: spec.signal,
         from: group.gen + 1,
         hasFirst: false,
         first: undefined,
@@ -206,6 +226,7 @@ export class WaitRegistry {
   private open(spec: AnySpec): Group {
     const group: Group = {
       key: spec.key,
+      topic: spec.topics[0],
       read: spec.read,
       data: spec.data,
       previous: undefined,
@@ -283,22 +304,21 @@ export class WaitRegistry {
       return
     }
     const value = view.value
-    const { spec } = w
     if (w.hasFirst) {
-      if (w.due || spec.ready(value, w.first, spec.data)) this.settle(group, w, value)
+      if (w.due || w.ready(value, w.first, w.data)) this.settle(group, w, value)
       return
     }
     w.first = value
     w.hasFirst = true
     if (!w.due) group.fresh.delete(w)
-    const ms = w.due ? 0 : spec.timeoutMs(value, spec.data)
-    if (ms <= 0 || spec.ready(value, value, spec.data)) {
+    const ms = w.due ? 0 : w.timeoutMs(value, w.data)
+    if (ms <= 0 || w.ready(value, value, w.data)) {
       this.settle(group, w, value)
       return
     }
     // Counted only once the first read let the caller in: a stranger's wait (a wrong token, an
     // id it may not see) is answered at once and never takes a slot from the topic's own callers.
-    const topic = w.spec.topics[0]
+    const { topic } = w
     const n = this.perTopic.get(topic) ?? 0
     if (n >= this.limits.maxPerTopic) {
       this.finish(group, w, tooMany('topic', this.limits.maxPerTopic))
@@ -311,7 +331,7 @@ export class WaitRegistry {
   }
 
   private viewOf(w: Waiter, shared: unknown, views: Map<string, View>): View {
-    const key = w.spec.viewKey
+    const key = w.viewKey
     if (key !== undefined) {
       const known = views.get(key)
       if (known) return known
@@ -319,7 +339,7 @@ export class WaitRegistry {
     let view: View
     this.views++
     try {
-      view = { ok: true, value: w.spec.view(shared, w.spec.data) }
+      view = { ok: true, value: w.view(shared, w.data) }
     } catch (error) {
       view = { ok: false, error }
     }
@@ -408,16 +428,16 @@ export class WaitRegistry {
     if (!group.waiters.delete(w)) return
     group.fresh.delete(w)
     this.disarm(w)
-    const { signal } = w.spec
+    const { signal } = w
     if (signal) {
       signal.removeEventListener('abort', this.onAbort)
       this.bySignal.delete(signal)
     }
     if (w.holdsTopicSlot) {
-      decrement(this.perTopic, w.spec.topics[0])
+      decrement(this.perTopic, w.topic)
       this.waiting--
     }
-    if (w.spec.address !== undefined) decrement(this.perAddress, w.spec.address)
+    if (w.address !== undefined) decrement(this.perAddress, w.address)
     if (group.waiters.size === 0 && !group.reading) this.close(group)
   }
 

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { BatonError } from '@baton/protocol'
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js'
+import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AppContext } from '../app.js'
 import { toBatonError } from '../http/errors.js'
@@ -13,8 +12,6 @@ import { localInvoke } from '../ops/local.js'
 import type { ExtraPath } from '../ops/openapi.js'
 import type { Auth } from '../ops/operation.js'
 import { assertAllowedHostAndOrigin, hostPolicy } from './rebinding.js'
-import { busWatch } from './resources.js'
-import { createMcpServer } from './server.js'
 import { SESSION_LIMITS, type SessionLimits, SessionTable } from './sessions.js'
 
 /** How /mcp appears in the OpenAPI document: a transport, not an operation. */
@@ -58,6 +55,14 @@ function jsonRpcError(reply: FastifyReply, status: number, code: number, message
     .send({ jsonrpc: '2.0', id: null, error: { code, message } })
 }
 
+let sdk: Promise<typeof import('./sdk.js')> | undefined
+// Loaded at the first MCP request: the SDK, its schemas and the tools built from every operation
+// are a good part of a fresh hub's memory, and a hub that is never asked over MCP never needs them.
+const loadMcp = () => {
+  sdk ??= import('./sdk.js')
+  return sdk
+}
+
 /** MCP transports (Streamable HTTP, Session Management): an unknown session is a 404. */
 function sessionNotFound(reply: FastifyReply) {
   return jsonRpcError(reply, 404, -32001, 'Session not found')
@@ -84,6 +89,7 @@ export function registerMcpRoute(
   const onRequest = async (req: FastifyRequest) => assertAllowedHostAndOrigin(policy, req)
 
   const stateless = async (req: FastifyRequest, reply: FastifyReply, principal?: Principal) => {
+    const { createMcpServer, StreamableHTTPServerTransport } = await loadMcp()
     const server = createMcpServer(
       {
         invoke: localInvoke(ctx, { ip: req.ip, principal }),
@@ -104,6 +110,7 @@ export function registerMcpRoute(
 
   const open = async (req: FastifyRequest, reply: FastifyReply, principal: Principal) => {
     const who = principal.principal
+    const { busWatch, createMcpServer, StreamableHTTPServerTransport } = await loadMcp()
     const server = createMcpServer(
       {
         invoke: localInvoke(ctx, { ip: req.ip, principal }),
@@ -165,6 +172,7 @@ export function registerMcpRoute(
       await session.transport.handleRequest(req.raw, reply.raw, req.body)
       return
     }
+    const { isInitializeRequest } = await loadMcp()
     if (principal && isInitializeRequest(req.body) && sessions.hasRoom()) {
       return open(req, reply, principal)
     }
