@@ -32,6 +32,18 @@ export async function admittedAmong(
   return new Set(rows.map((r) => r.principal))
 }
 
+/**
+ * How many of these distinct principals are admitted (approved), in one query: a single number
+ * costs a check less than a row per principal, and all of them admitted is the common answer.
+ */
+export async function countAdmitted(db: Kysely<Schema>, principals: string[]): Promise<number> {
+  if (principals.length === 0) return 0
+  const { rows } = await sql<{ n: number | string }>`
+    select count(*) as n from principals
+    where state = 'approved' and principal in (${sql.join(principals)})`.execute(db)
+  return Number(rows[0]?.n ?? 0)
+}
+
 export async function insertHop(db: Kysely<Schema>, row: HopRow): Promise<void> {
   await db.insertInto('hops').values(row).execute()
 }
