@@ -1,6 +1,6 @@
 import { DEFAULT_MAX_ELEMENT_OCTETS } from './constants.js'
 import { parseCoseElement } from './cose.js'
-import type { SignedElement } from './digest.js'
+import { handoffDigest, type SignedElement } from './digest.js'
 import type { ParsedElement } from './element.js'
 import { ContextError, type ReasonCode } from './errors.js'
 import { parseJwsElement } from './jws.js'
@@ -12,6 +12,8 @@ export interface OpenedElement<T> {
   readonly parsed: ParsedElement
   /** The validated members. */
   readonly claims: T
+  /** The element's handoff digest. */
+  readonly digest: string
 }
 
 /** Why an element could not be opened. */
@@ -42,6 +44,43 @@ export function parseElement(
   throw new ContextError('bad-signature', 'an element is a JWS string or COSE_Sign1 bytes')
 }
 
+/** A JWS element's parse and handoff digest, both functions of its text alone. */
+interface ReadJws {
+  readonly parsed: ParsedElement
+  readonly digest: string
+}
+
+/** How many parsed JWS elements are kept, and the longest text kept (elements are ~1 KB). */
+const READ_CACHE_SIZE = 1024
+const READ_CACHE_MAX_CHARS = 4096
+const readCache = new Map<string, ReadJws>()
+
+/**
+ * Parses a JWS element and digests it, or answers the parse of the identical text seen before: a
+ * chain re-presents every earlier offer at each later hop, so a receiver meets the same octets
+ * again and again. Only the parse is reused, frozen so no caller can change what the next one
+ * reads; the trusted key, the signature and every check run again each time. Bounded, oldest
+ * entry out first.
+ */
+function readJws(raw: string): ReadJws {
+  const known = readCache.get(raw)
+  if (known !== undefined) return known
+  const parsed = parseJwsElement(raw)
+  deepFreeze(parsed.payload)
+  const read: ReadJws = { parsed: Object.freeze(parsed), digest: handoffDigest(raw) }
+  if (raw.length <= READ_CACHE_MAX_CHARS) {
+    if (readCache.size >= READ_CACHE_SIZE) readCache.delete(readCache.keys().next().value!)
+    readCache.set(raw, read)
+  }
+  return read
+}
+
+function deepFreeze(value: unknown): void {
+  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return
+  for (const member of Object.values(value)) deepFreeze(member)
+  Object.freeze(value)
+}
+
 /**
  * Opens a signed element: strict parse, explicit type, trusted key for its `iss` and `kid`,
  * signature, then member validation. Never throws; answers the seed's reason on failure.
@@ -56,8 +95,17 @@ export function openElement<T>(
   maxOctets: number,
 ): OpenedElement<T> | OpenFailure {
   let parsed: ParsedElement
+  let digest: string | undefined
   try {
-    parsed = parseElement(raw, maxOctets)
+    if (typeof raw === 'string') {
+      // seed 003: receivers must bound element size, before any parsing
+      if (raw.length > maxOctets) throw new ContextError('policy', 'element too large')
+      const read = readJws(raw)
+      parsed = read.parsed
+      digest = read.digest
+    } else {
+      parsed = parseElement(raw, maxOctets)
+    }
   } catch (e) {
     const reason = e instanceof ContextError && e.reason === 'policy' ? 'policy' : 'bad-signature'
     return { reason, detail: e instanceof Error ? e.message : 'malformed element' }
@@ -83,7 +131,7 @@ export function openElement<T>(
   if (!good) return { reason: 'bad-signature', detail: 'signature does not verify' }
   // choice: a validly signed payload that is not a well-formed element is treated as absent
   if (!isClaims(parsed.payload)) return { reason: 'bad-signature', detail: 'members not valid' }
-  return { parsed, claims: parsed.payload }
+  return { parsed, claims: parsed.payload, digest: digest ?? handoffDigest(raw) }
 }
 
 /** Tells whether openElement failed. */

@@ -254,7 +254,7 @@ export function verifyStatus(
       return { ok: false, reason: 'policy', detail: 'status does not answer this offer' }
     }
   }
-  return { ok: true, claims: c, digest: handoffDigest(raw), element: raw }
+  return { ok: true, claims: c, digest: opened.digest, element: raw }
 }
 
 /** Tells whether a status is a nonterminal rejection (reason stale or replay). */

@@ -171,3 +171,33 @@ describe('verifyHandoff: the seven checks in order', () => {
     assert.equal(!r.ok && r.firstDigest, one.digest)
   })
 })
+
+describe('verifyHandoff: octets seen before', () => {
+  test('the same octets are checked again against the trust of the moment', async () => {
+    const h = buildChain([assistant, planner], C)
+    assert.equal((await verifyHandoff(h, base)).ok, true)
+    // the assistant's key is withdrawn: the chain element it signed is no longer trusted
+    const withoutAssistant = trustOf(list.filter((a) => a.id !== A))
+    const again = await verifyHandoff(h, { ...base, trust: withoutAssistant })
+    assert.equal(!again.ok && again.reason, 'untrusted-key')
+    assert.equal(!again.ok && again.index, 0)
+    const current = await verifyHandoff({ offer: h.offer }, { ...base, trust: trustOf([]) })
+    assert.equal(!current.ok && current.reason, 'untrusted-key')
+  })
+
+  test('the members answered cannot be changed under the next verification', async () => {
+    const h = buildChain([assistant, planner], C)
+    const first = await verifyHandoff(h, base)
+    assert.ok(first.ok)
+    assert.throws(() => {
+      ;(first.claims as { aud: string }).aud = P
+    }, TypeError)
+    assert.throws(() => {
+      ;(first.chain[0]!.claims as { iss: string }).iss = C
+    }, TypeError)
+    const second = await verifyHandoff(h, base)
+    assert.ok(second.ok)
+    assert.equal(second.claims.aud, C)
+    assert.equal(second.chain[0]!.claims.iss, A)
+  })
+})

@@ -150,12 +150,13 @@ export async function verifyHandoff(
   }
   const trust = toTrustStore(options.trust)
   const maxOctets = options.maxElementOctets ?? DEFAULT_MAX_ELEMENT_OCTETS
-  const digest = handoffDigest(h.offer)
 
   // 1. signature and trusted key
   const opened = openElement(h.offer, trust, OFFER_JWS_TYP, isOfferClaims, maxOctets)
-  if (isOpenFailure(opened)) return reject(opened.reason, 'signature', opened.detail, { digest })
-  const claims = opened.claims
+  if (isOpenFailure(opened)) {
+    return reject(opened.reason, 'signature', opened.detail, { digest: handoffDigest(h.offer) })
+  }
+  const { claims, digest } = opened
   const base = { digest, claims }
 
   // 2. audience
@@ -284,7 +285,7 @@ function verifyChain(
     const el = elements[i]!
     const opened = openElement(el, trust, OFFER_JWS_TYP, isOfferClaims, maxOctets)
     if (isOpenFailure(opened)) return { reason: opened.reason, detail: opened.detail, index: i }
-    links[i] = { claims: opened.claims, digest: handoffDigest(el) }
+    links[i] = { claims: opened.claims, digest: opened.digest }
   }
   const me = options.audience
   const senders = new Set<string>()

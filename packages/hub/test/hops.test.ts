@@ -649,6 +649,38 @@ for (const store of testStores) {
         policy: 'policy',
       })
     })
+
+    test('a signer suspended between two checks is refused at once, and trusted again once approved', async () => {
+      const [a, b, c] = [await agent(hub, clock), await agent(hub, clock), await agent(hub, clock)]
+      const dialog = 'ctx-admission'
+      const first = await a.hops.offer({ to: b.principal, dialog, now })
+      const bSigner = await hopSigner(b.client.identity)
+      const chained = () =>
+        toHandoff(
+          signOffer({ signer: bSigner, aud: c.principal, dialog, prev: first.handoff.offer, now }),
+          { after: first.handoff, chain: true },
+        )
+      const check = () => hub.ctx.hops.check(b.principal, c.principal, chained())
+      assert.equal((await check()).ok, true)
+      for (const [decision, trusted] of [
+        ['suspend', false],
+        ['approve', true],
+        ['reject', false],
+      ] as const) {
+        await hub.ctx.identity.decide(a.principal, decision)
+        const r = await check()
+        if (trusted) assert.equal(r.ok, true, decision)
+        else {
+          assert.equal(!r.ok && r.reason, 'untrusted-key', decision)
+          assert.equal(!r.ok && r.check, 'chain', decision)
+          assert.equal(!r.ok && r.index, 0, decision)
+        }
+      }
+      // the same refusal through the hub's face
+      const refused = await refusal(b.hops.send(c.principal, chained()))
+      assert.equal(refused.code, 'hop_refused')
+      assert.equal(refused.context.reason, 'untrusted-key')
+    })
   })
 
   describe(`the hop replay store is shared and durable (${store.name})`, () => {

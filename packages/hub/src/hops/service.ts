@@ -369,14 +369,20 @@ export class HopService {
    * elements' `kid`s name, so no payload is decoded before the checks decode it.
    */
   private async trustFor(elements: readonly string[]): Promise<TrustStore> {
-    const issuers = new Set<string>()
+    const named = new Set<string>()
     for (const e of elements) {
       const iss = kidIssuerOf(e)
-      if (iss !== undefined) issuers.add(iss)
+      if (iss !== undefined) named.add(iss)
     }
-    const admitted = [...(await store.admittedAmong(this.deps.database.db, [...issuers]))].sort()
-    // Admission is read afresh every time; only the compiled keys of the same admitted set are
-    // reused, since a did:key names its key and nothing else goes into the store.
+    const issuers = [...named].sort()
+    const db = this.deps.database.db
+    // Admission is read afresh on every check, as one number when every issuer is admitted (the
+    // common case) and as the admitted set otherwise; only the compiled keys of the same admitted
+    // set are reused, since a did:key names its key and nothing else goes into the store.
+    const admitted =
+      (await store.countAdmitted(db, issuers)) === issuers.length
+        ? issuers
+        : [...(await store.admittedAmong(db, issuers))].sort()
     const cacheKey = admitted.join(' ')
     const cached = this.trustCache.get(cacheKey)
     if (cached) return cached

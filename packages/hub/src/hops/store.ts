@@ -1,5 +1,5 @@
 import type { HopRecord, ReplayStore } from '@baton/context'
-import { type Kysely, sql } from 'kysely'
+import { CompiledQuery, type Kysely, sql } from 'kysely'
 import type { Database } from '../store/database.js'
 import type { HopDeliveryRow, HopReplayRow, HopRow, HopStatusRow, Schema } from '../store/schema.js'
 
@@ -18,18 +18,49 @@ export async function nextSequence(db: Kysely<Schema>): Promise<number> {
   return Number(row.value)
 }
 
+// Both statements below name the principals in the one indexable term, their primary key, and
+// test the state in an expression: with `state = 'approved'` in the WHERE clause SQLite walks the
+// state index over every approved principal instead (4 ms a check at 10,000 principals, against
+// 20 us by the key).
+
 /** Which of these principals are admitted (approved), in one query. */
 export async function admittedAmong(
   db: Kysely<Schema>,
   principals: string[],
 ): Promise<Set<string>> {
   if (principals.length === 0) return new Set()
-  // A plain statement: it runs on every check, and building it with the query builder was a
-  // measurable part of a 16-hop check (bench/hops.ts).
   const { rows } = await sql<{ principal: string }>`
     select principal from principals
-    where state = 'approved' and principal in (${sql.join(principals)})`.execute(db)
+    where principal in (${sql.join(principals)})
+      and case when state = 'approved' then 1 else 0 end = 1`.execute(db)
   return new Set(rows.map((r) => r.principal))
+}
+
+/** The count statement's text by database and number of principals, compiled once by kysely. */
+const countTexts = new WeakMap<Kysely<Schema>, Map<number, string>>()
+
+/**
+ * How many of these distinct principals are admitted (approved), in one query: a single number
+ * costs a check less than a row per principal, and all of them admitted is the common answer.
+ * It runs on every check, so its text is compiled once per arity and dialect, not per call.
+ */
+export async function countAdmitted(db: Kysely<Schema>, principals: string[]): Promise<number> {
+  if (principals.length === 0) return 0
+  let texts = countTexts.get(db)
+  if (texts === undefined) {
+    texts = new Map()
+    countTexts.set(db, texts)
+  }
+  let text = texts.get(principals.length)
+  if (text === undefined) {
+    text = sql`select count(case when state = 'approved' then 1 end) as n from principals
+      where principal in (${sql.join(principals)})`.compile(db).sql
+    if (principals.length <= 64) texts.set(principals.length, text)
+  }
+  const { rows } = await db.executeQuery<{ n: number | string }>(
+    CompiledQuery.raw(text, principals),
+  )
+  return Number(rows[0]?.n ?? 0)
 }
 
 export async function insertHop(db: Kysely<Schema>, row: HopRow): Promise<void> {
