@@ -229,7 +229,7 @@ export function registerIdentityRoutes(api: Api, ctx: AppContext): void {
         targetUri: (origin ?? localOrigin(req)) + req.url,
         headers: req.headers,
       }
-      const sig = service.verify(message, declaresBody(req))
+      const sig = await service.verify(message, declaresBody(req))
       if (origin === undefined) {
         throw new BatonError('signature_invalid', 'The request is addressed to another host', {
           reason: 'authority',

@@ -41,7 +41,12 @@ import {
   type WriteBatcher,
 } from '../store/transaction.js'
 import * as store from './store.js'
-import { didKeyResolver, hubPolicy, type VerifiedSignature, verifySignedHeaders } from './verify.js'
+import {
+  didKeyResolver,
+  hubPolicy,
+  type VerifiedSignature,
+  verifySignedHeadersAsync,
+} from './verify.js'
 
 /** A verified principal and its admission state, as feature routes see the caller. */
 export interface Principal {
@@ -242,11 +247,12 @@ export class IdentityService {
 
   /**
    * Verifies a signed request's header section without side effects; throws the failure's code.
-   * The body, when `declaresBody`, is checked against its Content-Digest as it arrives.
+   * The body, when `declaresBody`, is checked against its Content-Digest as it arrives. The
+   * Ed25519 verify runs off the event loop.
    */
-  verify(message: HttpMessage, declaresBody: boolean): VerifiedSignature {
+  verify(message: HttpMessage, declaresBody: boolean): Promise<VerifiedSignature> {
     const policy = hubPolicy(this.deps.clock.now(), this.deps.config.skewMs, this.resolveKey)
-    return verifySignedHeaders(message, declaresBody, policy)
+    return verifySignedHeadersAsync(message, declaresBody, policy)
   }
 
   /**
@@ -398,7 +404,7 @@ export class IdentityService {
    * principal that is not approved unless the route is exempt.
    */
   async authenticate(input: AuthenticateInput): Promise<Principal> {
-    return this.admit(this.verify(input.message, input.declaresBody), input)
+    return this.admit(await this.verify(input.message, input.declaresBody), input)
   }
 
   /** True when admission is open and the signing key is not enrolled yet (a read, no write). */
