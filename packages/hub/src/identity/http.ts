@@ -40,6 +40,11 @@ export async function runAdmitted<T>(
   return result
 }
 
+/** The admission of a request that `runAdmitted` (or the MCP route) is still to settle. */
+export function pendingAdmission(req: FastifyRequest): AdmissionCarry | undefined {
+  return pending.get(req)
+}
+
 /** True for a path under `/v1`, where every request must be signed. */
 export function isSignedPath(url: string): boolean {
   return url === '/v1' || url.startsWith('/v1/') || url.startsWith('/v1?')
