@@ -75,6 +75,19 @@ for (const store of testStores) {
       assert.equal(me.commits, 1, 'a read-only route commits its nonce alone')
     })
 
+    test("a new key's first request, a write, enrols the key in the write's own commit", async () => {
+      const newcomer = createIdentity(hub.url)
+      const write = await cost(
+        signed(hub, newcomer, 'POST', '/v1/resources', { namespace: 'n', kind: 'new', data: {} }),
+      )
+      assert.equal(write.status, 201)
+      assert.equal(write.commits, 1)
+      const me = await signed(hub, newcomer, 'GET', '/v1/me')()
+      assert.equal(me.status, 200)
+      assert.equal(me.body.principal, newcomer.principal)
+      assert.equal(me.body.state, 'approved')
+    })
+
     test('a request its route refused consumes its nonce: its replay is refused', async () => {
       const created = await signed(hub, identity, 'POST', '/v1/resources', {
         namespace: 'n',

@@ -430,14 +430,16 @@ export class IdentityService {
    * answers its principal and its pending admission, which commits with the request's first
    * write (`withCarry`) or, failing one, through `settle` before it is answered. Refuses at once
    * a replay it can see (committed, or in flight on this instance), a principal that is not
-   * approved (unless exempt) and a used-up request quota. Answers undefined for a key that is not
-   * enrolled: its enrolment is decided by `admit`. The unique nonce insert at commit stays the
-   * final word across instances.
+   * approved (unless exempt) and a used-up request quota. A key that is not enrolled is, under
+   * open admission, approved as it enrols, so its enrolment rides in the carry too (`enrols`;
+   * the address's hourly share of new keys is counted at commit and refuses it then); under
+   * operator admission it answers undefined, its enrolment decided by `admit`. The unique nonce
+   * insert at commit stays the final word across instances.
    */
   async prepare(
     sig: VerifiedSignature,
     input: { address: string; admissionExempt: boolean },
-  ): Promise<{ principal: Principal; carry: AdmissionCarry } | undefined> {
+  ): Promise<{ principal: Principal; carry: AdmissionCarry; enrols: boolean } | undefined> {
     const nonce = sig.nonce ?? ''
     const key = `${sig.keyid}\0${nonce}`
     if (this.inFlight.has(key)) throw replayed(sig.keyid)
@@ -449,8 +451,11 @@ export class IdentityService {
       windowStart: utcDayStart(now),
     })
     if (seen.replayed || this.inFlight.has(key)) throw replayed(sig.keyid)
-    if (!seen.principal) return undefined
-    const principal = toPrincipal(seen.principal)
+    const enrols = !seen.principal
+    if (enrols && this.deps.config.admission !== 'open') return undefined
+    const principal: Principal = seen.principal
+      ? toPrincipal(seen.principal)
+      : { principal: sig.keyid, state: 'approved', enrolledAt: now, decidedAt: now }
     if (!input.admissionExempt) {
       const refusal = admissionError(principal)
       if (refusal) throw refusal
@@ -460,10 +465,23 @@ export class IdentityService {
       }
     }
     this.inFlight.add(key)
-    const carry = new Carry(this.admissions, { sig, ...input, known: seen.principal })
+    const admission: Admission = seen.principal
+      ? { sig, ...input, known: seen.principal }
+      : { sig, ...input }
+    const carry = new Carry(this.admissions, admission)
     const done = () => this.inFlight.delete(key)
     carry.outcome.then(done, done)
-    return { principal, carry }
+    return { principal, carry, enrols }
+  }
+
+  /**
+   * Drops a prepared admission that must leave no trace: a new key's first request whose body
+   * failed its digest enrols nothing (and its nonce, vouching for no request, is not kept).
+   */
+  abandon(carry: AdmissionCarry): void {
+    if (carry.taken) return
+    carry.taken = true
+    carry.reject(new BatonError('digest_mismatch', 'The body does not match its Content-Digest'))
   }
 
   /**
