@@ -48,6 +48,13 @@ import {
   verifySignedHeadersAsync,
 } from './verify.js'
 
+/** What a principal used today of its quotas, as `GET /v1/me` shows it. */
+interface Usage {
+  requestsToday: number
+  storedBytes: number
+  messagesToday: number
+}
+
 /** A verified principal and its admission state, as feature routes see the caller. */
 export interface Principal {
   principal: string
@@ -70,13 +77,15 @@ export interface IdentityDeps {
   bus?: EventBus
   /**
    * Reads, in one query, what a principal used today of its request quota and of the quotas
-   * other features count (stored bytes, messages).
+   * other features count (stored bytes, messages); given the nonce of a request the principal
+   * signed, also that request's admission (`store.readAdmission`), in the same query.
    */
   usage?: (
     db: Database['db'],
     principal: string,
     dayStart: number,
-  ) => Promise<{ requestsToday: number; storedBytes: number; messagesToday: number }>
+    signed?: { nonce: string },
+  ) => Promise<Usage & { admission?: store.AdmissionRead }>
   /** Seals the hub's private key at rest; needed by `init` (the admin command does without). */
   sealer?: KeySealer
 }
@@ -269,6 +278,9 @@ export class IdentityService {
     },
   }
 
+  /** The usage read with a request's admission (`prepare`), for `me` to answer from. */
+  private readonly usageRead = new WeakMap<Principal, Usage>()
+
   /** Signatures (keyid and nonce) prepared on this instance whose admission is not committed yet. */
   private readonly inFlight = new Set<string>()
 
@@ -444,12 +456,21 @@ export class IdentityService {
     const key = `${sig.keyid}\0${nonce}`
     if (this.inFlight.has(key)) throw replayed(sig.keyid)
     const now = this.deps.clock.now()
-    const seen = await store.readAdmission(this.deps.database.db, {
-      keyid: sig.keyid,
-      nonce,
-      scope: REQUEST_QUOTA_SCOPE,
-      windowStart: utcDayStart(now),
-    })
+    const { db } = this.deps.database
+    const dayStart = utcDayStart(now)
+    // `GET /v1/me` (exempt) is judged and answered from one read: its usage comes with it.
+    const read =
+      input.admissionExempt && this.deps.usage
+        ? await this.deps.usage(db, sig.keyid, dayStart, { nonce })
+        : undefined
+    const seen =
+      read?.admission ??
+      (await store.readAdmission(db, {
+        keyid: sig.keyid,
+        nonce,
+        scope: REQUEST_QUOTA_SCOPE,
+        windowStart: dayStart,
+      }))
     if (seen.replayed || this.inFlight.has(key)) throw replayed(sig.keyid)
     const enrols = !seen.principal
     if (enrols && this.deps.config.admission !== 'open') return undefined
@@ -465,6 +486,7 @@ export class IdentityService {
       }
     }
     this.inFlight.add(key)
+    if (read) this.usageRead.set(principal, read)
     const admission: Admission = seen.principal
       ? { sig, ...input, known: seen.principal }
       : { sig, ...input }
@@ -502,17 +524,19 @@ export class IdentityService {
     const dayStart = utcDayStart(now)
     const resetsAt = new Date(dayStart + 24 * 60 * 60 * 1000).toISOString()
     const { db } = this.deps.database
-    const usage = this.deps.usage
-      ? await this.deps.usage(db, p.principal, dayStart)
-      : {
-          requestsToday: await store.readQuotaCount(db, {
-            scope: REQUEST_QUOTA_SCOPE,
-            subject: p.principal,
-            windowStart: dayStart,
-          }),
-          storedBytes: 0,
-          messagesToday: 0,
-        }
+    const usage =
+      this.usageRead.get(p) ??
+      (this.deps.usage
+        ? await this.deps.usage(db, p.principal, dayStart)
+        : {
+            requestsToday: await store.readQuotaCount(db, {
+              scope: REQUEST_QUOTA_SCOPE,
+              subject: p.principal,
+              windowStart: dayStart,
+            }),
+            storedBytes: 0,
+            messagesToday: 0,
+          })
     return {
       principal: p.principal,
       state: p.state,
