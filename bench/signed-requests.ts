@@ -77,6 +77,19 @@ export async function run(): Promise<Result[]> {
   const signed: number[] = []
   const signedP50: number[] = []
   const unsignedP50: number[] = []
+  // The hub's own cost per request, from the hub process (CPU of every thread, and the event
+  // loop's busy time): less disturbed by other work on a shared machine than a rate is.
+  const cpuUs = { signed: [] as number[], unsigned: [] as number[] }
+  const loopUs = { signed: [] as number[], unsigned: [] as number[] }
+  const measured = async (kind: 'signed' | 'unsigned', requests: LoadRequest[]) => {
+    const elu = performance.eventLoopUtilization()
+    const cpu = process.cpuUsage()
+    const result = await load.run({ origin: hub.url, requests, concurrency: CONCURRENCY })
+    const used = process.cpuUsage(cpu)
+    cpuUs[kind].push((used.user + used.system) / requests.length)
+    loopUs[kind].push((performance.eventLoopUtilization(elu).active * 1000) / requests.length)
+    return result
+  }
   // The machine may be shared: the 1-minute load average after each round, printed beside.
   const loads: number[] = []
   try {
@@ -94,16 +107,8 @@ export async function run(): Promise<Result[]> {
     for (let round = 0; round < ROUNDS; round++) {
       raw.push(rawVerifyRate())
       verifier.push(verifierRate())
-      const u = await load.run({
-        origin: hub.url,
-        requests: unsignedBatch,
-        concurrency: CONCURRENCY,
-      })
-      const s = await load.run({
-        origin: hub.url,
-        requests: signedBatch(),
-        concurrency: CONCURRENCY,
-      })
+      const u = await measured('unsigned', unsignedBatch)
+      const s = await measured('signed', signedBatch())
       if ((s.statuses['200'] ?? 0) !== REQUESTS || (u.statuses['200'] ?? 0) !== REQUESTS) {
         throw new Error(
           `unexpected statuses: signed ${JSON.stringify(s.statuses)}, unsigned ${JSON.stringify(u.statuses)}`,
@@ -140,6 +145,10 @@ export async function run(): Promise<Result[]> {
         p50_unsigned_ms: median(unsignedP50),
         p50_signed_ms: median(signedP50),
         loadavg_1m: median(loads),
+        hub_cpu_us_unsigned: median(cpuUs.unsigned),
+        hub_cpu_us_signed: median(cpuUs.signed),
+        hub_loop_us_unsigned: median(loopUs.unsigned),
+        hub_loop_us_signed: median(loopUs.signed),
       },
     },
     {

@@ -1,6 +1,14 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { createIdentity, type Identity, SignedClient, signRequest } from '@baton/client'
+import {
+  createIdentity,
+  type Identity,
+  SignedClient,
+  signedFetch,
+  signRequest,
+} from '@baton/client'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { countStatements } from '../src/store/transaction.js'
 import { restartableHub, startTestHub, type TestHub, testStores } from './support.js'
 
@@ -67,6 +75,19 @@ for (const store of testStores) {
       assert.equal(me.commits, 1, 'a read-only route commits its nonce alone')
     })
 
+    test("a new key's first request, a write, enrols the key in the write's own commit", async () => {
+      const newcomer = createIdentity(hub.url)
+      const write = await cost(
+        signed(hub, newcomer, 'POST', '/v1/resources', { namespace: 'n', kind: 'new', data: {} }),
+      )
+      assert.equal(write.status, 201)
+      assert.equal(write.commits, 1)
+      const me = await signed(hub, newcomer, 'GET', '/v1/me')()
+      assert.equal(me.status, 200)
+      assert.equal(me.body.principal, newcomer.principal)
+      assert.equal(me.body.state, 'approved')
+    })
+
     test('a request its route refused consumes its nonce: its replay is refused', async () => {
       const created = await signed(hub, identity, 'POST', '/v1/resources', {
         namespace: 'n',
@@ -93,6 +114,65 @@ for (const store of testStores) {
       const again = await forbidden()
       assert.equal(again.status, 401)
       assert.equal(again.body.code, 'signature_replayed')
+    })
+
+    /**
+     * A signed MCP client without the event stream it would open after initialize (answered
+     * here, unsent, as a server without one), so that only the requests a test makes reach the hub.
+     */
+    async function mcpClient(): Promise<Client> {
+      const sign = signedFetch(identity)
+      const fetchNoStream: typeof fetch = async (input, init) =>
+        init?.method === 'GET' ? new Response(null, { status: 405 }) : sign(input, init)
+      const client = new Client({ name: 'commits', version: '1.0.0' })
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`${hub.url}/mcp`), { fetch: fetchNoStream }),
+      )
+      return client
+    }
+
+    test('a signed MCP tool call that writes commits its nonce and its write together', async () => {
+      const client = await mcpClient()
+      try {
+        const write = await cost(() =>
+          client
+            .callTool({
+              name: 'create_resource',
+              arguments: { namespace: 'n', kind: 'mcp', data: { a: 1 } },
+            })
+            .then((r) => ({ status: r.isError ? 400 : 200 })),
+        )
+        assert.equal(write.status, 200)
+        assert.equal(write.commits, 1)
+        const list = await cost(() => client.listTools().then(() => ({ status: 200 })))
+        assert.equal(list.commits, 1, 'a request that writes nothing commits its nonce alone')
+        const rows = await hub.ctx.database.db
+          .selectFrom('resources')
+          .select('id')
+          .where('kind', '=', 'mcp')
+          .execute()
+        assert.equal(rows.length, 1)
+      } finally {
+        await client.close()
+      }
+    })
+
+    test('a signed MCP tool call its operation refused still spends its nonce', async () => {
+      const client = await mcpClient()
+      try {
+        const refused = await cost(() =>
+          client
+            .callTool({
+              name: 'update_resource',
+              arguments: { id: 'not-an-id', expectedVersion: 1, data: {} },
+            })
+            .then((r) => ({ status: r.isError ? 403 : 200 })),
+        )
+        assert.equal(refused.status, 403)
+        assert.equal(refused.commits, 1)
+      } finally {
+        await client.close()
+      }
     })
 
     test('a replay sent while its original is still in flight is refused', async () => {

@@ -40,6 +40,11 @@ export async function runAdmitted<T>(
   return result
 }
 
+/** The admission of a request that `runAdmitted` (or the MCP route) is still to settle. */
+export function pendingAdmission(req: FastifyRequest): AdmissionCarry | undefined {
+  return pending.get(req)
+}
+
 /** True for a path under `/v1`, where every request must be signed. */
 export function isSignedPath(url: string): boolean {
   return url === '/v1' || url.startsWith('/v1/') || url.startsWith('/v1?')
@@ -229,7 +234,7 @@ export function registerIdentityRoutes(api: Api, ctx: AppContext): void {
         targetUri: (origin ?? localOrigin(req)) + req.url,
         headers: req.headers,
       }
-      const sig = service.verify(message, declaresBody(req))
+      const sig = await service.verify(message, declaresBody(req))
       if (origin === undefined) {
         throw new BatonError('signature_invalid', 'The request is addressed to another host', {
           reason: 'authority',
@@ -244,25 +249,42 @@ export function registerIdentityRoutes(api: Api, ctx: AppContext): void {
         // The nonce is spent even if the body then fails its digest, as for any refused request.
         // A new key under open admission is admitted at once anyway, so its first request is
         // admitted after its body verifies, and a tampered first request enrols nothing. An
-        // operation's request from an enrolled key is judged with reads alone (`prepare`), and
-        // its nonce and quota charge then commit with the operation's own write (`runAdmitted`).
+        // operation's request from an enrolled key, or with a body from a new key under open
+        // admission, is judged with reads alone (`prepare`), and its nonce, quota charge and
+        // enrolment then commit with the operation's own write (`runAdmitted`).
         const path = req.url.split('?')[0]
         const admission = {
           address: req.ip,
           admissionExempt: req.method === 'GET' && path === '/v1/me',
         }
         const config = req.routeOptions.config as unknown as Record<string, unknown> | undefined
-        const prepared = config?.[CARRIES_ADMISSION]
+        let prepared = config?.[CARRIES_ADMISSION]
           ? await service.prepare(sig, admission)
           : undefined
+        // A new key's first request without a body writes nothing (or waits, reading its own
+        // admission as it goes): it enrols at once, alone, as before it did anything else.
+        if (prepared?.enrols && !declaresBody(req)) {
+          service.abandon(prepared.carry)
+          prepared = undefined
+        }
         const admit = async () => {
           verified.set(req, await service.admit(sig, admission))
         }
         if (prepared) {
-          verified.set(req, prepared.principal)
-          pending.set(req, prepared.carry)
-          // However the exchange ends (even a client gone before any answer), the nonce is spent.
-          reply.raw.once('close', () => void service.settle(prepared.carry).catch(() => {}))
+          let held = false
+          const hold = async () => {
+            held = true
+            verified.set(req, prepared.principal)
+            pending.set(req, prepared.carry)
+          }
+          // However the exchange ends (even a client gone before any answer), the nonce is spent;
+          // but a new key's first request enrols only once its body verified.
+          reply.raw.once('close', () => {
+            if (held) void service.settle(prepared.carry).catch(() => {})
+            else service.abandon(prepared.carry)
+          })
+          if (prepared.enrols) afterBody = hold
+          else await hold()
         } else if (declaresBody(req) && (await service.isNewUnderOpenAdmission(sig))) {
           afterBody = admit
         } else {
@@ -274,6 +296,8 @@ export function registerIdentityRoutes(api: Api, ctx: AppContext): void {
       // whose routes read no body (GET) never drains this stream: its digest vouches for bytes
       // nothing uses.
       const digest = req.headers['content-digest']
+      // No body announced and no digest: there are no bytes to check, and nothing after them.
+      if (digest === undefined && afterBody === undefined && !declaresBody(req)) return payload
       return checkedBody(
         payload,
         new BodyDigest(Array.isArray(digest) ? digest.join(', ') : digest),

@@ -41,7 +41,19 @@ import {
   type WriteBatcher,
 } from '../store/transaction.js'
 import * as store from './store.js'
-import { didKeyResolver, hubPolicy, type VerifiedSignature, verifySignedHeaders } from './verify.js'
+import {
+  didKeyResolver,
+  hubPolicy,
+  type VerifiedSignature,
+  verifySignedHeadersAsync,
+} from './verify.js'
+
+/** What a principal used today of its quotas, as `GET /v1/me` shows it. */
+interface Usage {
+  requestsToday: number
+  storedBytes: number
+  messagesToday: number
+}
 
 /** A verified principal and its admission state, as feature routes see the caller. */
 export interface Principal {
@@ -65,13 +77,15 @@ export interface IdentityDeps {
   bus?: EventBus
   /**
    * Reads, in one query, what a principal used today of its request quota and of the quotas
-   * other features count (stored bytes, messages).
+   * other features count (stored bytes, messages); given the nonce of a request the principal
+   * signed, also that request's admission (`store.readAdmission`), in the same query.
    */
   usage?: (
     db: Database['db'],
     principal: string,
     dayStart: number,
-  ) => Promise<{ requestsToday: number; storedBytes: number; messagesToday: number }>
+    signed?: { nonce: string },
+  ) => Promise<Usage & { admission?: store.AdmissionRead }>
   /** Seals the hub's private key at rest; needed by `init` (the admin command does without). */
   sealer?: KeySealer
 }
@@ -242,11 +256,12 @@ export class IdentityService {
 
   /**
    * Verifies a signed request's header section without side effects; throws the failure's code.
-   * The body, when `declaresBody`, is checked against its Content-Digest as it arrives.
+   * The body, when `declaresBody`, is checked against its Content-Digest as it arrives. The
+   * Ed25519 verify runs off the event loop.
    */
-  verify(message: HttpMessage, declaresBody: boolean): VerifiedSignature {
+  verify(message: HttpMessage, declaresBody: boolean): Promise<VerifiedSignature> {
     const policy = hubPolicy(this.deps.clock.now(), this.deps.config.skewMs, this.resolveKey)
-    return verifySignedHeaders(message, declaresBody, policy)
+    return verifySignedHeadersAsync(message, declaresBody, policy)
   }
 
   /**
@@ -262,6 +277,9 @@ export class IdentityService {
       return admissionError(outcome.principal) ?? outcome.refusal
     },
   }
+
+  /** The usage read with a request's admission (`prepare`), for `me` to answer from. */
+  private readonly usageRead = new WeakMap<Principal, Usage>()
 
   /** Signatures (keyid and nonce) prepared on this instance whose admission is not committed yet. */
   private readonly inFlight = new Set<string>()
@@ -398,7 +416,7 @@ export class IdentityService {
    * principal that is not approved unless the route is exempt.
    */
   async authenticate(input: AuthenticateInput): Promise<Principal> {
-    return this.admit(this.verify(input.message, input.declaresBody), input)
+    return this.admit(await this.verify(input.message, input.declaresBody), input)
   }
 
   /** True when admission is open and the signing key is not enrolled yet (a read, no write). */
@@ -424,27 +442,41 @@ export class IdentityService {
    * answers its principal and its pending admission, which commits with the request's first
    * write (`withCarry`) or, failing one, through `settle` before it is answered. Refuses at once
    * a replay it can see (committed, or in flight on this instance), a principal that is not
-   * approved (unless exempt) and a used-up request quota. Answers undefined for a key that is not
-   * enrolled: its enrolment is decided by `admit`. The unique nonce insert at commit stays the
-   * final word across instances.
+   * approved (unless exempt) and a used-up request quota. A key that is not enrolled is, under
+   * open admission, approved as it enrols, so its enrolment rides in the carry too (`enrols`;
+   * the address's hourly share of new keys is counted at commit and refuses it then); under
+   * operator admission it answers undefined, its enrolment decided by `admit`. The unique nonce
+   * insert at commit stays the final word across instances.
    */
   async prepare(
     sig: VerifiedSignature,
     input: { address: string; admissionExempt: boolean },
-  ): Promise<{ principal: Principal; carry: AdmissionCarry } | undefined> {
+  ): Promise<{ principal: Principal; carry: AdmissionCarry; enrols: boolean } | undefined> {
     const nonce = sig.nonce ?? ''
     const key = `${sig.keyid}\0${nonce}`
     if (this.inFlight.has(key)) throw replayed(sig.keyid)
     const now = this.deps.clock.now()
-    const seen = await store.readAdmission(this.deps.database.db, {
-      keyid: sig.keyid,
-      nonce,
-      scope: REQUEST_QUOTA_SCOPE,
-      windowStart: utcDayStart(now),
-    })
+    const { db } = this.deps.database
+    const dayStart = utcDayStart(now)
+    // `GET /v1/me` (exempt) is judged and answered from one read: its usage comes with it.
+    const read =
+      input.admissionExempt && this.deps.usage
+        ? await this.deps.usage(db, sig.keyid, dayStart, { nonce })
+        : undefined
+    const seen =
+      read?.admission ??
+      (await store.readAdmission(db, {
+        keyid: sig.keyid,
+        nonce,
+        scope: REQUEST_QUOTA_SCOPE,
+        windowStart: dayStart,
+      }))
     if (seen.replayed || this.inFlight.has(key)) throw replayed(sig.keyid)
-    if (!seen.principal) return undefined
-    const principal = toPrincipal(seen.principal)
+    const enrols = !seen.principal
+    if (enrols && this.deps.config.admission !== 'open') return undefined
+    const principal: Principal = seen.principal
+      ? toPrincipal(seen.principal)
+      : { principal: sig.keyid, state: 'approved', enrolledAt: now, decidedAt: now }
     if (!input.admissionExempt) {
       const refusal = admissionError(principal)
       if (refusal) throw refusal
@@ -454,10 +486,24 @@ export class IdentityService {
       }
     }
     this.inFlight.add(key)
-    const carry = new Carry(this.admissions, { sig, ...input, known: seen.principal })
+    if (read) this.usageRead.set(principal, read)
+    const admission: Admission = seen.principal
+      ? { sig, ...input, known: seen.principal }
+      : { sig, ...input }
+    const carry = new Carry(this.admissions, admission)
     const done = () => this.inFlight.delete(key)
     carry.outcome.then(done, done)
-    return { principal, carry }
+    return { principal, carry, enrols }
+  }
+
+  /**
+   * Drops a prepared admission that must leave no trace: a new key's first request whose body
+   * failed its digest enrols nothing (and its nonce, vouching for no request, is not kept).
+   */
+  abandon(carry: AdmissionCarry): void {
+    if (carry.taken) return
+    carry.taken = true
+    carry.reject(new BatonError('digest_mismatch', 'The body does not match its Content-Digest'))
   }
 
   /**
@@ -478,17 +524,19 @@ export class IdentityService {
     const dayStart = utcDayStart(now)
     const resetsAt = new Date(dayStart + 24 * 60 * 60 * 1000).toISOString()
     const { db } = this.deps.database
-    const usage = this.deps.usage
-      ? await this.deps.usage(db, p.principal, dayStart)
-      : {
-          requestsToday: await store.readQuotaCount(db, {
-            scope: REQUEST_QUOTA_SCOPE,
-            subject: p.principal,
-            windowStart: dayStart,
-          }),
-          storedBytes: 0,
-          messagesToday: 0,
-        }
+    const usage =
+      this.usageRead.get(p) ??
+      (this.deps.usage
+        ? await this.deps.usage(db, p.principal, dayStart)
+        : {
+            requestsToday: await store.readQuotaCount(db, {
+              scope: REQUEST_QUOTA_SCOPE,
+              subject: p.principal,
+              windowStart: dayStart,
+            }),
+            storedBytes: 0,
+            messagesToday: 0,
+          })
     return {
       principal: p.principal,
       state: p.state,

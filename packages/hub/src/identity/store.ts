@@ -149,29 +149,42 @@ export async function resealHubKey(
     .execute()
 }
 
+/** What judging a signed request before its body reads: its nonce, principal and quota count. */
+export interface AdmissionRead {
+  replayed: boolean
+  principal: PrincipalRow | undefined
+  requests: number
+}
+
+/** The columns `readAdmission` selects, as a query that adds columns of its own answers them. */
+export interface AdmissionColumns {
+  used: number | string
+  requests: number | null
+  principal: string | null
+  public_key: string
+  state: string
+  enrolled_at: number
+  decided_at: number | null
+}
+
 /**
- * What judging a signed request before its body needs, in one query: whether its key already
- * used its nonce, the key's principal if enrolled, and its count of a daily request quota.
+ * The select list of `readAdmission`, for `keyid`'s `nonce` and its count of the daily quota
+ * `scope` in the window starting at `windowStart`; it reads `principals` as `p`.
  */
-export async function readAdmission(
-  db: Kysely<Schema>,
-  q: { keyid: string; nonce: string; scope: string; windowStart: number },
-): Promise<{ replayed: boolean; principal: PrincipalRow | undefined; requests: number }> {
-  const { rows } = await sql<{
-    used: number | string
-    requests: number | null
-    principal: string | null
-    public_key: string
-    state: string
-    enrolled_at: number
-    decided_at: number | null
-  }>`select
-      (select count(*) from signature_nonces where keyid = ${q.keyid} and nonce = ${q.nonce}) as used,
+export function admissionColumns(q: {
+  keyid: string
+  nonce: string
+  scope: string
+  windowStart: number
+}) {
+  return sql`(select count(*) from signature_nonces where keyid = ${q.keyid} and nonce = ${q.nonce}) as used,
       (select count from quota_counters
         where scope = ${q.scope} and subject = ${q.keyid} and window_start = ${q.windowStart}) as requests,
-      p.principal, p.public_key, p.state, p.enrolled_at, p.decided_at
-    from (select 1 as one) as o left join principals as p on p.principal = ${q.keyid}`.execute(db)
-  const row = rows[0]!
+      p.principal, p.public_key, p.state, p.enrolled_at, p.decided_at`
+}
+
+/** The admission of the row `admissionColumns` selected. */
+export function toAdmissionRead(row: AdmissionColumns): AdmissionRead {
   return {
     replayed: Number(row.used) > 0,
     requests: Number(row.requests ?? 0),
@@ -186,4 +199,17 @@ export async function readAdmission(
             decided_at: row.decided_at === null ? null : Number(row.decided_at),
           },
   }
+}
+
+/**
+ * What judging a signed request before its body needs, in one query: whether its key already
+ * used its nonce, the key's principal if enrolled, and its count of a daily request quota.
+ */
+export async function readAdmission(
+  db: Kysely<Schema>,
+  q: { keyid: string; nonce: string; scope: string; windowStart: number },
+): Promise<AdmissionRead> {
+  const { rows } = await sql<AdmissionColumns>`select ${admissionColumns(q)}
+    from (select 1 as one) as o left join principals as p on p.principal = ${q.keyid}`.execute(db)
+  return toAdmissionRead(rows[0]!)
 }

@@ -6,11 +6,13 @@ import type { AppContext } from '../app.js'
 import { toBatonError } from '../http/errors.js'
 import type { Api } from '../http/server.js'
 import { principalTopic } from '../identity/admission.js'
-import { verifiedPrincipal } from '../identity/http.js'
-import type { Principal } from '../identity/service.js'
+import { CARRIES_ADMISSION, pendingAdmission, verifiedPrincipal } from '../identity/http.js'
+import type { AdmissionCarry, Principal } from '../identity/service.js'
 import { localInvoke } from '../ops/local.js'
+import type { Invoke } from '../ops/mcp.js'
 import type { ExtraPath } from '../ops/openapi.js'
 import type { Auth } from '../ops/operation.js'
+import { currentCarry, withCarry } from '../store/transaction.js'
 import { assertAllowedHostAndOrigin, hostPolicy } from './rebinding.js'
 import { SESSION_LIMITS, type SessionLimits, SessionTable } from './sessions.js'
 
@@ -68,6 +70,37 @@ function sessionNotFound(reply: FastifyReply) {
   return jsonRpcError(reply, 404, -32001, 'Session not found')
 }
 
+/** True for a JSON-RPC `tools/call` request: the only MCP request that can write. */
+function isToolCall(body: unknown): boolean {
+  return (
+    typeof body === 'object' &&
+    body !== null &&
+    !Array.isArray(body) &&
+    (body as { method?: unknown }).method === 'tools/call'
+  )
+}
+
+/**
+ * `invoke`, answering a tool call only once the pending admission of the request it serves is
+ * durable: committed with the call's first write, or alone after the call (a refused call
+ * spends its nonce). The admission's refusal (a replay another instance committed first) wins.
+ */
+function settlingInvoke(ctx: AppContext, invoke: Invoke): Invoke {
+  return async (op, input, caller) => {
+    const carry = currentCarry() as AdmissionCarry | undefined
+    if (!carry) return invoke(op, input, caller)
+    let result: unknown
+    try {
+      result = await invoke(op, input, caller)
+    } catch (error) {
+      await ctx.identity.settle(carry)
+      throw error
+    }
+    await ctx.identity.settle(carry)
+    return result
+  }
+}
+
 /**
  * MCP over Streamable HTTP at /mcp. An unsigned request is answered by a fresh server with the
  * anonymous tools. A signed one (RFC 9421, exactly as under /v1) acts as its signer: its
@@ -92,7 +125,7 @@ export function registerMcpRoute(
     const { createMcpServer, StreamableHTTPServerTransport } = await loadMcp()
     const server = createMcpServer(
       {
-        invoke: localInvoke(ctx, { ip: req.ip, principal }),
+        invoke: settlingInvoke(ctx, localInvoke(ctx, { ip: req.ip, principal })),
         auths: principal ? SIGNED : UNSIGNED,
         log: req.log,
       },
@@ -113,7 +146,7 @@ export function registerMcpRoute(
     const { busWatch, createMcpServer, StreamableHTTPServerTransport } = await loadMcp()
     const server = createMcpServer(
       {
-        invoke: localInvoke(ctx, { ip: req.ip, principal }),
+        invoke: settlingInvoke(ctx, localInvoke(ctx, { ip: req.ip, principal })),
         auths: SIGNED,
         log: ctx.log,
         watch: busWatch(ctx.bus, who),
@@ -160,6 +193,17 @@ export function registerMcpRoute(
   }
 
   const handle = async (req: FastifyRequest, reply: FastifyReply) => {
+    // A signed request's admission (nonce, quota charge) commits with the first write of its
+    // tool call (`settlingInvoke`); any other request can write nothing, and it commits alone
+    // first. A tool call the MCP SDK refuses before it reaches an operation (an unknown tool)
+    // spends its nonce as its connection closes.
+    const carry = pendingAdmission(req)
+    if (carry && !isToolCall(req.body)) await ctx.identity.settle(carry)
+    if (carry && isToolCall(req.body)) return withCarry(carry, () => route(req, reply))
+    return route(req, reply)
+  }
+
+  const route = async (req: FastifyRequest, reply: FastifyReply) => {
     // A signed request (judged by the signature hook like any /v1 request) acts as its
     // principal and reaches every agent tool; an unsigned one reaches the anonymous tools only.
     const principal = verifiedPrincipal(req)
@@ -183,6 +227,7 @@ export function registerMcpRoute(
     method: 'POST',
     url: '/mcp',
     onRequest,
+    config: { [CARRIES_ADMISSION]: true },
     handler: handle,
     // Malformed JSON-RPC is answered in JSON-RPC, not with a REST error body: an MCP client
     // reads the error object. Refusals of the request itself (auth, Host) stay REST answers.

@@ -140,6 +140,11 @@ export function withCarry<I, T, R>(
   return carry ? carried.run(carry as unknown as Carry, fn) : fn()
 }
 
+/** The carried write of the request whose work is running, if it has one. */
+export function currentCarry(): Carry | undefined {
+  return carried.getStore()
+}
+
 /** Options of one write queued on the batcher. */
 export interface RunOptions {
   /**
