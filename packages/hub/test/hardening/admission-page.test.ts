@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test'
 import { createIdentity } from '@baton/client'
 import type { Browser, Page } from 'playwright-core'
 import { enrolPrincipals } from '../../src/identity/store.js'
-import { launchBrowser } from '../browser.js'
+import { launchBrowser, signIn } from '../browser.js'
 import { signedAgent, startTestHub, type TestHub, testStores } from '../support.js'
 
 const TOKEN = 'operator-token-for-the-admission-pages-0123456789'
@@ -50,12 +50,7 @@ for (const store of testStores) {
       )
 
     test('Next page walks the queue to the genuine key; First page returns', async () => {
-      await page.goto(`${hub.url}/`)
-      await page.fill('#token', TOKEN)
-      await Promise.all([
-        page.waitForURL(`${hub.url}/dashboard/`),
-        page.click('button[type=submit]'),
-      ])
+      await signIn(page, hub.url, TOKEN)
       await page.goto(`${hub.url}/dashboard/#/admission`)
       await loaded(page)
       const row = `tr[data-principal="${genuine}"]`

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import type { Browser } from 'playwright-core'
 import { ManualClock } from '../../src/clock.js'
-import { launchBrowser } from '../browser.js'
+import { launchBrowser, signIn } from '../browser.js'
 import { call, startTestHub, type TestHub, testStores } from '../support.js'
 
 const TOKEN = 'operator-token-for-the-notify-dashboard-test-0123456789'
@@ -52,9 +52,7 @@ describe(`dashboard Notify view in the browser (${store.name})`, () => {
     assert.equal(hits, 1)
 
     const page = await (await browser.newContext()).newPage()
-    await page.goto(`${hub.url}/dashboard/`)
-    await page.fill('#token', TOKEN)
-    await Promise.all([page.waitForURL(`${hub.url}/dashboard/`), page.click('button[type=submit]')])
+    await signIn(page, hub.url, TOKEN)
     await page.goto(`${hub.url}/dashboard/#/notify`)
     await page.waitForSelector('[data-stat="Pending"]')
     assert.equal(await page.textContent('h1.page'), 'Notify queue')
