@@ -152,7 +152,7 @@ export async function run(): Promise<Result[]> {
       },
     },
     {
-      name: 'time a signature adds per request vs one raw Ed25519 verify (goal <= 1.2)',
+      name: 'time a signature adds per request vs one raw Ed25519 verify (goal <= 1.5)',
       baseline: verifyUs,
       value: addedUs,
       ratio: addedUs / verifyUs,
