@@ -148,6 +148,8 @@ async function assemble(
     allowLoopbackNotify: config.notify.allowLoopback,
     waits,
     onMove: (outcome) => metrics.handoffMoves.inc({ outcome }),
+    onBatch: (n) => metrics.batchSize.observe(n),
+    maxBatch: config.maxBatch,
   })
   const identity = new IdentityService({
     database,

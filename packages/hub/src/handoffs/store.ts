@@ -279,3 +279,68 @@ export async function insertMoves(db: Kysely<Schema>, rows: HandoffMoveRow[]): P
 function moveParameters(rows: HandoffMoveRow[]): unknown[] {
   return rows.flatMap((r) => MOVE_COLUMNS.map((c) => r[c]))
 }
+
+/** One move predicted to commit: its handoff moves only if it is still in `from`. */
+export interface PredictedMoveRow {
+  id: string
+  from: string
+  to: string
+  actor: string
+  nonce: string | null
+  note: string | null
+  ended: boolean
+}
+
+// One statement, committed on its own: it locks the handoffs in id order (so it never deadlocks
+// with a locked batch or another such statement), moves each only if it is still in `from` and
+// not expired (seed 002: a move commits only from exactly the stated state; a machine only moves
+// forward, so a state seen again is the same state) and its nonce names no committed move, and
+// writes the history rows of the moves it made. The arrays keep one text for every batch size.
+const MOVE_IF_AT = `
+with v as (
+  select * from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::integer[])
+    as t (id, from_state, to_state, actor, nonce, note, ended)
+),
+l as materialized (
+  select h.id from handoffs h where h.id = any($1::text[]) order by h.id for update
+),
+u as (
+  update handoffs h
+  set state = v.to_state, version = h.version + 1, ended = v.ended, updated_at = $8::bigint
+  from v join l on l.id = v.id
+  where h.id = v.id and h.state = v.from_state and h.expires_at > $8::bigint
+    and (v.nonce is null or not exists (
+      select 1 from handoff_moves m where m.handoff_id = v.id and m.nonce = v.nonce))
+  returning h.id, h.version
+),
+i as (
+  insert into handoff_moves (handoff_id, version, from_state, to_state, actor, nonce, note, at)
+  select u.id, u.version, v.from_state, v.to_state, v.actor, v.nonce, v.note, $8::bigint
+  from u join v on v.id = u.id
+)
+select id, version from u`
+
+/**
+ * Commits the moves of distinct handoffs that are still where each move says, in one autocommit
+ * statement (PostgreSQL: a data-modifying `with`); answers the new version of each handoff that
+ * moved. A move that did not is untouched, for the careful path to decide.
+ */
+export async function moveIfAt(
+  db: Kysely<Schema>,
+  moves: PredictedMoveRow[],
+  at: number,
+): Promise<Map<string, number>> {
+  const result = await db.executeQuery<{ id: string; version: number }>(
+    CompiledQuery.raw(MOVE_IF_AT, [
+      moves.map((m) => m.id),
+      moves.map((m) => m.from),
+      moves.map((m) => m.to),
+      moves.map((m) => m.actor),
+      moves.map((m) => m.nonce),
+      moves.map((m) => m.note),
+      moves.map((m) => (m.ended ? 1 : 0)),
+      at,
+    ]),
+  )
+  return new Map(result.rows.map((r) => [r.id, Number(r.version)]))
+}

@@ -25,6 +25,11 @@ export interface Capabilities {
   lockRowsForUpdate: boolean
   /** How many write transactions may commit at once: one for SQLite, several for PostgreSQL. */
   writeConcurrency: number
+  /**
+   * Whether one statement may hold several writes (`with u as (update … returning …) insert …`),
+   * so a batch can commit as one autocommit statement.
+   */
+  writableCte: boolean
 }
 
 const sqliteCaps: Capabilities = {
@@ -40,6 +45,7 @@ const sqliteCaps: Capabilities = {
   },
   lockRowsForUpdate: false,
   writeConcurrency: 1,
+  writableCte: false,
 }
 
 const postgresCaps: Capabilities = {
@@ -52,6 +58,7 @@ const postgresCaps: Capabilities = {
   isUniqueViolation: (e) => (e as { code?: unknown })?.code === '23505',
   lockRowsForUpdate: true,
   writeConcurrency: 2,
+  writableCte: true,
 }
 
 /** What `guardPool` needs of a pg pool, kept structural so no pg type is in the declarations. */
