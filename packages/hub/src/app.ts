@@ -149,6 +149,7 @@ async function assemble(
     waits,
     onMove: (outcome) => metrics.handoffMoves.inc({ outcome }),
     onBatch: (n) => metrics.batchSize.observe(n),
+    onCommitted: (seconds) => metrics.commitDuration.observe(seconds),
     maxBatch: config.maxBatch,
   })
   const identity = new IdentityService({

@@ -14,6 +14,8 @@ export interface LaneOptions<I, T> {
   /** Commits one input the lane left untouched, the way it would go without the lane. */
   careful(input: I): Promise<T>
   onBatch?: ((size: number) => void) | undefined
+  /** Hears how long each `commit` took, in seconds, whether or not it succeeded. */
+  onCommitted?: ((seconds: number) => void) | undefined
 }
 
 interface Queued<I, T> {
@@ -63,7 +65,9 @@ export class AutocommitLane<I, T> {
       const batch = this.queue.splice(0, this.opts.maxBatch)
       this.active++
       this.opts.onBatch?.(batch.length)
+      const started = performance.now()
       void this.commit(batch).finally(() => {
+        this.opts.onCommitted?.((performance.now() - started) / 1000)
         this.active--
         if (this.queue.length > 0) this.pump()
         else if (this.active === 0) for (const r of this.idle.splice(0)) r()

@@ -56,6 +56,8 @@ export interface HandoffDeps {
   onMove?: (outcome: 'moved' | 'repeated' | 'conflict') => void
   /** Hears the size of each batch of moves committed as one statement, outside the batcher. */
   onBatch?: (size: number) => void
+  /** Hears how long each such statement took, in seconds. */
+  onCommitted?: (seconds: number) => void
   /** Most moves in one such statement (BATON_MAX_BATCH). */
   maxBatch?: number
   /**
@@ -89,6 +91,7 @@ export class HandoffService {
         commit: (moves) => this.moveFast(moves),
         careful: (m) => deps.batcher.runIn(this.moves, m),
         onBatch: deps.onBatch,
+        onCommitted: deps.onCommitted,
       })
     }
   }
