@@ -1,4 +1,5 @@
 import { CompiledQuery, type Kysely, sql } from 'kysely'
+import { namedStatement } from '../store/database.js'
 import type { HandoffMoveRow, HandoffRow, Schema } from '../store/schema.js'
 
 /** SQL for handoffs, in the subset both dialects share. Every function takes the db or a tx. */
@@ -295,8 +296,11 @@ export interface PredictedMoveRow {
 // with a locked batch or another such statement), moves each only if it is still in `from` and
 // not expired (seed 002: a move commits only from exactly the stated state; a machine only moves
 // forward, so a state seen again is the same state) and its nonce names no committed move, and
-// writes the history rows of the moves it made. The arrays keep one text for every batch size.
-const MOVE_IF_AT = `
+// writes the history rows of the moves it made. The arrays keep one text for every batch size,
+// so each connection prepares it once.
+const MOVE_IF_AT = namedStatement(
+  'baton_move_if_at',
+  `
 with v as (
   select * from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::integer[])
     as t (id, from_state, to_state, actor, nonce, note, ended)
@@ -318,7 +322,8 @@ i as (
   select u.id, u.version, v.from_state, v.to_state, v.actor, v.nonce, v.note, $8::bigint
   from u join v on v.id = u.id
 )
-select id, version from u`
+select id, version from u`,
+)
 
 /**
  * Commits the moves of distinct handoffs that are still where each move says, in one autocommit
