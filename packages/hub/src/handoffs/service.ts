@@ -17,7 +17,13 @@ import type { Database } from '../store/database.js'
 import { onceByKey } from '../store/idempotency.js'
 import { consumeDailyQuota } from '../store/quota.js'
 import type { HandoffMoveRow, HandoffRow, NotifyOutboxRow } from '../store/schema.js'
-import type { BatchGroup, GroupOutcome, Tx, WriteBatcher } from '../store/transaction.js'
+import {
+  type BatchGroup,
+  countCommit,
+  type GroupOutcome,
+  type Tx,
+  type WriteBatcher,
+} from '../store/transaction.js'
 import { KnownHandoffs, type PredictedMove, predictMove } from './known.js'
 import { AutocommitLane } from './lane.js'
 import { allowedNext, isFinal, type Machine, parseMachine } from './machine.js'
@@ -253,6 +259,7 @@ export class HandoffService {
         })),
         now,
       )
+      countCommit(this.deps.database)
     } catch (error) {
       const { caps } = this.deps.database
       // The statement committed nothing (a deadlock, or a nonce another move committed first):
