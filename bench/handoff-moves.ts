@@ -12,6 +12,7 @@ import { loadConfig, type RunningHub, startHub } from '@baton/hub'
 import SQLite from 'better-sqlite3'
 import Fastify, { type FastifyInstance } from 'fastify'
 import pg from 'pg'
+import { countStatements } from '../packages/hub/src/store/transaction.js'
 import {
   assertAllAnswered,
   type LoadClient,
@@ -46,6 +47,8 @@ interface Sample {
   load: LoadResult
   /** Mean writes per committed transaction during the pass (Baton only). */
   batchMean?: number
+  /** Statements the hub's database ran per move during the pass (Baton only). */
+  statementsPerMove?: number
 }
 
 /** A server under test: seeds items ready to move, moves them, checks where they ended. */
@@ -54,7 +57,7 @@ interface Target {
   url: string
   /** Makes `n` fresh items in their first state and answers the two passes of move requests. */
   prepare(n: number): Promise<{ passes: LoadRequest[][]; verify(): Promise<void> }>
-  batchCounter?(): Promise<{ sum: number; count: number }>
+  batchCounter?(): Promise<{ sum: number; count: number; statements: number }>
   stop(): Promise<void>
 }
 
@@ -214,6 +217,7 @@ async function startBaton(
     }),
   )
   const db = hub.ctx.database.db
+  const counts = countStatements(hub.ctx.database)
   return {
     name: 'baton',
     url: hub.url,
@@ -268,7 +272,7 @@ async function startBaton(
       const m = await hub.ctx.metrics.batchSize.get()
       const pick = (suffix: string) =>
         m.values.find((v) => v.metricName === `baton_write_batch_size_${suffix}`)?.value ?? 0
-      return { sum: pick('sum'), count: pick('count') }
+      return { sum: pick('sum'), count: pick('count'), statements: counts.statements }
     },
     async stop() {
       await hub.stop()
@@ -291,6 +295,8 @@ async function pass(
   if (before && after && after.count > before.count) {
     sample.batchMean = (after.sum - before.sum) / (after.count - before.count)
   }
+  if (before && after)
+    sample.statementsPerMove = (after.statements - before.statements) / requests.length
   return sample
 }
 
@@ -381,6 +387,7 @@ async function benchStore(store: Store, opts: MoveOptions, client: LoadClient): 
       'p50 ms': med(name, (s) => s.load.p50),
       'p99 ms': med(name, (s) => s.load.p99),
       'mean batch': name === 'baton' ? med(name, (s) => s.batchMean) : 1,
+      'statements/move': name === 'baton' ? med(name, (s) => s.statementsPerMove) : 1,
       samples: samples[name].length,
     }))
     printTable(Object.keys(rows[0]!), rows)
@@ -397,6 +404,7 @@ async function benchStore(store: Store, opts: MoveOptions, client: LoadClient): 
         baton_p99_ms: rows[1]!['p99 ms'],
         // NaN when the hub recorded no batches (its metrics changed); JSON writes it as null.
         baton_mean_batch: rows[1]!['mean batch'],
+        baton_statements_per_move: rows[1]!['statements/move'],
         fsync_p50_ms: fsyncMs,
         loadavg_1m: median(loads),
         samples: ratios.length,

@@ -148,6 +148,9 @@ async function assemble(
     allowLoopbackNotify: config.notify.allowLoopback,
     waits,
     onMove: (outcome) => metrics.handoffMoves.inc({ outcome }),
+    onBatch: (n) => metrics.batchSize.observe(n),
+    onCommitted: (seconds) => metrics.commitDuration.observe(seconds),
+    maxBatch: config.maxBatch,
   })
   const identity = new IdentityService({
     database,

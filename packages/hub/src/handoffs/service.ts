@@ -17,7 +17,15 @@ import type { Database } from '../store/database.js'
 import { onceByKey } from '../store/idempotency.js'
 import { consumeDailyQuota } from '../store/quota.js'
 import type { HandoffMoveRow, HandoffRow, NotifyOutboxRow } from '../store/schema.js'
-import type { BatchGroup, GroupOutcome, Tx, WriteBatcher } from '../store/transaction.js'
+import {
+  type BatchGroup,
+  countCommit,
+  type GroupOutcome,
+  type Tx,
+  type WriteBatcher,
+} from '../store/transaction.js'
+import { KnownHandoffs, type PredictedMove, predictMove } from './known.js'
+import { AutocommitLane } from './lane.js'
 import { allowedNext, isFinal, type Machine, parseMachine } from './machine.js'
 import { checkNotifyUrl, toSignalRow } from './notify.js'
 import { insertSignals } from './outbox-store.js'
@@ -52,6 +60,17 @@ export interface HandoffDeps {
   /** Every long poll of the hub; answers waiters when the hub begins shutting down. */
   waits: WaitRegistry
   onMove?: (outcome: 'moved' | 'repeated' | 'conflict') => void
+  /** Hears the size of each batch of moves committed as one statement, outside the batcher. */
+  onBatch?: (size: number) => void
+  /** Hears how long each such statement took, in seconds. */
+  onCommitted?: (seconds: number) => void
+  /** Most moves in one such statement (BATON_MAX_BATCH). */
+  maxBatch?: number
+  /**
+   * Most such statements in flight at once (default: the dialect's write concurrency); 0 commits
+   * every move through the batcher.
+   */
+  fastMovesInFlight?: number
 }
 
 const iso = (ms: number) => new Date(ms).toISOString()
@@ -65,7 +84,23 @@ export const handoffTopic = (id: string) => `handoff:${id}`
  * expiry and a per-IP creation quota. HTTP and MCP call these same functions.
  */
 export class HandoffService {
-  constructor(private readonly deps: HandoffDeps) {}
+  /** The immutable facts of handoffs this instance created or moved lately. */
+  readonly known = new KnownHandoffs()
+  private readonly lane: AutocommitLane<FastMove, MoveResultView> | undefined
+
+  constructor(private readonly deps: HandoffDeps) {
+    const inFlight = deps.fastMovesInFlight ?? deps.database.caps.writeConcurrency
+    if (deps.database.caps.writableCte && inFlight > 0) {
+      this.lane = new AutocommitLane({
+        maxBatch: deps.maxBatch ?? 256,
+        inFlight,
+        commit: (moves) => this.moveFast(moves),
+        careful: (m) => deps.batcher.runIn(this.moves, m),
+        onBatch: deps.onBatch,
+        onCommitted: deps.onCommitted,
+      })
+    }
+  }
 
   /**
    * Creates a handoff; a repeat with the same Idempotency-Key and body answers the first result.
@@ -103,7 +138,7 @@ export class HandoffService {
           const ownerToken = newToken('owner')
           const receiverToken = newToken('receiver')
           const state = machine.states[0]!
-          await store.insertHandoff(tx.db, {
+          const row: HandoffRow = {
             id,
             owner_token_hash: hashToken(ownerToken),
             receiver_token_hash: hashToken(receiverToken),
@@ -117,7 +152,8 @@ export class HandoffService {
             created_at: now,
             updated_at: now,
             expires_at: now + config.ttlMs,
-          })
+          }
+          await store.insertHandoff(tx.db, row)
           const view: CreatedHandoffView = {
             handoff_id: id,
             owner_token: ownerToken,
@@ -129,14 +165,15 @@ export class HandoffService {
             created_at: iso(now),
             expires_at: iso(now + config.ttlMs),
           }
-          tx.afterCommit(() =>
+          tx.afterCommit(() => {
+            if (this.lane) this.known.remember(row)
             this.deps.bus.publish({
               topic: handoffTopic(id),
               type: 'handoff.created',
               at: now,
               data: { handoff_id: id, state, version: 1, ended: false },
-            }),
-          )
+            })
+          })
           return view
         })
       },
@@ -183,13 +220,67 @@ export class HandoffService {
     if (!token) throw missingToken()
     if (!isHandoffId(id)) throw notFound(id)
     try {
-      const result = await this.deps.batcher.runIn(this.moves, { id, to, body, token })
+      const request = { id, to, body, token }
+      const predicted =
+        this.lane && predictMove(this.known.get(id), token, body.from, to, this.deps.clock.now())
+      const result = predicted
+        ? await this.lane!.run({ ...request, predicted })
+        : await this.deps.batcher.runIn(this.moves, request)
       this.deps.onMove?.(result.repeated ? 'repeated' : 'moved')
       return result
     } catch (error) {
       if (error instanceof BatonError && error.status === 409) this.deps.onMove?.('conflict')
       throw error
     }
+  }
+
+  /**
+   * Moves predicted to commit (`predictMove`) go first as one autocommit statement per batch,
+   * which moves each handoff still in the stated `from` (one round trip, no locked read); every
+   * move it did not make then goes the careful way below, which decides it exactly.
+   */
+  private async moveFast(moves: FastMove[]): Promise<(GroupOutcome<MoveResultView> | undefined)[]> {
+    const now = this.deps.clock.now()
+    // One move per handoff in the statement; later ones in the batch follow it the careful way.
+    const taken = new Map<string, FastMove>()
+    for (const m of moves) if (!taken.has(m.id)) taken.set(m.id, m)
+    let moved: Map<string, number>
+    try {
+      moved = await store.moveIfAt(
+        this.deps.database.db,
+        [...taken.values()].map((m) => ({
+          id: m.id,
+          from: m.body.from,
+          to: m.to,
+          actor: m.predicted.actor,
+          nonce: m.body.nonce ?? null,
+          note: m.body.note ?? null,
+          ended: m.predicted.ended,
+        })),
+        now,
+      )
+      countCommit(this.deps.database)
+    } catch (error) {
+      const { caps } = this.deps.database
+      // The statement committed nothing (a deadlock, or a nonce another move committed first):
+      // every move goes the careful way.
+      if (caps.isRetryable(error) || caps.isUniqueViolation(error))
+        return moves.map(() => undefined)
+      throw error
+    }
+    return moves.map((m) => {
+      const version = moved.get(m.id)
+      if (version === undefined || taken.get(m.id) !== m) return undefined
+      const { actor, machine, ended } = m.predicted
+      const move = this.newMove(m, { version: version - 1 }, actor, now)
+      if (ended) this.known.forget(m.id)
+      const current = { state: m.to, version, ended: ended ? 1 : 0 }
+      return {
+        ok: true,
+        value: toMoveResult(move, machine, current, false),
+        after: () => this.announce(move, ended, false),
+      }
+    })
   }
 
   /**
@@ -209,6 +300,7 @@ export class HandoffService {
     const now = this.deps.clock.now()
     const ids = [...new Set(inputs.map((m) => m.id))].sort()
     const rows = await store.lockForMoves(db, ids, this.deps.database.caps.lockRowsForUpdate)
+    if (this.lane) for (const r of rows) this.known.remember(r)
     const current = new Map(rows.map((r) => [r.id, { ...r }]))
     const readVersion = new Map(rows.map((r) => [r.id, r.version]))
     const machines = new Map<string, Machine>()
@@ -242,6 +334,7 @@ export class HandoffService {
           continue
         }
         const move = this.newMove(m, row, actor, now)
+        if (decided.ended) this.known.forget(m.id)
         Object.assign(row, { state: m.to, version: move.version, ended: decided.ended ? 1 : 0 })
         row.updated_at = now
         written.push(move)
@@ -463,6 +556,11 @@ interface MoveRequest {
   to: string
   body: AdvanceInput
   token: string
+}
+
+/** A move predicted to commit, with what the prediction found. */
+interface FastMove extends MoveRequest {
+  predicted: PredictedMove
 }
 
 /** What a token check and a move decision need of a handoff row. */

@@ -1,7 +1,7 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs'
 import path from 'node:path'
 import SQLite from 'better-sqlite3'
-import { Kysely, PostgresDialect, sql } from 'kysely'
+import { Kysely, PostgresDialect, type PostgresPool, sql } from 'kysely'
 import pg from 'pg'
 import type { Logger } from 'pino'
 import { migrate } from './migrations.js'
@@ -25,6 +25,11 @@ export interface Capabilities {
   lockRowsForUpdate: boolean
   /** How many write transactions may commit at once: one for SQLite, several for PostgreSQL. */
   writeConcurrency: number
+  /**
+   * Whether one statement may hold several writes (`with u as (update … returning …) insert …`),
+   * so a batch can commit as one autocommit statement.
+   */
+  writableCte: boolean
 }
 
 const sqliteCaps: Capabilities = {
@@ -40,6 +45,7 @@ const sqliteCaps: Capabilities = {
   },
   lockRowsForUpdate: false,
   writeConcurrency: 1,
+  writableCte: false,
 }
 
 const postgresCaps: Capabilities = {
@@ -52,6 +58,42 @@ const postgresCaps: Capabilities = {
   isUniqueViolation: (e) => (e as { code?: unknown })?.code === '23505',
   lockRowsForUpdate: true,
   writeConcurrency: 2,
+  writableCte: true,
+}
+
+// Statement texts each PostgreSQL connection prepares once under a name, then only binds and
+// runs: parsing and planning a set-based statement anew each time cost more than its round trip.
+const namedStatements = new Map<string, string>()
+
+/**
+ * Names a statement text that runs often with new parameters only. On PostgreSQL each connection
+ * prepares it once (a node-postgres named statement) and afterwards only binds and runs it; the
+ * text must not depend on its parameters. Answers the text, to be run as usual.
+ */
+export function namedStatement(name: string, text: string): string {
+  namedStatements.set(text, name)
+  return text
+}
+
+const preparing = Symbol('baton.preparing')
+
+/** The pool kysely queries through: a named statement's text runs as that named statement. */
+function preparingPool(pool: pg.Pool): PostgresPool {
+  return {
+    connect: async () => {
+      const client = (await pool.connect()) as pg.PoolClient & { [preparing]?: true }
+      if (!client[preparing]) {
+        const query = client.query.bind(client) as (...args: unknown[]) => unknown
+        client.query = ((text: unknown, values?: unknown) => {
+          const name = typeof text === 'string' ? namedStatements.get(text) : undefined
+          return name ? query({ name, text, values }) : query(text, values)
+        }) as typeof client.query
+        client[preparing] = true
+      }
+      return client as unknown as Awaited<ReturnType<PostgresPool['connect']>>
+    },
+    end: () => pool.end(),
+  }
 }
 
 /** What `guardPool` needs of a pg pool, kept structural so no pg type is in the declarations. */
@@ -121,7 +163,7 @@ export async function openDatabase(opts: {
     guardPool(pool)
     const url = new URL(opts.databaseUrl)
     database = {
-      db: new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) }),
+      db: new Kysely<Schema>({ dialect: new PostgresDialect({ pool: preparingPool(pool) }) }),
       caps: postgresCaps,
       describe: `postgres://${url.hostname}:${url.port || 5432}${url.pathname}`,
       close: async () => {

@@ -41,6 +41,12 @@ export function countStatements(database: Database): StoreCounts {
   return counts
 }
 
+/** Counts a write committed outside `transaction`, as one autocommit statement, where counted. */
+export function countCommit(database: Database): void {
+  const counts = counted.get(database)
+  if (counts) counts.commits++
+}
+
 /**
  * Runs `fn` in one write transaction, retrying the whole of it on busy, serialization or deadlock
  * errors. Side effects registered with `afterCommit` run only after a successful commit.
