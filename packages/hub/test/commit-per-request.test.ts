@@ -157,6 +157,33 @@ for (const store of testStores) {
       }
     })
 
+    test('a signed MCP move of a handoff this hub knows commits its nonce with the move', async () => {
+      const client = await mcpClient()
+      try {
+        const call = async (name: string, args: Record<string, unknown>) => {
+          const r = await client.callTool({ name, arguments: args })
+          const text = (r.content as { type: string; text: string }[])[0]!.text
+          return { status: r.isError ? 400 : 200, body: JSON.parse(text) as Record<string, string> }
+        }
+        // Created on this hub, so its moves are ones the hub can predict.
+        const created = await call('create_agent_handoff', { payload: { task: 'commits' } })
+        assert.equal(created.status, 200)
+        const move = await cost(() =>
+          call('advance_agent_handoff', {
+            handoff_id: created.body.handoff_id,
+            token: created.body.receiver_token,
+            state: 'accepted',
+            from: 'offered',
+            nonce: 'mcp-move-1',
+          }),
+        )
+        assert.equal(move.status, 200)
+        assert.equal(move.commits, 1, 'the move and the signed request it came in commit as one')
+      } finally {
+        await client.close()
+      }
+    })
+
     test('a signed MCP tool call its operation refused still spends its nonce', async () => {
       const client = await mcpClient()
       try {

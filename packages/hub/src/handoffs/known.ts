@@ -1,5 +1,5 @@
 import type { HandoffRow } from '../store/schema.js'
-import type { Machine } from './machine.js'
+import { allowedNext, isFinal, type Machine } from './machine.js'
 import { matchToken } from './tokens.js'
 
 /**
@@ -94,10 +94,10 @@ export function predictMove(
 ): PredictedMove | undefined {
   if (!known || known.signalled || known.expiresAt <= now) return undefined
   const { machine } = known
-  if (!Object.hasOwn(machine.transitions, from) || !machine.transitions[from]!.includes(to)) {
+  if (!Object.hasOwn(machine.transitions, from) || !allowedNext(machine, from).includes(to)) {
     return undefined
   }
   const actor = matchToken(token, { owner: known.ownerHash, receiver: known.receiverHash })
   if (!actor) return undefined
-  return { actor, machine, ended: machine.final.includes(to) }
+  return { actor, machine, ended: isFinal(machine, to) }
 }

@@ -20,6 +20,7 @@ import type { HandoffMoveRow, HandoffRow, NotifyOutboxRow } from '../store/schem
 import {
   type BatchGroup,
   countCommit,
+  currentCarry,
   type GroupOutcome,
   type Tx,
   type WriteBatcher,
@@ -221,8 +222,13 @@ export class HandoffService {
     if (!isHandoffId(id)) throw notFound(id)
     try {
       const request = { id, to, body, token }
+      // A signed request's admission (its nonce, its quota charge) commits in the transaction of
+      // the first write it queues, and only the batcher writes it: such a move goes that way.
+      const carry = currentCarry()
       const predicted =
-        this.lane && predictMove(this.known.get(id), token, body.from, to, this.deps.clock.now())
+        this.lane &&
+        !(carry && !carry.taken) &&
+        predictMove(this.known.get(id), token, body.from, to, this.deps.clock.now())
       const result = predicted
         ? await this.lane!.run({ ...request, predicted })
         : await this.deps.batcher.runIn(this.moves, request)
