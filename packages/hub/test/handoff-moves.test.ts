@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
+import { sql } from 'kysely'
 import pino from 'pino'
 import { ManualClock } from '../src/clock.js'
 import { loadConfig } from '../src/config.js'
@@ -228,4 +229,62 @@ describe('handoff moves across two instances on one PostgreSQL database', {
       ],
     )
   })
+})
+
+// The one-statement move gives its batch to the careful path when PostgreSQL aborts it with a
+// deadlock or a unique violation. A trigger makes the database abort the first update it sees so.
+describe('a one-statement move PostgreSQL aborts goes the careful way', { skip: !postgres }, () => {
+  let hub: TestHub
+  before(async () => {
+    hub = await startTestHub(postgres!)
+  })
+  after(() => hub.close())
+
+  for (const [name, errcode] of [
+    ['a deadlock', '40P01'],
+    ['a unique violation', '23505'],
+  ] as const) {
+    test(`${name}: the move commits once, by the careful path`, async () => {
+      const h = await create(hub)
+      assert.ok(hub.ctx.handoffs.known.get(h.handoff_id), 'a move the hub predicts')
+      const db = hub.ctx.database.db
+      const tag = `fault_${errcode}`
+      await sql
+        .raw(`
+          create sequence ${tag};
+          create function ${tag}() returns trigger language plpgsql as $$
+          begin
+            if nextval('${tag}') = 1 then
+              raise exception 'injected' using errcode = '${errcode}';
+            end if;
+            return new;
+          end $$;
+          create trigger ${tag} before update on handoffs for each row execute function ${tag}();`)
+        .execute(db)
+      try {
+        const counts = countStatements(hub.ctx.database)
+        const before = { ...counts }
+        const res = await move(hub, h, 'accepted', { from: 'offered', nonce: `n-${errcode}` })
+        assert.equal(res.status, 200, JSON.stringify(res.body))
+        assert.equal(res.body.version, 2)
+        assert.equal(res.body.repeated, false)
+        // The aborted statement, then the careful path's transaction.
+        assert.ok(counts.statements - before.statements > 1)
+        const fired = await sql<{ n: string }>`select last_value as n from ${sql.raw(tag)}`.execute(
+          db,
+        )
+        assert.equal(Number(fired.rows[0]!.n), 2, 'the first update aborted, the second committed')
+        const history = await db
+          .selectFrom('handoff_moves')
+          .select(['version', 'to_state'])
+          .where('handoff_id', '=', h.handoff_id)
+          .execute()
+        assert.deepEqual(history, [{ version: 2, to_state: 'accepted' }])
+      } finally {
+        await sql
+          .raw(`drop trigger ${tag} on handoffs; drop function ${tag}(); drop sequence ${tag};`)
+          .execute(db)
+      }
+    })
+  }
 })
