@@ -25,6 +25,14 @@ export interface Capabilities {
   lockRowsForUpdate: boolean
   /** How many write transactions may commit at once: one for SQLite, several for PostgreSQL. */
   writeConcurrency: number
+  /**
+   * Whether a read through `db`, made inside a write transaction before that transaction has
+   * written the rows it reads, answers exactly what the transaction itself would: SQLite with its
+   * reader connection, since the transaction holds the database's one write lock (nothing can
+   * commit meanwhile) and the reader reads the last commit in this thread, without a round trip
+   * to the writer. Unset: read through the transaction.
+   */
+  readsBesideWrite?: boolean
 }
 
 const sqliteCaps: Capabilities = {
@@ -151,7 +159,7 @@ export async function openDatabase(opts: {
     reader?.pragma('query_only = ON')
     database = {
       db: new Kysely<Schema>({ dialect: new HubSqliteDialect({ writer, reader }) }),
-      caps: sqliteCaps,
+      caps: reader ? { ...sqliteCaps, readsBesideWrite: true } : sqliteCaps,
       describe: `sqlite:${file}`,
       close: async () => {
         await database.db.destroy()
