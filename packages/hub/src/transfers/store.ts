@@ -1,4 +1,4 @@
-import { type Kysely, sql } from 'kysely'
+import { CompiledQuery, type Kysely, type QueryResult, sql } from 'kysely'
 import type {
   Schema,
   TransferEventRow,
@@ -11,20 +11,132 @@ import type {
 
 type Db = Kysely<Schema>
 
+/** SQL texts of the hot statements, by dialect (its adapter) and shape. */
+const texts = new WeakMap<object, Map<string, string>>()
+
+/** Shapes a dialect keeps; a batch size is part of a shape, so they are bounded by batch sizes. */
+const MAX_SHAPES = 2048
+
+/**
+ * Runs a hot statement whose SQL text depends only on `shape`: kysely builds and compiles it the
+ * first time, and later runs send only `params`. The text is kept only if the compiled
+ * parameters are exactly `params`, so a shape whose parameters are not what the caller computes
+ * is always built afresh. No plugin of the hub's rewrites SQL, so one text serves every builder
+ * of a dialect.
+ */
+async function runCompiled<R>(
+  db: Db,
+  shape: string,
+  params: unknown[],
+  build: () => CompiledQuery<R>,
+): Promise<QueryResult<R>> {
+  const { adapter } = db.getExecutor()
+  let known = texts.get(adapter)
+  if (!known) {
+    known = new Map()
+    texts.set(adapter, known)
+  }
+  const text = known.get(shape)
+  if (text !== undefined) return db.executeQuery<R>(CompiledQuery.raw(text, params))
+  const query = build()
+  const same =
+    query.parameters.length === params.length && query.parameters.every((p, i) => p === params[i])
+  if (same && known.size < MAX_SHAPES) known.set(shape, query.sql)
+  return db.executeQuery<R>(query)
+}
+
+const TRANSFER_COLUMNS = [
+  'id',
+  'owner',
+  'state',
+  'version',
+  'idempotency_key',
+  'checksum',
+  'snapshot_bytes',
+  'tier',
+  'budget_micros',
+  'rate_micros',
+  'spent_micros',
+  'runtime',
+  'lease_instance',
+  'lease_ends_at',
+  'created_at',
+  'updated_at',
+  'expires_at',
+  'grace_ends_at',
+  'end_reason',
+] as const satisfies readonly (keyof TransferRow)[]
+const EVENT_COLUMNS = [
+  'transfer_id',
+  'seq',
+  'type',
+  'from_state',
+  'to_state',
+  'actor',
+  'data',
+  'at',
+] as const satisfies readonly (keyof TransferEventRow)[]
+const USAGE_COLUMNS = [
+  'transfer_id',
+  'idempotency_key',
+  'amount_micros',
+  'spent_after',
+  'reporter',
+  'at',
+] as const satisfies readonly (keyof TransferUsageRow)[]
+const TOKEN_USE_COLUMNS = [
+  'jti',
+  'transfer_id',
+  'scope',
+  'used_at',
+] as const satisfies readonly (keyof TransferTokenUseRow)[]
+
+/** Rows with exactly `columns`, in their order, so the compiled text's columns are those. */
+function ordered<T, K extends keyof T>(rows: T[], columns: readonly K[]): Pick<T, K>[] {
+  return rows.map((r) => Object.fromEntries(columns.map((c) => [c, r[c]])) as Pick<T, K>)
+}
+
+/** The parameters of `rows` with `columns`, row by row, as an insert of them binds them. */
+function valuesOf<T>(rows: T[], columns: readonly (keyof T)[]): unknown[] {
+  const out: unknown[] = []
+  for (const r of rows) for (const c of columns) out.push(r[c])
+  return out
+}
+
+/** Inserts `rows` into `table` with one statement compiled once per row count. */
+async function insertRows<T extends keyof Schema>(
+  db: Db,
+  table: T,
+  rows: Schema[T][],
+  columns: readonly (keyof Schema[T])[],
+): Promise<void> {
+  if (rows.length === 0) return
+  await runCompiled(db, `insert ${table} ${rows.length}`, valuesOf(rows, columns), () =>
+    db
+      .insertInto(table)
+      .values(ordered(rows, columns) as never)
+      .compile(),
+  )
+}
+
 /** Inserts many staged transfers and their snapshots, one statement each. */
 export async function insertTransfers(
   db: Db,
   created: { row: TransferRow; content: string }[],
 ): Promise<void> {
   if (created.length === 0) return
-  await db
-    .insertInto('transfers')
-    .values(created.map((c) => c.row))
-    .execute()
-  await db
-    .insertInto('transfer_snapshots')
-    .values(created.map((c) => ({ transfer_id: c.row.id, content: c.content })))
-    .execute()
+  await insertRows(
+    db,
+    'transfers',
+    created.map((c) => c.row),
+    TRANSFER_COLUMNS,
+  )
+  await insertRows(
+    db,
+    'transfer_snapshots',
+    created.map((c) => ({ transfer_id: c.row.id, content: c.content })),
+    ['transfer_id', 'content'],
+  )
 }
 
 /** Transfers of any of `owners` under any of `keys` (a superset of the pairs asked for). */
@@ -42,7 +154,10 @@ export async function findByOwnerKeys(
 }
 
 export async function findTransfer(db: Db, id: string): Promise<TransferRow | undefined> {
-  return db.selectFrom('transfers').selectAll().where('id', '=', id).executeTakeFirst()
+  const { rows } = await runCompiled(db, 'find', [id], () =>
+    db.selectFrom('transfers').selectAll().where('id', '=', id).compile(),
+  )
+  return rows[0]
 }
 
 export async function readSnapshot(db: Db, id: string): Promise<string | undefined> {
@@ -145,6 +260,17 @@ export async function lockTransfers(
   ids: string[],
   m: { lock: boolean; tokens: boolean; content: string[] },
 ): Promise<LockedTransfer[]> {
+  const params = [...(m.tokens ? ['provision', 1, 'activate', 1] : []), ...m.content, ...ids]
+  const shape = `lock ${ids.length} ${m.tokens} ${m.content.length} ${m.lock}`
+  const { rows } = await runCompiled(db, shape, params, () => lockQuery(db, ids, m).compile())
+  return rows as LockedTransfer[]
+}
+
+function lockQuery(
+  db: Db,
+  ids: string[],
+  m: { lock: boolean; tokens: boolean; content: string[] },
+) {
   return db
     .selectFrom('transfers')
     .selectAll('transfers')
@@ -179,7 +305,6 @@ export async function lockTransfers(
     .where('transfers.id', 'in', ids)
     .orderBy('transfers.id')
     .$if(m.lock, (qb) => qb.forUpdate('transfers'))
-    .execute() as Promise<LockedTransfer[]>
 }
 
 /** The event logs of many transfers, each in order. */
@@ -199,12 +324,16 @@ export async function findUsages(
   ids: string[],
   keys: string[],
 ): Promise<TransferUsageRow[]> {
-  return db
-    .selectFrom('transfer_usage')
-    .selectAll()
-    .where('transfer_id', 'in', ids)
-    .where('idempotency_key', 'in', keys)
-    .execute()
+  const shape = `usages ${ids.length} ${keys.length}`
+  const { rows } = await runCompiled(db, shape, [...ids, ...keys], () =>
+    db
+      .selectFrom('transfer_usage')
+      .selectAll()
+      .where('transfer_id', 'in', ids)
+      .where('idempotency_key', 'in', keys)
+      .compile(),
+  )
+  return rows
 }
 
 /**
@@ -216,6 +345,30 @@ export async function applyTransfers(
   rows: TransferRow[],
   readVersion: Map<string, number>,
 ): Promise<number> {
+  const params = rows.flatMap((r) => [
+    r.id,
+    readVersion.get(r.id)!,
+    r.state,
+    r.version,
+    r.updated_at,
+    r.expires_at,
+    r.tier,
+    r.budget_micros,
+    r.rate_micros,
+    r.spent_micros,
+    r.runtime,
+    r.lease_instance,
+    r.lease_ends_at,
+    r.grace_ends_at,
+    r.end_reason,
+  ])
+  const result = await runCompiled(db, `apply ${rows.length}`, params, () =>
+    applyQuery(rows, readVersion).compile(db),
+  )
+  return Number(result.numAffectedRows ?? 0n)
+}
+
+function applyQuery(rows: TransferRow[], readVersion: Map<string, number>) {
   const text = (v: string | null) => sql`cast(${v} as text)`
   const big = (v: number | null) => sql`cast(${v} as bigint)`
   const int = (v: number) => sql`cast(${v} as integer)`
@@ -241,7 +394,7 @@ export async function applyTransfers(
         ])})`,
     ),
   )
-  const result = await sql`
+  return sql`
     with v (id, expect, state, version, updated_at, expires_at, tier, budget_micros, rate_micros,
             spent_micros, runtime, lease_instance, lease_ends_at, grace_ends_at, end_reason)
     as (values ${values})
@@ -252,18 +405,17 @@ export async function applyTransfers(
         lease_instance = v.lease_instance, lease_ends_at = v.lease_ends_at,
         grace_ends_at = v.grace_ends_at, end_reason = v.end_reason
     from v
-    where transfers.id = v.id and transfers.version = v.expect`.execute(db)
-  return Number(result.numAffectedRows ?? 0n)
+    where transfers.id = v.id and transfers.version = v.expect`
 }
 
 export async function insertEvents(db: Db, rows: TransferEventRow[]): Promise<void> {
-  if (rows.length > 0) await db.insertInto('transfer_events').values(rows).execute()
+  await insertRows(db, 'transfer_events', rows, EVENT_COLUMNS)
 }
 
 export async function useTokens(db: Db, rows: TransferTokenUseRow[]): Promise<void> {
-  if (rows.length > 0) await db.insertInto('transfer_token_uses').values(rows).execute()
+  await insertRows(db, 'transfer_token_uses', rows, TOKEN_USE_COLUMNS)
 }
 
 export async function insertUsages(db: Db, rows: TransferUsageRow[]): Promise<void> {
-  if (rows.length > 0) await db.insertInto('transfer_usage').values(rows).execute()
+  await insertRows(db, 'transfer_usage', rows, USAGE_COLUMNS)
 }
