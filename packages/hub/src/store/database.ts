@@ -33,6 +33,11 @@ export interface Capabilities {
    * to the writer. Unset: read through the transaction.
    */
   readsBesideWrite?: boolean
+  /**
+   * Whether one statement may write several tables through data-modifying WITH clauses
+   * (PostgreSQL), so a set-based write takes one round trip instead of one per table.
+   */
+  writableCte?: boolean
 }
 
 const sqliteCaps: Capabilities = {
@@ -52,6 +57,7 @@ const sqliteCaps: Capabilities = {
 
 const postgresCaps: Capabilities = {
   name: 'postgres',
+  writableCte: true,
   beginWrite: 'begin',
   isRetryable: (e) => {
     const code = (e as { code?: unknown })?.code

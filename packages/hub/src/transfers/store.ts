@@ -1,4 +1,4 @@
-import { CompiledQuery, type Kysely, type QueryResult, sql } from 'kysely'
+import { CompiledQuery, type Kysely, type QueryResult, type RawBuilder, sql } from 'kysely'
 import type {
   Schema,
   TransferEventRow,
@@ -345,7 +345,16 @@ export async function applyTransfers(
   rows: TransferRow[],
   readVersion: Map<string, number>,
 ): Promise<number> {
-  const params = rows.flatMap((r) => [
+  const params = applyParams(rows, readVersion)
+  const result = await runCompiled(db, `apply ${rows.length}`, params, () =>
+    applyQuery(rows, readVersion).compile(db),
+  )
+  return Number(result.numAffectedRows ?? 0n)
+}
+
+/** The parameters of `applyQuery`, in its order. */
+function applyParams(rows: TransferRow[], readVersion: Map<string, number>): unknown[] {
+  return rows.flatMap((r) => [
     r.id,
     readVersion.get(r.id)!,
     r.state,
@@ -362,17 +371,13 @@ export async function applyTransfers(
     r.grace_ends_at,
     r.end_reason,
   ])
-  const result = await runCompiled(db, `apply ${rows.length}`, params, () =>
-    applyQuery(rows, readVersion).compile(db),
-  )
-  return Number(result.numAffectedRows ?? 0n)
 }
 
-function applyQuery(rows: TransferRow[], readVersion: Map<string, number>) {
+function applyValues(rows: TransferRow[], readVersion: Map<string, number>) {
   const text = (v: string | null) => sql`cast(${v} as text)`
   const big = (v: number | null) => sql`cast(${v} as bigint)`
   const int = (v: number) => sql`cast(${v} as integer)`
-  const values = sql.join(
+  return sql.join(
     rows.map(
       (r) =>
         sql`(${sql.join([
@@ -394,18 +399,87 @@ function applyQuery(rows: TransferRow[], readVersion: Map<string, number>) {
         ])})`,
     ),
   )
-  return sql`
-    with v (id, expect, state, version, updated_at, expires_at, tier, budget_micros, rate_micros,
-            spent_micros, runtime, lease_instance, lease_ends_at, grace_ends_at, end_reason)
-    as (values ${values})
-    update transfers
-    set state = v.state, version = v.version, updated_at = v.updated_at,
+}
+
+const APPLY_SET = sql`set state = v.state, version = v.version, updated_at = v.updated_at,
         expires_at = v.expires_at, tier = v.tier, budget_micros = v.budget_micros,
         rate_micros = v.rate_micros, spent_micros = v.spent_micros, runtime = v.runtime,
         lease_instance = v.lease_instance, lease_ends_at = v.lease_ends_at,
         grace_ends_at = v.grace_ends_at, end_reason = v.end_reason
     from v
     where transfers.id = v.id and transfers.version = v.expect`
+
+const APPLY_COLUMNS = sql`v (id, expect, state, version, updated_at, expires_at, tier, budget_micros,
+    rate_micros, spent_micros, runtime, lease_instance, lease_ends_at, grace_ends_at, end_reason)`
+
+function applyQuery(rows: TransferRow[], readVersion: Map<string, number>) {
+  return sql`
+    with ${APPLY_COLUMNS} as (values ${applyValues(rows, readVersion)})
+    update transfers ${APPLY_SET}`
+}
+
+/** What a group of transfer writes writes, beside nothing else. */
+export interface GroupWrites {
+  /** Changed rows, each written only if still at the version in `readVersion`. */
+  changed: TransferRow[]
+  readVersion: Map<string, number>
+  created: { row: TransferRow; content: string }[]
+  events: TransferEventRow[]
+  tokenUses: TransferTokenUseRow[]
+  usages: TransferUsageRow[]
+}
+
+/**
+ * Every write of a group in one statement, through data-modifying WITH clauses (PostgreSQL's
+ * `caps.writableCte`): one round trip where `applyTransfers` and the inserts take one each.
+ * Answers how many changed rows were still at the version read.
+ */
+export async function writeGroup(db: Db, g: GroupWrites): Promise<number> {
+  const parts: [string, unknown[], RawBuilder<unknown>][] = []
+  const insert = <T>(name: string, table: string, rows: T[], columns: readonly (keyof T)[]) => {
+    if (rows.length === 0) return
+    const values = sql.join(
+      rows.map((r) => sql`(${sql.join(columns.map((c) => r[c]))})`),
+      sql`, `,
+    )
+    parts.push([
+      `${name}${rows.length}`,
+      valuesOf(rows, columns),
+      sql`${sql.raw(name)} as (insert into ${sql.raw(table)} (${sql.raw(columns.join(', '))}) values ${values})`,
+    ])
+  }
+  if (g.changed.length > 0) {
+    parts.push([
+      `v${g.changed.length}`,
+      applyParams(g.changed, g.readVersion),
+      sql`${APPLY_COLUMNS} as (values ${applyValues(g.changed, g.readVersion)}),
+      u as (update transfers ${APPLY_SET} returning 1)`,
+    ])
+  }
+  const rows = g.created.map((c) => c.row)
+  insert('t', 'transfers', rows, TRANSFER_COLUMNS)
+  insert(
+    's',
+    'transfer_snapshots',
+    g.created.map((c) => ({ transfer_id: c.row.id, content: c.content })),
+    ['transfer_id', 'content'],
+  )
+  insert('e', 'transfer_events', g.events, EVENT_COLUMNS)
+  insert('k', 'transfer_token_uses', g.tokenUses, TOKEN_USE_COLUMNS)
+  insert('g', 'transfer_usage', g.usages, USAGE_COLUMNS)
+  if (parts.length === 0) return 0
+  const applied = g.changed.length > 0 ? sql`(select count(*) from u)` : sql`0`
+  const result = await runCompiled<{ applied: number | string }>(
+    db,
+    `group ${parts.map((p) => p[0]).join(' ')}`,
+    parts.flatMap((p) => p[1]),
+    () =>
+      sql<{ applied: number | string }>`with ${sql.join(
+        parts.map((p) => p[2]),
+        sql`, `,
+      )} select cast(${applied} as integer) as applied`.compile(db),
+  )
+  return Number(result.rows[0]?.applied ?? 0)
 }
 
 export async function insertEvents(db: Db, rows: TransferEventRow[]): Promise<void> {
