@@ -26,14 +26,6 @@ export interface Capabilities {
   /** How many write transactions may commit at once: one for SQLite, several for PostgreSQL. */
   writeConcurrency: number
   /**
-   * Whether a read through `db`, made inside a write transaction before that transaction has
-   * written the rows it reads, answers exactly what the transaction itself would: SQLite with its
-   * reader connection, since the transaction holds the database's one write lock (nothing can
-   * commit meanwhile) and the reader reads the last commit in this thread, without a round trip
-   * to the writer. Unset: read through the transaction.
-   */
-  readsBesideWrite?: boolean
-  /**
    * Whether one statement may write several tables through data-modifying WITH clauses
    * (PostgreSQL), so a set-based write takes one round trip instead of one per table.
    */
@@ -165,7 +157,7 @@ export async function openDatabase(opts: {
     reader?.pragma('query_only = ON')
     database = {
       db: new Kysely<Schema>({ dialect: new HubSqliteDialect({ writer, reader }) }),
-      caps: reader ? { ...sqliteCaps, readsBesideWrite: true } : sqliteCaps,
+      caps: sqliteCaps,
       describe: `sqlite:${file}`,
       close: async () => {
         await database.db.destroy()

@@ -158,11 +158,6 @@ export class TransferLifecycle {
     inputs: TransferWrite[],
   ): Promise<GroupOutcome<Outcome<unknown>>[]> {
     const w = new WriteSet(this.deps.clock.now())
-    // Only the lifecycle writes these tables, so until a group of it has written in this
-    // transaction, a read beside it answers what the transaction would read (SQLite: in this
-    // thread, no round trip to the writer). Groups after the first read through the transaction.
-    const read =
-      this.deps.database.caps.readsBesideWrite && !this.wrote.has(db) ? this.deps.database.db : db
     // A create's id is new: only the writes on existing transfers lock and read rows.
     const ids = [...new Set(inputs.filter((m) => m.kind !== 'create').map((m) => m.id))].sort()
     const tokens = inputs.some((m) => m.kind === 'provision' || m.kind === 'activate')
@@ -170,7 +165,7 @@ export class TransferLifecycle {
     const rows =
       ids.length === 0
         ? []
-        : await store.lockTransfers(read, ids, {
+        : await store.lockTransfers(db, ids, {
             lock: this.deps.database.caps.lockRowsForUpdate,
             tokens,
             content,
@@ -191,7 +186,7 @@ export class TransferLifecycle {
     )
     if (reports.length > 0) {
       const found = await store.findUsages(
-        read,
+        db,
         [...new Set(reports.map((m) => m.id))],
         [...new Set(reports.map((m) => m.key))],
       )
@@ -202,7 +197,7 @@ export class TransferLifecycle {
     )
     if (keyed.length > 0) {
       const found = await store.findByOwnerKeys(
-        read,
+        db,
         [...new Set(keyed.map((m) => m.owner))],
         [...new Set(keyed.map((m) => m.key!))],
       )
@@ -226,7 +221,7 @@ export class TransferLifecycle {
       }
     }
     if (unknown.length > 0) {
-      for (const e of await store.listEventsOf(read, unknown)) w.logs.get(e.transfer_id)!.push(e)
+      for (const e of await store.listEventsOf(db, unknown)) w.logs.get(e.transfer_id)!.push(e)
     }
 
     const outcomes: GroupOutcome<Outcome<unknown>>[] = []
@@ -248,7 +243,6 @@ export class TransferLifecycle {
       })
     }
 
-    this.wrote.add(db)
     const changed = [...w.dirty].map((id) => w.rows.get(id)!)
     // Rows are locked (or the database is), so every changed row is still at the version read;
     // if one is not, the group fails and every write of it is retried alone.
@@ -266,7 +260,8 @@ export class TransferLifecycle {
       })
       assertAllApplied(applied)
     } else {
-      if (changed.length > 0) assertAllApplied(await store.applyTransfers(db, changed, w.readVersion))
+      if (changed.length > 0)
+        assertAllApplied(await store.applyTransfers(db, changed, w.readVersion))
       await store.insertTransfers(db, w.created)
       await store.insertEvents(db, w.events)
       await store.useTokens(db, w.tokenUses)
@@ -277,9 +272,6 @@ export class TransferLifecycle {
 
   /** Event logs as last committed here, newest last; checked against the version on each use. */
   private readonly logs = new Map<string, TransferEventRow[]>()
-
-  /** The transactions (by their query builder) a group of this lifecycle has written in. */
-  private readonly wrote = new WeakSet<Tx['db']>()
 
   /** A transfer's whole event log: as committed here when no instance wrote since, else read. */
   async eventsOf(row: TransferRow): Promise<TransferEventRow[]> {
