@@ -45,7 +45,15 @@ async function runCompiled<R>(
   return db.executeQuery<R>(query)
 }
 
-const TRANSFER_COLUMNS = [
+/** Every column of a row type, in insert order; one left out of the list fails to compile. */
+const allColumns =
+  <T>() =>
+  <const C extends readonly (keyof T)[]>(
+    ...columns: C & (Exclude<keyof T, C[number]> extends never ? unknown : never)
+  ): C =>
+    columns
+
+const TRANSFER_COLUMNS = allColumns<TransferRow>()(
   'id',
   'owner',
   'state',
@@ -65,8 +73,8 @@ const TRANSFER_COLUMNS = [
   'expires_at',
   'grace_ends_at',
   'end_reason',
-] as const satisfies readonly (keyof TransferRow)[]
-const EVENT_COLUMNS = [
+)
+const EVENT_COLUMNS = allColumns<TransferEventRow>()(
   'transfer_id',
   'seq',
   'type',
@@ -75,21 +83,21 @@ const EVENT_COLUMNS = [
   'actor',
   'data',
   'at',
-] as const satisfies readonly (keyof TransferEventRow)[]
-const USAGE_COLUMNS = [
+)
+const USAGE_COLUMNS = allColumns<TransferUsageRow>()(
   'transfer_id',
   'idempotency_key',
   'amount_micros',
   'spent_after',
   'reporter',
   'at',
-] as const satisfies readonly (keyof TransferUsageRow)[]
-const TOKEN_USE_COLUMNS = [
+)
+const TOKEN_USE_COLUMNS = allColumns<TransferTokenUseRow>()(
   'jti',
   'transfer_id',
   'scope',
   'used_at',
-] as const satisfies readonly (keyof TransferTokenUseRow)[]
+)
 
 /** Rows with exactly `columns`, in their order, so the compiled text's columns are those. */
 function ordered<T, K extends keyof T>(rows: T[], columns: readonly K[]): Pick<T, K>[] {
