@@ -1,11 +1,12 @@
 // Session transfers (seed 004) over signed HTTP: full lifecycles per second (snapshot, provision
 // token, provision, claim, push, activate token, activate, one usage report that exhausts the
 // budget) and usage reports per second on active transfers, each beside signed `GET /v1/me` per
-// second measured in the same run on the same hub. Medians of 3 rounds.
+// second measured in the same run on the same hub. Medians of 3 rounds. Beside them: statements
+// and commits per lifecycle under load, and per step of one lifecycle run alone.
 // Run alone: node --import tsx bench/transfers.ts
 import { randomBytes } from 'node:crypto'
 import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { loadavg, tmpdir } from 'node:os'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import {
@@ -18,6 +19,7 @@ import {
 import { loadConfig, type RunningHub, startHub } from '@baton/hub'
 import pg from 'pg'
 import pino from 'pino'
+import { countStatements } from '../packages/hub/src/store/transaction.js'
 import { startPostgres } from '../scripts/postgres.js'
 import { median, printResults, type Result } from './lib.js'
 
@@ -113,21 +115,40 @@ async function measure(store: Store, pgUrl: string | undefined): Promise<Result[
     const rt = new TransferClient(runtime)
     const orchestrator = new TransferAdminClient(hub.url, ADMIN)
     const budget = { tier: 'standard', budgetMicros: 1000, rateMicrosPerSecond: 10 }
+    const counts = countStatements(hub.ctx.database)
     let seq = 0
-    const lifecycle = async () => {
+    type Step = <T>(name: string, send: () => Promise<T>) => Promise<T>
+    const direct: Step = (_name, send) => send()
+    const lifecycle = async (step: Step = direct) => {
       const i = seq++
       const s = snapshot(i)
-      const t = await agent.snapshot(s)
+      const t = await step('snapshot', () => agent.snapshot(s))
       const id = t.transferId
-      const { token } = await orchestrator.mint(id, { scope: 'provision', ...budget })
-      await agent.provision(id, { ...budget, token })
-      await rt.claim(id)
-      await rt.push(id, snapshotChecksum(s))
-      const { token: act } = await orchestrator.mint(id, { scope: 'activate' })
-      await agent.activate(id, act)
-      const used = await rt.reportUsage(id, { idempotencyKey: `u-${i}`, amountMicros: 1000 })
+      const { token } = await step('mint', () =>
+        orchestrator.mint(id, { scope: 'provision', ...budget }),
+      )
+      await step('provision', () => agent.provision(id, { ...budget, token }))
+      await step('claim', () => rt.claim(id))
+      await step('push', () => rt.push(id, snapshotChecksum(s)))
+      const { token: act } = await step('mint', () => orchestrator.mint(id, { scope: 'activate' }))
+      await step('activate', () => agent.activate(id, act))
+      const used = await step('usage', () =>
+        rt.reportUsage(id, { idempotencyKey: `u-${i}`, amountMicros: 1000 }),
+      )
       if (used.state !== 'insolvent') throw new Error(`lifecycle ended ${used.state}`)
     }
+    /** Statements/commits of each step of one lifecycle run alone, e.g. `claim 7/1`. */
+    const perStep: string[] = []
+    await lifecycle(async (name, send) => {
+      await hub.ctx.batcher.flush()
+      const before = { ...counts }
+      const value = await send()
+      await hub.ctx.batcher.flush()
+      perStep.push(
+        `${name} ${counts.statements - before.statements}/${counts.commits - before.commits}`,
+      )
+      return value
+    })
     // Active transfers with a budget that never runs out, one per worker.
     const big = { tier: 'large', budgetMicros: 1_000_000_000, rateMicrosPerSecond: 10 }
     const active: string[] = []
@@ -154,12 +175,19 @@ async function measure(store: Store, pgUrl: string | undefined): Promise<Result[
     const base: number[] = []
     const lifecycles: number[] = []
     const reports: number[] = []
+    const loaded = { statements: 0, commits: 0, lifecycles: 0 }
     for (let round = 0; round < options.rounds; round++) {
       base.push(await throughput(options.baseline, options.concurrency, me))
-      lifecycles.push(await throughput(options.lifecycles, options.concurrency, lifecycle))
+      await hub.ctx.batcher.flush()
+      const before = { ...counts }
+      lifecycles.push(await throughput(options.lifecycles, options.concurrency, () => lifecycle()))
+      await hub.ctx.batcher.flush()
+      loaded.statements += counts.statements - before.statements
+      loaded.commits += counts.commits - before.commits
+      loaded.lifecycles += options.lifecycles
       reports.push(await throughput(options.reports, options.concurrency, report))
       process.stderr.write(
-        `  ${store} round ${round + 1}: me ${base.at(-1)!.toFixed(0)}/s, lifecycles ${lifecycles.at(-1)!.toFixed(1)}/s, reports ${reports.at(-1)!.toFixed(0)}/s\n`,
+        `  ${store} round ${round + 1}: me ${base.at(-1)!.toFixed(0)}/s, lifecycles ${lifecycles.at(-1)!.toFixed(1)}/s, reports ${reports.at(-1)!.toFixed(0)}/s, load ${loadavg()[0]!.toFixed(1)}\n`,
       )
     }
     const b = median(base)
@@ -172,7 +200,16 @@ async function measure(store: Store, pgUrl: string | undefined): Promise<Result[
         value: l,
         ratio: l / b,
         unit: 'per s (baseline: signed GET /v1/me per s)',
-        detail: { requestsPerLifecycle: 8, concurrency: options.concurrency },
+        detail: {
+          requestsPerLifecycle: 8,
+          concurrency: options.concurrency,
+          statementsPerLifecycle: (loaded.statements / loaded.lifecycles).toFixed(1),
+          commitsPerLifecycle: (loaded.commits / loaded.lifecycles).toFixed(2),
+          'alone (statements/commits)': perStep.join(', '),
+          load: loadavg()
+            .map((l) => l.toFixed(1))
+            .join(' '),
+        },
       },
       {
         name: `transfer usage reports (${store})`,

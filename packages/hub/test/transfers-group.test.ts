@@ -148,6 +148,27 @@ for (const store of testStores) {
       assertLog(running)
     })
 
+    test('writes on one transfer split by another write in one commit each see the one before', async () => {
+      // Queued together, the claim and the push commit in one transaction, as two groups with
+      // another write between them: the push, decided second, must see the claim's runtime.
+      const note = String(Math.random())
+      const id = await stage(note)
+      await svc.provision(OWNER, id, { ...params, token: await provisionToken(id) })
+      const checksum = checksumOfCanonical(canonicalJson(snapshot(note)))
+      const results = await settle<unknown>([
+        svc.claim(RUNTIME, id),
+        hub.ctx.batcher.run(async () => 'between'),
+        svc.push(RUNTIME, id, { checksum }),
+      ])
+      assert.deepEqual(codes(results), ['ok', 'ok', 'ok'])
+      const view = await svc.get(OWNER, id)
+      assert.deepEqual(
+        [view.state, view.events.map((e) => e.type)],
+        ['pushed', ['staged', 'provisioned', 'claimed', 'pushed']],
+      )
+      assertLog(view)
+    })
+
     test('one snapshot key twice in one group stages one transfer', async () => {
       const body = { snapshot: snapshot('keyed'), idempotencyKey: 'same-key' }
       const results = await settle([

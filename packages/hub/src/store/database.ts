@@ -26,8 +26,8 @@ export interface Capabilities {
   /** How many write transactions may commit at once: one for SQLite, several for PostgreSQL. */
   writeConcurrency: number
   /**
-   * Whether one statement may hold several writes (`with u as (update … returning …) insert …`),
-   * so a batch can commit as one autocommit statement.
+   * Whether one statement may write several tables through data-modifying WITH clauses
+   * (`with u as (update … returning …) insert …`), so a set-based write commits in one round trip.
    */
   writableCte: boolean
 }

@@ -244,15 +244,29 @@ export class TransferLifecycle {
     }
 
     const changed = [...w.dirty].map((id) => w.rows.get(id)!)
-    if (changed.length > 0) {
-      const applied = await store.applyTransfers(db, changed, w.readVersion)
-      // Rows are locked (or the database is), so this holds; if not, every write is retried alone.
+    // Rows are locked (or the database is), so every changed row is still at the version read;
+    // if one is not, the group fails and every write of it is retried alone.
+    const assertAllApplied = (applied: number) => {
       if (applied !== changed.length) throw new Error('transfers changed under a locked batch')
     }
-    await store.insertTransfers(db, w.created)
-    await store.insertEvents(db, w.events)
-    await store.useTokens(db, w.tokenUses)
-    await store.insertUsages(db, w.newUsage)
+    if (this.deps.database.caps.writableCte) {
+      const applied = await store.writeGroup(db, {
+        changed,
+        readVersion: w.readVersion,
+        created: w.created,
+        events: w.events,
+        tokenUses: w.tokenUses,
+        usages: w.newUsage,
+      })
+      assertAllApplied(applied)
+    } else {
+      if (changed.length > 0)
+        assertAllApplied(await store.applyTransfers(db, changed, w.readVersion))
+      await store.insertTransfers(db, w.created)
+      await store.insertEvents(db, w.events)
+      await store.useTokens(db, w.tokenUses)
+      await store.insertUsages(db, w.newUsage)
+    }
     return outcomes
   }
 

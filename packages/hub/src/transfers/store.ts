@@ -1,4 +1,4 @@
-import { type Kysely, sql } from 'kysely'
+import { CompiledQuery, type Kysely, type QueryResult, type RawBuilder, sql } from 'kysely'
 import type {
   Schema,
   TransferEventRow,
@@ -11,20 +11,140 @@ import type {
 
 type Db = Kysely<Schema>
 
+/** SQL texts of the hot statements, by dialect (its adapter) and shape. */
+const texts = new WeakMap<object, Map<string, string>>()
+
+/** Shapes a dialect keeps; a batch size is part of a shape, so they are bounded by batch sizes. */
+const MAX_SHAPES = 2048
+
+/**
+ * Runs a hot statement whose SQL text depends only on `shape`: kysely builds and compiles it the
+ * first time, and later runs send only `params`. The text is kept only if the compiled
+ * parameters are exactly `params`, so a shape whose parameters are not what the caller computes
+ * is always built afresh. No plugin of the hub's rewrites SQL, so one text serves every builder
+ * of a dialect.
+ */
+async function runCompiled<R>(
+  db: Db,
+  shape: string,
+  params: unknown[],
+  build: () => CompiledQuery<R>,
+): Promise<QueryResult<R>> {
+  const { adapter } = db.getExecutor()
+  let known = texts.get(adapter)
+  if (!known) {
+    known = new Map()
+    texts.set(adapter, known)
+  }
+  const text = known.get(shape)
+  if (text !== undefined) return db.executeQuery<R>(CompiledQuery.raw(text, params))
+  const query = build()
+  const same =
+    query.parameters.length === params.length && query.parameters.every((p, i) => p === params[i])
+  if (same && known.size < MAX_SHAPES) known.set(shape, query.sql)
+  return db.executeQuery<R>(query)
+}
+
+/** Every column of a row type, in insert order; one left out of the list fails to compile. */
+const allColumns =
+  <T>() =>
+  <const C extends readonly (keyof T)[]>(
+    ...columns: C & (Exclude<keyof T, C[number]> extends never ? unknown : never)
+  ): C =>
+    columns
+
+const TRANSFER_COLUMNS = allColumns<TransferRow>()(
+  'id',
+  'owner',
+  'state',
+  'version',
+  'idempotency_key',
+  'checksum',
+  'snapshot_bytes',
+  'tier',
+  'budget_micros',
+  'rate_micros',
+  'spent_micros',
+  'runtime',
+  'lease_instance',
+  'lease_ends_at',
+  'created_at',
+  'updated_at',
+  'expires_at',
+  'grace_ends_at',
+  'end_reason',
+)
+const EVENT_COLUMNS = allColumns<TransferEventRow>()(
+  'transfer_id',
+  'seq',
+  'type',
+  'from_state',
+  'to_state',
+  'actor',
+  'data',
+  'at',
+)
+const USAGE_COLUMNS = allColumns<TransferUsageRow>()(
+  'transfer_id',
+  'idempotency_key',
+  'amount_micros',
+  'spent_after',
+  'reporter',
+  'at',
+)
+const TOKEN_USE_COLUMNS = allColumns<TransferTokenUseRow>()(
+  'jti',
+  'transfer_id',
+  'scope',
+  'used_at',
+)
+
+/** Rows with exactly `columns`, in their order, so the compiled text's columns are those. */
+function ordered<T, K extends keyof T>(rows: T[], columns: readonly K[]): Pick<T, K>[] {
+  return rows.map((r) => Object.fromEntries(columns.map((c) => [c, r[c]])) as Pick<T, K>)
+}
+
+/** The parameters of `rows` with `columns`, row by row, as an insert of them binds them. */
+function valuesOf<T>(rows: T[], columns: readonly (keyof T)[]): unknown[] {
+  const out: unknown[] = []
+  for (const r of rows) for (const c of columns) out.push(r[c])
+  return out
+}
+
+/** Inserts `rows` into `table` with one statement compiled once per row count. */
+async function insertRows<T extends keyof Schema>(
+  db: Db,
+  table: T,
+  rows: Schema[T][],
+  columns: readonly (keyof Schema[T])[],
+): Promise<void> {
+  if (rows.length === 0) return
+  await runCompiled(db, `insert ${table} ${rows.length}`, valuesOf(rows, columns), () =>
+    db
+      .insertInto(table)
+      .values(ordered(rows, columns) as never)
+      .compile(),
+  )
+}
+
 /** Inserts many staged transfers and their snapshots, one statement each. */
 export async function insertTransfers(
   db: Db,
   created: { row: TransferRow; content: string }[],
 ): Promise<void> {
   if (created.length === 0) return
-  await db
-    .insertInto('transfers')
-    .values(created.map((c) => c.row))
-    .execute()
-  await db
-    .insertInto('transfer_snapshots')
-    .values(created.map((c) => ({ transfer_id: c.row.id, content: c.content })))
-    .execute()
+  await insertRows(
+    db,
+    'transfers',
+    created.map((c) => c.row),
+    TRANSFER_COLUMNS,
+  )
+  await insertRows(
+    db,
+    'transfer_snapshots',
+    created.map((c) => ({ transfer_id: c.row.id, content: c.content })),
+    ['transfer_id', 'content'],
+  )
 }
 
 /** Transfers of any of `owners` under any of `keys` (a superset of the pairs asked for). */
@@ -42,7 +162,10 @@ export async function findByOwnerKeys(
 }
 
 export async function findTransfer(db: Db, id: string): Promise<TransferRow | undefined> {
-  return db.selectFrom('transfers').selectAll().where('id', '=', id).executeTakeFirst()
+  const { rows } = await runCompiled(db, 'find', [id], () =>
+    db.selectFrom('transfers').selectAll().where('id', '=', id).compile(),
+  )
+  return rows[0]
 }
 
 export async function readSnapshot(db: Db, id: string): Promise<string | undefined> {
@@ -145,6 +268,17 @@ export async function lockTransfers(
   ids: string[],
   m: { lock: boolean; tokens: boolean; content: string[] },
 ): Promise<LockedTransfer[]> {
+  const params = [...(m.tokens ? ['provision', 1, 'activate', 1] : []), ...m.content, ...ids]
+  const shape = `lock ${ids.length} ${m.tokens} ${m.content.length} ${m.lock}`
+  const { rows } = await runCompiled(db, shape, params, () => lockQuery(db, ids, m).compile())
+  return rows as LockedTransfer[]
+}
+
+function lockQuery(
+  db: Db,
+  ids: string[],
+  m: { lock: boolean; tokens: boolean; content: string[] },
+) {
   return db
     .selectFrom('transfers')
     .selectAll('transfers')
@@ -179,7 +313,6 @@ export async function lockTransfers(
     .where('transfers.id', 'in', ids)
     .orderBy('transfers.id')
     .$if(m.lock, (qb) => qb.forUpdate('transfers'))
-    .execute() as Promise<LockedTransfer[]>
 }
 
 /** The event logs of many transfers, each in order. */
@@ -199,12 +332,16 @@ export async function findUsages(
   ids: string[],
   keys: string[],
 ): Promise<TransferUsageRow[]> {
-  return db
-    .selectFrom('transfer_usage')
-    .selectAll()
-    .where('transfer_id', 'in', ids)
-    .where('idempotency_key', 'in', keys)
-    .execute()
+  const shape = `usages ${ids.length} ${keys.length}`
+  const { rows } = await runCompiled(db, shape, [...ids, ...keys], () =>
+    db
+      .selectFrom('transfer_usage')
+      .selectAll()
+      .where('transfer_id', 'in', ids)
+      .where('idempotency_key', 'in', keys)
+      .compile(),
+  )
+  return rows
 }
 
 /**
@@ -216,10 +353,39 @@ export async function applyTransfers(
   rows: TransferRow[],
   readVersion: Map<string, number>,
 ): Promise<number> {
+  const params = applyParams(rows, readVersion)
+  const result = await runCompiled(db, `apply ${rows.length}`, params, () =>
+    applyQuery(rows, readVersion).compile(db),
+  )
+  return Number(result.numAffectedRows ?? 0n)
+}
+
+/** The parameters of `applyQuery`, in its order. */
+function applyParams(rows: TransferRow[], readVersion: Map<string, number>): unknown[] {
+  return rows.flatMap((r) => [
+    r.id,
+    readVersion.get(r.id)!,
+    r.state,
+    r.version,
+    r.updated_at,
+    r.expires_at,
+    r.tier,
+    r.budget_micros,
+    r.rate_micros,
+    r.spent_micros,
+    r.runtime,
+    r.lease_instance,
+    r.lease_ends_at,
+    r.grace_ends_at,
+    r.end_reason,
+  ])
+}
+
+function applyValues(rows: TransferRow[], readVersion: Map<string, number>) {
   const text = (v: string | null) => sql`cast(${v} as text)`
   const big = (v: number | null) => sql`cast(${v} as bigint)`
   const int = (v: number) => sql`cast(${v} as integer)`
-  const values = sql.join(
+  return sql.join(
     rows.map(
       (r) =>
         sql`(${sql.join([
@@ -241,29 +407,97 @@ export async function applyTransfers(
         ])})`,
     ),
   )
-  const result = await sql`
-    with v (id, expect, state, version, updated_at, expires_at, tier, budget_micros, rate_micros,
-            spent_micros, runtime, lease_instance, lease_ends_at, grace_ends_at, end_reason)
-    as (values ${values})
-    update transfers
-    set state = v.state, version = v.version, updated_at = v.updated_at,
+}
+
+const APPLY_SET = sql`set state = v.state, version = v.version, updated_at = v.updated_at,
         expires_at = v.expires_at, tier = v.tier, budget_micros = v.budget_micros,
         rate_micros = v.rate_micros, spent_micros = v.spent_micros, runtime = v.runtime,
         lease_instance = v.lease_instance, lease_ends_at = v.lease_ends_at,
         grace_ends_at = v.grace_ends_at, end_reason = v.end_reason
     from v
-    where transfers.id = v.id and transfers.version = v.expect`.execute(db)
-  return Number(result.numAffectedRows ?? 0n)
+    where transfers.id = v.id and transfers.version = v.expect`
+
+const APPLY_COLUMNS = sql`v (id, expect, state, version, updated_at, expires_at, tier, budget_micros,
+    rate_micros, spent_micros, runtime, lease_instance, lease_ends_at, grace_ends_at, end_reason)`
+
+function applyQuery(rows: TransferRow[], readVersion: Map<string, number>) {
+  return sql`
+    with ${APPLY_COLUMNS} as (values ${applyValues(rows, readVersion)})
+    update transfers ${APPLY_SET}`
+}
+
+/** What a group of transfer writes writes, beside nothing else. */
+export interface GroupWrites {
+  /** Changed rows, each written only if still at the version in `readVersion`. */
+  changed: TransferRow[]
+  readVersion: Map<string, number>
+  created: { row: TransferRow; content: string }[]
+  events: TransferEventRow[]
+  tokenUses: TransferTokenUseRow[]
+  usages: TransferUsageRow[]
+}
+
+/**
+ * Every write of a group in one statement, through data-modifying WITH clauses (PostgreSQL's
+ * `caps.writableCte`): one round trip where `applyTransfers` and the inserts take one each.
+ * Answers how many changed rows were still at the version read.
+ */
+export async function writeGroup(db: Db, g: GroupWrites): Promise<number> {
+  const parts: [string, unknown[], RawBuilder<unknown>][] = []
+  const insert = <T>(name: string, table: string, rows: T[], columns: readonly (keyof T)[]) => {
+    if (rows.length === 0) return
+    const values = sql.join(
+      rows.map((r) => sql`(${sql.join(columns.map((c) => r[c]))})`),
+      sql`, `,
+    )
+    parts.push([
+      `${name}${rows.length}`,
+      valuesOf(rows, columns),
+      sql`${sql.raw(name)} as (insert into ${sql.raw(table)} (${sql.raw(columns.join(', '))}) values ${values})`,
+    ])
+  }
+  if (g.changed.length > 0) {
+    parts.push([
+      `v${g.changed.length}`,
+      applyParams(g.changed, g.readVersion),
+      sql`${APPLY_COLUMNS} as (values ${applyValues(g.changed, g.readVersion)}),
+      u as (update transfers ${APPLY_SET} returning 1)`,
+    ])
+  }
+  const rows = g.created.map((c) => c.row)
+  insert('t', 'transfers', rows, TRANSFER_COLUMNS)
+  insert(
+    's',
+    'transfer_snapshots',
+    g.created.map((c) => ({ transfer_id: c.row.id, content: c.content })),
+    ['transfer_id', 'content'],
+  )
+  insert('e', 'transfer_events', g.events, EVENT_COLUMNS)
+  insert('k', 'transfer_token_uses', g.tokenUses, TOKEN_USE_COLUMNS)
+  insert('g', 'transfer_usage', g.usages, USAGE_COLUMNS)
+  if (parts.length === 0) return 0
+  const applied = g.changed.length > 0 ? sql`(select count(*) from u)` : sql`0`
+  const result = await runCompiled<{ applied: number | string }>(
+    db,
+    `group ${parts.map((p) => p[0]).join(' ')}`,
+    parts.flatMap((p) => p[1]),
+    () =>
+      sql<{ applied: number | string }>`with ${sql.join(
+        parts.map((p) => p[2]),
+        sql`, `,
+      )} select cast(${applied} as integer) as applied`.compile(db),
+  )
+  return Number(result.rows[0]?.applied ?? 0)
 }
 
 export async function insertEvents(db: Db, rows: TransferEventRow[]): Promise<void> {
-  if (rows.length > 0) await db.insertInto('transfer_events').values(rows).execute()
+  await insertRows(db, 'transfer_events', rows, EVENT_COLUMNS)
 }
 
 export async function useTokens(db: Db, rows: TransferTokenUseRow[]): Promise<void> {
-  if (rows.length > 0) await db.insertInto('transfer_token_uses').values(rows).execute()
+  await insertRows(db, 'transfer_token_uses', rows, TOKEN_USE_COLUMNS)
 }
 
 export async function insertUsages(db: Db, rows: TransferUsageRow[]): Promise<void> {
-  if (rows.length > 0) await db.insertInto('transfer_usage').values(rows).execute()
+  await insertRows(db, 'transfer_usage', rows, USAGE_COLUMNS)
 }
