@@ -79,6 +79,9 @@ async function serveHub(store) {
   }
   const hub = await startHub(
     loadConfig({
+      // The embedded compute runtime is not what this measures by default (BATON_COMPUTE_EMBEDDED
+      // =true measures a default hub's).
+      BATON_COMPUTE_EMBEDDED: 'false',
       // BATON_* settings of the bench's environment pass through (e.g. to compare a setting).
       ...Object.fromEntries(Object.entries(env).filter(([k]) => k.startsWith('BATON_'))),
       BATON_HOST: '127.0.0.1',
@@ -91,8 +94,6 @@ async function serveHub(store) {
       BATON_MAX_CONNECTIONS_PER_ADDRESS: '0',
       // Opening 10,000 waits takes a while on a loaded machine; none may time out before the move.
       BATON_HANDOFF_MAX_WAIT_SECONDS: String(WAIT_SECONDS),
-      // The embedded compute runtime is not what this measures (and its workers cost memory).
-      BATON_COMPUTE_EMBEDDED: 'false',
       ...(url
         ? { DATABASE_URL: url, BATON_HUB_KEY_SECRET: 'the hub key secret of bench hubs' }
         : {}),
