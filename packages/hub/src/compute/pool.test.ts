@@ -224,3 +224,21 @@ test('a lazy worker that cannot start fails its evaluation and ready(), and clos
   }
   await assert.rejects(broken.evaluate({ var: '' }, 1), code('shutting_down'))
 })
+
+test('a lazy pool starts only the workers its work needs, and ready() starts the rest', async () => {
+  const { pool: lazy } = lazyPool({ size: 3 })
+  try {
+    assert.equal((await lazy.evaluate({ var: '' }, 1)).output, 1)
+    assert.equal(lazy.stats().workers, 1)
+    const both = await Promise.all([lazy.evaluate({ var: '' }, 2), lazy.evaluate({ var: '' }, 3)])
+    assert.deepEqual(
+      both.map((e) => e.output),
+      [2, 3],
+    )
+    assert.equal(lazy.stats().workers, 2)
+    await lazy.ready()
+    assert.equal(lazy.stats().ready, 3)
+  } finally {
+    await lazy.close()
+  }
+})

@@ -268,6 +268,17 @@ export function createComputePool(options: ComputePoolOptions = {}): ComputePool
   const fill = () => {
     while (slots.size < size) spawn()
   }
+
+  // A lazy pool starts a worker only for work no running or starting worker will take: the first
+  // job waits for one worker's start, not for all of them.
+  const grow = () => {
+    let spare = 0
+    for (const slot of slots) if (!slot.task) spare++
+    while (slots.size < size && spare < queue.length) {
+      spawn()
+      spare++
+    }
+  }
   if (idleMs === undefined) fill()
 
   return {
@@ -296,7 +307,6 @@ export function createComputePool(options: ComputePoolOptions = {}): ComputePool
             { 'retry-after': '1' },
           )
         }
-        fill()
         const request: WorkerRequest = {
           id: nextId++,
           program: JSON.stringify(program),
@@ -305,6 +315,7 @@ export function createComputePool(options: ComputePoolOptions = {}): ComputePool
         }
         return new Promise<Evaluation>((resolve, reject) => {
           queue.push({ request, timeoutMs, resolve, reject })
+          grow()
           dispatch()
         })
       } catch (error) {
