@@ -222,7 +222,8 @@ export class WaitRegistry {
         from: group.gen + 1,
         hasFirst: false,
         first: undefined,
-        due: this.closed,
+        // An abort that came before the wait fires no listener: its caller left already.
+        due: this.closed || spec.signal?.aborted === true,
         holdsTopicSlot: false,
         group,
         tick: undefined,
