@@ -9,6 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import v8 from 'node:v8'
+import vm from 'node:vm'
 
 const env = process.env
 const WAITERS = Number(env.BENCH_WAITERS || 10_000)
@@ -79,6 +80,9 @@ async function serveHub(store) {
   }
   const hub = await startHub(
     loadConfig({
+      // The embedded compute runtime is not what this measures by default (BATON_COMPUTE_EMBEDDED
+      // =true measures a default hub's).
+      BATON_COMPUTE_EMBEDDED: 'false',
       // BATON_* settings of the bench's environment pass through (e.g. to compare a setting).
       ...Object.fromEntries(Object.entries(env).filter(([k]) => k.startsWith('BATON_'))),
       BATON_HOST: '127.0.0.1',
@@ -91,8 +95,6 @@ async function serveHub(store) {
       BATON_MAX_CONNECTIONS_PER_ADDRESS: '0',
       // Opening 10,000 waits takes a while on a loaded machine; none may time out before the move.
       BATON_HANDOFF_MAX_WAIT_SECONDS: String(WAIT_SECONDS),
-      // The embedded compute runtime is not what this measures (and its workers cost memory).
-      BATON_COMPUTE_EMBEDDED: 'false',
       ...(url
         ? { DATABASE_URL: url, BATON_HUB_KEY_SECRET: 'the hub key secret of bench hubs' }
         : {}),
@@ -109,11 +111,17 @@ async function serveHub(store) {
   }
 }
 
+// The collector, reached without a command-line flag: plain `node`, as a user runs the hub.
+v8.setFlagsFromString('--expose-gc')
+const collect = vm.runInNewContext('gc')
+
 const [kind, store = 'sqlite'] = process.argv.slice(2)
 const server = kind === 'bare' ? await serveBare() : await serveHub(store)
 process.on('message', (msg) => {
   if (msg.cmd === 'waiting') process.send?.({ waiting: server.waiting() })
   else if (msg.cmd === 'memory') {
+    // After a full collection, so the heap is what the waits hold, not garbage not yet collected.
+    collect()
     const { heapUsed, external, arrayBuffers } = process.memoryUsage()
     process.send?.({ heapUsed, external, arrayBuffers })
   } else if (msg.cmd === 'snapshot') process.send?.({ file: v8.writeHeapSnapshot(msg.file) })

@@ -259,10 +259,12 @@ async function assemble(
   let embedded: ComputeRunner | undefined
   let embeddedPool: ReturnType<typeof createComputePool> | undefined
   if (config.compute.embedded) {
-    embeddedPool = createComputePool(
-      config.compute.workers === undefined ? {} : { size: config.compute.workers },
-    )
-    const size = embeddedPool.stats().workers
+    // Lazy: its worker threads (about 20 MiB each) run only while there is work.
+    embeddedPool = createComputePool({
+      ...(config.compute.workers === undefined ? {} : { size: config.compute.workers }),
+      idleMs: config.compute.idleMs,
+    })
+    const size = embeddedPool.size
     embedded = new ComputeRunner(
       {
         heartbeat: (runtimeId, languages) =>

@@ -212,6 +212,8 @@ export const ENV_DOC: Record<string, string> = {
   BATON_COMPUTE_EMBEDDED:
     'run json-expr-v1 jobs in the hub itself on a worker pool (default true; false leaves them to remote runtimes)',
   BATON_COMPUTE_WORKERS: 'worker threads of the embedded runtime (default 2, or 1 on one core)',
+  BATON_COMPUTE_IDLE_SECONDS:
+    'the embedded runtime starts its worker threads for the first job and ends them after this many seconds without one (default 60)',
   BATON_COMPUTE_LEASE_SECONDS:
     'how long a runtime holds a claimed job without renewing it before the job is reclaimed (default 15)',
   BATON_COMPUTE_RUNTIME_TTL_SECONDS:
@@ -483,6 +485,8 @@ export interface ComputeConfig {
   embedded: boolean
   /** Worker threads of the embedded runtime; undefined: the pool's default. */
   workers: number | undefined
+  /** How long the embedded runtime's workers stay without a job before they end. */
+  idleMs: number
   leaseMs: number
   runtimeTtlMs: number
   maxAttempts: number
@@ -500,6 +504,7 @@ function computeConfig(env: Env): ComputeConfig {
   return {
     embedded: bool(env, 'BATON_COMPUTE_EMBEDDED', true),
     workers: workers ? int(env, 'BATON_COMPUTE_WORKERS', 1, 1) : undefined,
+    idleMs: int(env, 'BATON_COMPUTE_IDLE_SECONDS', 60, 0) * 1000,
     leaseMs: int(env, 'BATON_COMPUTE_LEASE_SECONDS', 15, 1) * 1000,
     runtimeTtlMs: int(env, 'BATON_COMPUTE_RUNTIME_TTL_SECONDS', 10, 1) * 1000,
     maxAttempts: int(env, 'BATON_COMPUTE_MAX_ATTEMPTS', 3, 1),

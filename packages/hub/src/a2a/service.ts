@@ -3,7 +3,7 @@ import { BatonError, canonicalJson } from '@baton/protocol'
 import type { z } from 'zod'
 import type { Clock } from '../clock.js'
 import type { EventBus } from '../events/bus.js'
-import type { WaitRegistry } from '../events/wait.js'
+import type { WaitRegistry, WaitSignal } from '../events/wait.js'
 import { checkNotifyUrl, newEventId, notifyTarget } from '../handoffs/notify.js'
 import { insertSignals } from '../handoffs/outbox-store.js'
 import { findPrincipal } from '../identity/store.js'
@@ -105,7 +105,7 @@ export class A2aService {
   async send(
     principal: string,
     input: unknown,
-    signal?: AbortSignal,
+    signal?: WaitSignal,
     address?: string,
   ): Promise<SendResult> {
     const params = parseInput(SendMessageParams, input, 'params')
@@ -164,7 +164,7 @@ export class A2aService {
   }
 
   /** `GetTask`; with `currentGeneration` it long-polls until the task's generation passes it. */
-  async get(principal: string, input: unknown, signal?: AbortSignal, address?: string) {
+  async get(principal: string, input: unknown, signal?: WaitSignal, address?: string) {
     const params = parseInput(GetTaskParams, input, 'params')
     const db = this.deps.database.db
     const row = await this.visible(db, principal, params.id)
@@ -258,7 +258,7 @@ export class A2aService {
     principal: string,
     id: string,
     after: number,
-    signal?: AbortSignal,
+    signal?: WaitSignal,
     address?: string,
   ): Promise<number> {
     const db = this.deps.database.db
@@ -629,7 +629,7 @@ export class A2aService {
   private async settled(
     principal: string,
     task: TaskView,
-    signal?: AbortSignal,
+    signal?: WaitSignal,
     address?: string,
   ): Promise<TaskView> {
     if (TERMINAL_STATES.has(task.status.state) || INTERRUPTED_STATES.has(task.status.state)) {

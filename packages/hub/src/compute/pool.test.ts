@@ -52,7 +52,14 @@ test('a full queue answers compute_busy with Retry-After, and close fails what i
   await busy.ready()
   const running = busy.evaluate(endless, endlessInput, { limits: unbounded })
   const waiting = busy.evaluate({ var: '' }, 1)
-  assert.deepEqual(busy.stats(), { workers: 1, ready: 1, busy: 1, queued: 1, replaced: 0 })
+  assert.deepEqual(busy.stats(), {
+    workers: 1,
+    ready: 1,
+    busy: 1,
+    queued: 1,
+    replaced: 0,
+    retired: 0,
+  })
   await assert.rejects(busy.evaluate({ var: '' }, 2), (e: unknown) => {
     assert.ok(e instanceof BatonError)
     assert.equal(e.code, 'compute_busy')
@@ -142,5 +149,96 @@ test('a worker that cannot start fails ready() with the reason instead of leavin
     await assert.rejects(broken.ready(), /could not start: no evaluator here/)
   } finally {
     await broken.close()
+  }
+})
+
+// A lazy pool whose idle check runs when the test says so, not after a wait.
+function lazyPool(options: Parameters<typeof createComputePool>[0] = {}) {
+  const pending: (() => void)[] = []
+  const pool = createComputePool({
+    size: 1,
+    idleMs: 60_000,
+    schedule: (run) => {
+      pending.push(run)
+      return () => pending.splice(pending.indexOf(run), 1)
+    },
+    ...options,
+  })
+  const idle = () => {
+    for (const run of pending.splice(0)) run()
+  }
+  return { pool, idle, pending }
+}
+
+test('a lazy pool starts no worker until there is work, and ends it once idle', async () => {
+  const { pool: lazy, idle, pending } = lazyPool()
+  try {
+    assert.equal(lazy.lazy, true)
+    assert.equal(lazy.size, 1)
+    assert.equal(lazy.stats().workers, 0)
+    assert.equal((await lazy.evaluate({ '+': [{ var: 'a' }, 1] }, { a: 1 })).output, 2)
+    assert.equal(lazy.stats().workers, 1)
+    assert.equal(pending.length, 1)
+    idle()
+    assert.deepEqual(lazy.stats(), {
+      workers: 0,
+      ready: 0,
+      busy: 0,
+      queued: 0,
+      replaced: 0,
+      retired: 1,
+    })
+    assert.equal((await lazy.evaluate({ '*': [{ var: 'a' }, 3] }, { a: 2 })).output, 6)
+    assert.equal(lazy.stats().workers, 1)
+  } finally {
+    await lazy.close()
+  }
+})
+
+test('a lazy pool keeps a worker that is running an evaluation, and its limits still hold', async () => {
+  const { pool: lazy, idle, pending } = lazyPool({ worker: { timeoutMs: 60_000 } })
+  try {
+    const running = lazy.evaluate(endless, endlessInput, { limits: unbounded, timeoutMs: 300 })
+    assert.equal(pending.length, 0)
+    idle()
+    await assert.rejects(running, code('compute_timeout'))
+    assert.equal(lazy.stats().replaced, 1)
+    assert.equal((await lazy.evaluate({ var: '' }, 7)).output, 7)
+    idle()
+    assert.equal(lazy.stats().workers, 0)
+  } finally {
+    await lazy.close()
+  }
+})
+
+test('a lazy worker that cannot start fails its evaluation and ready(), and close still ends it', async () => {
+  const { pool: broken } = lazyPool({
+    entry: new URL('data:text/javascript,throw new Error("no evaluator here")'),
+  })
+  try {
+    assert.equal(broken.stats().workers, 0)
+    await assert.rejects(broken.evaluate({ var: '' }, 1), code('internal'))
+    await assert.rejects(broken.ready(), /could not start: no evaluator here/)
+  } finally {
+    await broken.close()
+  }
+  await assert.rejects(broken.evaluate({ var: '' }, 1), code('shutting_down'))
+})
+
+test('a lazy pool starts only the workers its work needs, and ready() starts the rest', async () => {
+  const { pool: lazy } = lazyPool({ size: 3 })
+  try {
+    assert.equal((await lazy.evaluate({ var: '' }, 1)).output, 1)
+    assert.equal(lazy.stats().workers, 1)
+    const both = await Promise.all([lazy.evaluate({ var: '' }, 2), lazy.evaluate({ var: '' }, 3)])
+    assert.deepEqual(
+      both.map((e) => e.output),
+      [2, 3],
+    )
+    assert.equal(lazy.stats().workers, 2)
+    await lazy.ready()
+    assert.equal(lazy.stats().ready, 3)
+  } finally {
+    await lazy.close()
   }
 })

@@ -1,6 +1,8 @@
 // A small pool of worker threads for json-expr-v1. Each worker runs under a V8 heap limit
 // (`resourceLimits`), and an evaluation that runs past its wall time is ended by terminating its
 // worker; a worker that is ended or dies is replaced, so one hostile program costs one restart.
+// A lazy pool (`idleMs`) starts its threads for the first evaluation and ends them once idle, so
+// a hub that runs no compute holds no worker heaps.
 import os from 'node:os'
 import { Worker } from 'node:worker_threads'
 import { BatonError, type ErrorCode, isErrorCode } from '@baton/protocol'
@@ -25,6 +27,13 @@ export interface ComputePoolOptions {
   worker?: Partial<WorkerLimits>
   /** The worker's module (default: the evaluator's); tests point it at one that cannot start. */
   entry?: URL
+  /**
+   * When set, workers start on the first evaluation (or `ready()`) instead of at creation, and
+   * end after this many milliseconds with no evaluation running or waiting.
+   */
+  idleMs?: number
+  /** Schedules the idle check; tests pass their own to run it without waiting. */
+  schedule?: (run: () => void, ms: number) => () => void
 }
 
 /** Per-evaluation overrides of the pool's bounds (the heap is per worker, so it stays fixed). */
@@ -41,12 +50,21 @@ export interface ComputePoolStats {
   queued: number
   /** Workers started to replace one that was ended or died. */
   replaced: number
+  /** Workers ended because the pool was idle (lazy pools only). */
+  retired: number
 }
 
 /** Evaluates json-expr-v1 programs on worker threads under every bound. */
 export interface ComputePool {
+  /** Workers the pool runs while it has work. */
+  readonly size: number
+  /** Whether workers start on demand (and end when idle) rather than at creation. */
+  readonly lazy: boolean
   evaluate(program: unknown, input: unknown, options?: EvaluateOptions): Promise<Evaluation>
-  /** Resolves once every worker has started (evaluations wait for this on their own). */
+  /**
+   * Starts the workers that are not running and resolves once every one has started; rejects
+   * with the reason when one cannot start. Evaluations need not call it: they start what they need.
+   */
   ready(): Promise<void>
   stats(): ComputePoolStats
   /** Ends every worker; waiting and running evaluations fail with `shutting_down`. */
@@ -75,7 +93,14 @@ const ENTRY = import.meta.url.endsWith('.ts')
   ? new URL('./worker-entry.mjs', import.meta.url)
   : new URL('./worker.js', import.meta.url)
 
-/** Starts a pool of compute workers. */
+// The idle check's default timer: unref'd, so an idle pool never holds the process open.
+const scheduleTimer = (run: () => void, ms: number): (() => void) => {
+  const timer = setTimeout(run, ms)
+  timer.unref()
+  return () => clearTimeout(timer)
+}
+
+/** Creates a pool of compute workers, started at once or, with `idleMs`, on demand. */
 export function createComputePool(options: ComputePoolOptions = {}): ComputePool {
   const size = options.size ?? Math.min(2, os.availableParallelism())
   const maxQueue = options.maxQueue ?? 256
@@ -84,11 +109,20 @@ export function createComputePool(options: ComputePoolOptions = {}): ComputePool
   if (!Number.isSafeInteger(size) || size < 1) {
     throw new BatonError('invalid_request', 'size must be a positive integer', { field: 'size' })
   }
+  const idleMs = options.idleMs
+  if (idleMs !== undefined && (!Number.isSafeInteger(idleMs) || idleMs < 0)) {
+    throw new BatonError('invalid_request', 'idleMs must be a non-negative integer', {
+      field: 'idleMs',
+    })
+  }
+  const schedule = options.schedule ?? scheduleTimer
   const slots = new Set<Slot>()
   const queue: Task[] = []
   let nextId = 1
   let replaced = 0
+  let retired = 0
   let closed = false
+  let cancelIdle: (() => void) | undefined
 
   const spawn = (): Slot => {
     const worker = new Worker(options.entry ?? ENTRY, {
@@ -172,7 +206,9 @@ export function createComputePool(options: ComputePoolOptions = {}): ComputePool
     if (closed) return
     if (!wasReady) {
       // it died while starting: do not spin; fail what waits, and start afresh on the next call
-      for (const t of queue.splice(0)) t.reject(new BatonError('internal', 'No compute worker'))
+      for (const t of queue.splice(0)) {
+        t.reject(new BatonError('internal', 'A compute worker could not start'))
+      }
       return
     }
     replaced++
@@ -182,7 +218,7 @@ export function createComputePool(options: ComputePoolOptions = {}): ComputePool
 
   const dispatch = () => {
     for (const slot of slots) {
-      if (queue.length === 0) return
+      if (queue.length === 0) break
       if (!slot.ready || slot.task) continue
       const task = queue.shift()!
       slot.task = task
@@ -197,14 +233,57 @@ export function createComputePool(options: ComputePoolOptions = {}): ComputePool
       }, task.timeoutMs)
       slot.worker.postMessage(task.request)
     }
+    watchIdle()
+  }
+
+  // Arms the idle check while nothing runs or waits; any work cancels it.
+  const watchIdle = () => {
+    if (idleMs === undefined || closed) return
+    let idle = queue.length === 0
+    for (const slot of slots) if (slot.task || !slot.ready) idle = false
+    if (!idle || slots.size === 0) {
+      cancelIdle?.()
+      cancelIdle = undefined
+      return
+    }
+    cancelIdle ??= schedule(() => {
+      cancelIdle = undefined
+      retire()
+    }, idleMs)
+  }
+
+  // Ends every worker of an idle pool; the next evaluation starts them again.
+  const retire = () => {
+    if (closed || queue.length > 0) return
+    for (const slot of slots) if (slot.task || !slot.ready) return
+    for (const slot of [...slots]) {
+      slots.delete(slot)
+      slot.worker.removeAllListeners()
+      slot.worker.on('error', () => {})
+      void slot.worker.terminate()
+      retired++
+    }
   }
 
   const fill = () => {
     while (slots.size < size) spawn()
   }
-  fill()
+
+  // A lazy pool starts a worker only for work no running or starting worker will take: the first
+  // job waits for one worker's start, not for all of them.
+  const grow = () => {
+    let spare = 0
+    for (const slot of slots) if (!slot.task) spare++
+    while (slots.size < size && spare < queue.length) {
+      spawn()
+      spare++
+    }
+  }
+  if (idleMs === undefined) fill()
 
   return {
+    size,
+    lazy: idleMs !== undefined,
     evaluate(program, input, evaluateOptions = {}) {
       if (closed) {
         return Promise.reject(new BatonError('shutting_down', 'The compute pool is closed'))
@@ -228,7 +307,6 @@ export function createComputePool(options: ComputePoolOptions = {}): ComputePool
             { 'retry-after': '1' },
           )
         }
-        fill()
         const request: WorkerRequest = {
           id: nextId++,
           program: JSON.stringify(program),
@@ -237,6 +315,7 @@ export function createComputePool(options: ComputePoolOptions = {}): ComputePool
         }
         return new Promise<Evaluation>((resolve, reject) => {
           queue.push({ request, timeoutMs, resolve, reject })
+          grow()
           dispatch()
         })
       } catch (error) {
@@ -254,10 +333,12 @@ export function createComputePool(options: ComputePoolOptions = {}): ComputePool
         if (s.task) busy++
         if (s.ready) ready++
       }
-      return { workers: slots.size, ready, busy, queued: queue.length, replaced }
+      return { workers: slots.size, ready, busy, queued: queue.length, replaced, retired }
     },
     async close() {
       closed = true
+      cancelIdle?.()
+      cancelIdle = undefined
       const stopping = new BatonError('shutting_down', 'The compute pool is closed')
       for (const t of queue.splice(0)) t.reject(stopping)
       const all = [...slots]

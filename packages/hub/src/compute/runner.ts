@@ -44,12 +44,16 @@ export class ComputeRunner {
     private readonly opts: ComputeRunnerOptions,
   ) {}
 
-  /** Registers the runtime (so it is live before it answers) and starts its slots. */
+  /**
+   * Registers the runtime (so it is live before it answers) and starts its slots. An eager pool's
+   * workers must have started first; a lazy one starts them for the first job it claims, and the
+   * runtime is live meanwhile (seed 000: live runtime availability from the start).
+   */
   async start(): Promise<void> {
     // The pool's threads are unref'd; while they start, nothing else may hold the process open.
     const starting = setInterval(() => {}, 60_000)
     try {
-      await this.pool.ready()
+      if (!this.pool.lazy) await this.pool.ready()
       await this.api.heartbeat(this.runtimeId, this.opts.languages)
     } finally {
       clearInterval(starting)

@@ -16,7 +16,7 @@ import type { Logger } from 'pino'
 import type { Clock } from '../clock.js'
 import type { ComputeConfig } from '../config.js'
 import type { EventBus } from '../events/bus.js'
-import type { WaitRegistry } from '../events/wait.js'
+import type { WaitRegistry, WaitSignal } from '../events/wait.js'
 import type { GrantService } from '../grants/service.js'
 import type { ResourceService } from '../resources/service.js'
 import type { Database } from '../store/database.js'
@@ -364,7 +364,7 @@ export class ComputeService {
     id: string,
     seconds: unknown,
     seenVersion?: unknown,
-    signal?: AbortSignal,
+    signal?: WaitSignal,
     address?: string,
   ): Promise<ComputeJobWaitView> {
     const secs = wholeNumber(seconds ?? 0, 'seconds')

@@ -174,6 +174,31 @@ describe('wait registry at scale', () => {
     assert.deepEqual(waits.held, { waiters: 0, keys: 0 })
   })
 
+  test('a caller that left before its wait began is answered by the first read, not held', async () => {
+    const bus = new MemoryEventBus()
+    const waits = new WaitRegistry(bus, new Promise(() => {}), {
+      maxPerTopic: 10,
+      maxPerAddress: 10,
+    })
+    const r = controlledRead()
+    const abort = new AbortController()
+    abort.abort()
+    const gone = waits.wait({
+      key: 'k',
+      topics: ['t'] as const,
+      read: r.read,
+      view: (v: number) => v,
+      ready: (v: number, first: number) => v > first,
+      timeoutMs: () => 60_000,
+      address: 'a',
+      signal: abort.signal,
+    })
+    await r.answer(1)
+    assert.deepEqual(await gone, { first: 1, last: 1 })
+    assert.equal(waits.waiting, 0)
+    assert.deepEqual(waits.held, { waiters: 0, keys: 0 })
+  })
+
   test('a read no event asked for answers only the waiters without a first value', async () => {
     const bus = new MemoryEventBus()
     const waits = new WaitRegistry(bus, new Promise(() => {}), {

@@ -2,6 +2,26 @@ import { setImmediate as yieldToIo } from 'node:timers/promises'
 import { BatonError } from '@baton/protocol'
 import type { EventBus } from './bus.js'
 
+/** What a wait's abort listener is given; an AbortSignal's Event is one. */
+export interface WaitAbortEvent {
+  readonly target: unknown
+}
+
+/**
+ * How a wait hears that its caller left. An AbortSignal is one; so is anything that keeps
+ * `aborted` and calls its 'abort' listeners once with itself as `target` (the HTTP face's own,
+ * which costs a tenth of a controller and its signal).
+ */
+export interface WaitSignal {
+  readonly aborted: boolean
+  addEventListener(
+    type: 'abort',
+    listener: (event: WaitAbortEvent) => void,
+    options?: { once?: boolean },
+  ): void
+  removeEventListener(type: 'abort', listener: (event: WaitAbortEvent) => void): void
+}
+
 /** Caps on concurrent long polls, counted per hub instance. */
 export interface WaitLimits {
   /** Most waits held open on one topic (one handoff, inbox or transfer). */
@@ -47,7 +67,7 @@ export interface WaitSpec<S, V, D = undefined> {
   changesOnlyWithEvents?: boolean
   /** The client address the per-address cap counts; none for local callers (stdio). */
   address?: string | undefined
-  signal?: AbortSignal | undefined
+  signal?: WaitSignal | undefined
 }
 
 // The registry stores waiters of every value type side by side; each spec only ever sees its own.
@@ -77,7 +97,7 @@ interface Waiter {
   /** The topic the per-topic cap counts: the group's copy of the string when it is the same. */
   topic: string
   address: string | undefined
-  signal: AbortSignal | undefined
+  signal: WaitSignal | undefined
   /** The first read generation that may answer it: one that started after it joined. */
   from: number
   hasFirst: boolean
@@ -142,9 +162,9 @@ export class WaitRegistry {
   private lastTick = 0
   private closed = false
   // One abort listener for every waiter, finding its waiter by signal: no closure per waiter.
-  private readonly bySignal = new WeakMap<AbortSignal, Waiter>()
-  private readonly onAbort = (event: Event) => {
-    const w = this.bySignal.get(event.target as AbortSignal)
+  private readonly bySignal = new WeakMap<WaitSignal, Waiter>()
+  private readonly onAbort = (event: WaitAbortEvent) => {
+    const w = this.bySignal.get(event.target as WaitSignal)
     if (w) this.abort(w.group, w)
   }
   /** Shared reads run so far; for tests and metrics. */
@@ -202,7 +222,8 @@ export class WaitRegistry {
         from: group.gen + 1,
         hasFirst: false,
         first: undefined,
-        due: this.closed,
+        // An abort that came before the wait fires no listener: its caller left already.
+        due: this.closed || spec.signal?.aborted === true,
         holdsTopicSlot: false,
         group,
         tick: undefined,

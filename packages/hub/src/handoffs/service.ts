@@ -12,7 +12,7 @@ import {
 import type { Clock } from '../clock.js'
 import type { Config } from '../config.js'
 import type { EventBus } from '../events/bus.js'
-import type { WaitRegistry } from '../events/wait.js'
+import type { WaitRegistry, WaitSignal } from '../events/wait.js'
 import type { Database } from '../store/database.js'
 import { onceByKey } from '../store/idempotency.js'
 import { consumeDailyQuota } from '../store/quota.js'
@@ -423,7 +423,7 @@ export class HandoffService {
     token: string | undefined,
     seconds: unknown,
     seenVersion?: unknown,
-    signal?: AbortSignal,
+    signal?: WaitSignal,
     address?: string,
   ): Promise<WaitView> {
     const secs = parseWholeNumber(seconds, 'seconds')

@@ -16,7 +16,7 @@ import type { Clock } from '../clock.js'
 import type { Config } from '../config.js'
 import { ed25519Signer, nodeDigest } from '../crypto.js'
 import type { EventBus } from '../events/bus.js'
-import type { WaitRegistry } from '../events/wait.js'
+import type { WaitRegistry, WaitSignal } from '../events/wait.js'
 import { assertAdmitted, principalTopic } from '../identity/admission.js'
 import type { HubSigner } from '../identity/hub-key.js'
 import { findPrincipal } from '../identity/store.js'
@@ -173,7 +173,7 @@ export class MessageService {
   async list(
     recipient: string,
     input: InboxInput,
-    signal?: AbortSignal,
+    signal?: WaitSignal,
     address?: string,
   ): Promise<MessagePageView> {
     const after = parseWhole(input.after, 'after', 0)
@@ -259,7 +259,7 @@ export class MessageService {
   private async waitFor(
     query: { recipient: string; after: number; limit: number; unacked: boolean },
     waitMs: number,
-    signal?: AbortSignal,
+    signal?: WaitSignal,
     address?: string,
   ): Promise<MessageView[]> {
     const { recipient, after, limit, unacked } = query

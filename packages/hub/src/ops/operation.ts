@@ -3,6 +3,7 @@ import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js'
 import type { z } from 'zod'
 import type { AppContext } from '../app.js'
 import type { Config } from '../config.js'
+import type { WaitSignal } from '../events/wait.js'
 import type { Principal } from '../identity/service.js'
 
 /**
@@ -23,8 +24,11 @@ export interface Caller {
   principal?: Principal | undefined
   /** An `Idempotency-Key` the caller sent, for operations that accept one. */
   idempotencyKey?: string | undefined
-  /** Aborts when the caller goes away (a closed connection, a cancelled MCP request). */
-  signal: AbortSignal
+  /**
+   * Aborts when the caller goes away (a closed connection, a cancelled MCP request). An HTTP
+   * long poll's is the face's own, not an AbortSignal: pass it to waits, never to `fetch`.
+   */
+  signal: WaitSignal
   /** Reports progress of long work (waits, uploads); faces that cannot carry it ignore it. */
   progress?: ((p: { progress: number; total?: number; message?: string }) => void) | undefined
 }

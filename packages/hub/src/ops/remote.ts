@@ -1,4 +1,5 @@
 import { BatonError } from '@baton/protocol'
+import type { WaitSignal } from '../events/wait.js'
 import type { Invoke } from './mcp.js'
 import type { Operation, OperationInput } from './operation.js'
 
@@ -17,6 +18,16 @@ export function requestPath(
   }
   const qs = query.toString()
   return qs ? `${path}?${qs}` : path
+}
+
+// The callers of a remote face (MCP, the CLI) hold AbortSignals; any other signal is followed
+// by a controller of its own, since fetch takes nothing else.
+function toAbortSignal(signal: WaitSignal): AbortSignal {
+  if (signal instanceof AbortSignal) return signal
+  const abort = new AbortController()
+  if (signal.aborted) abort.abort()
+  else signal.addEventListener('abort', () => abort.abort(), { once: true })
+  return abort.signal
 }
 
 /** How a remote face sends one request: signed as an identity, or plain with a bearer token. */
@@ -53,12 +64,24 @@ export function remoteInvoke(transport: Transport): Invoke {
       if (!transport.signed) {
         throw new BatonError('signature_missing', `${op.name} needs an identity to sign with`)
       }
-      answer = await transport.signed(op.method, path, input.body, headers, caller.signal)
+      answer = await transport.signed(
+        op.method,
+        path,
+        input.body,
+        headers,
+        toAbortSignal(caller.signal),
+      )
     } else {
       if (op.auth === 'handoff-token' && caller.token) {
         headers.authorization = `Bearer ${caller.token}`
       }
-      answer = await transport.plain(op.method, path, input.body, headers, caller.signal)
+      answer = await transport.plain(
+        op.method,
+        path,
+        input.body,
+        headers,
+        toAbortSignal(caller.signal),
+      )
     }
     if (answer.status >= 400) throw BatonError.fromBody(answer.body, answer.status)
     return answer.body

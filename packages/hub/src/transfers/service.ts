@@ -24,7 +24,7 @@ import type { Logger } from 'pino'
 import type { Clock } from '../clock.js'
 import type { TransferConfig } from '../config.js'
 import type { EventBus } from '../events/bus.js'
-import type { WaitRegistry } from '../events/wait.js'
+import type { WaitRegistry, WaitSignal } from '../events/wait.js'
 import { assertAdmitted, principalTopic } from '../identity/admission.js'
 import type { Database } from '../store/database.js'
 import type { TransferRow } from '../store/schema.js'
@@ -312,7 +312,7 @@ export class TransferService {
     id: string,
     seconds: unknown,
     seenVersion?: unknown,
-    signal?: AbortSignal,
+    signal?: WaitSignal,
     address?: string,
   ): Promise<TransferWaitView> {
     const secs = wholeNumber(seconds ?? 0, 'seconds')

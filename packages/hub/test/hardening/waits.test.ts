@@ -63,6 +63,8 @@ for (const store of testStores) {
         BATON_WAIT_MAX_PER_ADDRESS: String(WAITERS + 10),
         // Where the hub caps connections per client address, this test's 5,000 are let through.
         BATON_MAX_CONNECTIONS_PER_ADDRESS: '0',
+        // Waits far longer than the test: a waiter released only by its timeout fails it.
+        BATON_HANDOFF_MAX_WAIT_SECONDS: '3600',
       })
     })
     after(() => hub.close())
@@ -142,7 +144,7 @@ for (const store of testStores) {
         const socket = net.connect({ host: url.hostname, port: Number(url.port) })
         socket.on('error', () => {})
         socket.write(
-          `GET ${H}/${h.handoff_id}/wait/25?version=1 HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${h.owner_token}\r\n\r\n`,
+          `GET ${H}/${h.handoff_id}/wait/3600?version=1 HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${h.owner_token}\r\n\r\n`,
         )
         sockets.push(socket)
       }
