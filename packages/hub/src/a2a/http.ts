@@ -6,6 +6,7 @@ import type { AppContext } from '../app.js'
 import { toBatonError } from '../http/errors.js'
 import type { Api } from '../http/server.js'
 import { localOrigin, requestOrigin, requirePrincipal } from '../identity/http.js'
+import { CloseSignal } from '../ops/http.js'
 import type { Caller, Operation } from '../ops/operation.js'
 import { parseInput } from '../validation.js'
 import { A2A_RPC_METHODS, A2A_RPC_PATH } from './operations.js'
@@ -97,13 +98,11 @@ export function registerA2aRoutes(api: Api, ctx: AppContext): void {
   }
   api.app.post(A2A_RPC_PATH, { errorHandler }, async (req, reply) => {
     const principal = requirePrincipal(req)
-    const abort = new AbortController()
-    reply.raw.once('close', () => abort.abort())
     const caller: Caller = {
       ip: req.ip,
       origin: requestOrigin(ctx, req) ?? localOrigin(req),
       principal,
-      signal: abort.signal,
+      signal: new CloseSignal(reply.raw),
     }
     let id: RpcId = null
     let envelope = false

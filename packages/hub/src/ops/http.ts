@@ -30,7 +30,7 @@ type AbortListener = (event: WaitAbortEvent) => void
  * AbortController, its signal and a `once` close listener held about 1.1 KB per long poll; this
  * holds the response, one close listener and the wait's own listener, about 90 bytes.
  */
-class CloseSignal implements WaitSignal {
+export class CloseSignal implements WaitSignal {
   aborted = false
   private listeners: AbortListener | AbortListener[] | undefined
 
