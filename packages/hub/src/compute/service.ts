@@ -10,7 +10,7 @@ import {
   type ComputeRuntimeView,
   isErrorCode,
   type RuntimeAvailability,
-  SubmitComputeJobInput,
+  type SubmitComputeJobInput,
 } from '@baton/protocol'
 import type { Logger } from 'pino'
 import type { Clock } from '../clock.js'
@@ -208,8 +208,7 @@ export class ComputeService {
   }
 
   /** Submits a job; the same idempotencyKey with the same request answers the first job. */
-  async submit(owner: string, input: unknown): Promise<ComputeJobView> {
-    const body = parseInput(SubmitComputeJobInput, input)
+  async submit(owner: string, body: SubmitComputeJobInput): Promise<ComputeJobView> {
     const hash = requestHash({
       language: body.language,
       program: body.program,
@@ -665,7 +664,7 @@ export class ComputeService {
     let to: 'succeeded' | 'failed'
     try {
       const written = await this.deps.resources.update(row.owner, row.output_resource_id!, {
-        expectedVersion: row.output_expected_version,
+        expectedVersion: row.output_expected_version!,
         data: JSON.parse(row.output!),
       })
       to = 'succeeded'

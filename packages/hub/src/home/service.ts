@@ -6,7 +6,7 @@ import {
   type HomeFileView,
   type HomeFileWriteView,
   isHomePath,
-  WriteHomeFileInput,
+  type WriteHomeFileInput,
 } from '@baton/protocol'
 import type { Clock } from '../clock.js'
 import type { Config } from '../config.js'
@@ -15,7 +15,6 @@ import type { Database } from '../store/database.js'
 import { changeStoredBytes } from '../store/quota.js'
 import type { HomeFileRow } from '../store/schema.js'
 import type { Tx, WriteBatcher } from '../store/transaction.js'
-import { parseInput } from '../validation.js'
 import * as store from './store.js'
 
 /** What the home service needs from the rest of the hub. */
@@ -46,8 +45,7 @@ export class HomeService {
    * at that revision. A repeat of a committed write (the file holds exactly this content at
    * expectedRevision + 1) answers success again, so a write is safe to retry after a lost answer.
    */
-  async write(principal: string, input: unknown): Promise<HomeFileWriteView> {
-    const body = parseInput(WriteHomeFileInput, input)
+  async write(principal: string, body: WriteHomeFileInput): Promise<HomeFileWriteView> {
     const path = assertPath(body.path, 'path')
     const size = Buffer.byteLength(body.content, 'utf8')
     const limit = this.deps.config.maxFileBytes
