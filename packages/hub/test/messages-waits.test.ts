@@ -24,7 +24,7 @@ for (const store of testStores) {
       const reader = (await signedAgent(hub)).principal
       const other = (await signedAgent(hub)).principal
       const { messages } = hub.ctx
-      const send = (to: string, key: string, body: unknown) =>
+      const send = (to: string, key: string, body: { n?: number; i?: number }) =>
         messages.send(sender, { recipient: to, body, idempotencyKey: key })
       const first = await send(reader, 'm-1', { n: 1 })
       // Sequences are global: messages to another inbox move them past every cursor below.
