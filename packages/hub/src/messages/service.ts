@@ -295,6 +295,8 @@ export class MessageService {
       topics: [topic, principalTopic(waiter.recipient)],
       ...this.waitFns,
       viewKey: `${waiter.after} ${waiter.limit}`,
+      // Not changesOnlyWithEvents: an acknowledgement changes what an inbox read answers and is
+      // published on the sender's outbox, so a joining waiter reads (one read per joining burst).
       data: waiter,
       address,
       signal,
