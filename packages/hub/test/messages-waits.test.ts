@@ -70,5 +70,75 @@ for (const store of testStores) {
       )
       assert.ok(wakeStatements <= 8, `statements to wake 100 waiters: ${wakeStatements}`)
     })
+
+    test('a cursor the shared read cannot answer gets its own page at once, and a burst past one read is not cut short', async () => {
+      const sender = (await signedAgent(hub)).principal
+      const reader = (await signedAgent(hub)).principal
+      const { messages } = hub.ctx
+      const send = (key: string, n: number) =>
+        messages.send(sender, { recipient: reader, body: { n }, idempotencyKey: key })
+      const m1 = await send('b-1', 1)
+      const m2 = await send('b-2', 2)
+      // Opens the inbox's group at its end.
+      const atEnd = messages.list(reader, { after: String(m2.sequence), limit: '100', wait: '20' })
+      while (hub.ctx.waits.waiting < 1) await new Promise((r) => setImmediate(r))
+      // A cursor before where the group began: its messages are not in the shared read.
+      const early = await messages.list(reader, { after: String(m1.sequence - 1), wait: '20' })
+      assert.deepEqual(
+        early.messages.map((m) => m.id),
+        [m1.id, m2.id],
+      )
+      // A cursor ahead of the group's start, whose page goes past what one shared read holds.
+      const ahead = messages.list(reader, {
+        after: String(m2.sequence + 50),
+        limit: '100',
+        wait: '20',
+      })
+      while (hub.ctx.waits.waiting < 2) await new Promise((r) => setImmediate(r))
+      // More messages than one shared read holds commit at once, as another instance would
+      // commit them, with one event.
+      const { db } = hub.ctx.database
+      const ids: string[] = []
+      for (let i = 1; i <= 120; i++) {
+        const id = `msg_burst${String(i).padStart(17, '0')}`
+        ids.push(id)
+        await db
+          .insertInto('messages')
+          .values({
+            id,
+            sequence: m2.sequence + i,
+            sender,
+            recipient: reader,
+            body: JSON.stringify({ i }),
+            body_digest: `sha-256:burst-${i}`,
+            idempotency_key: `burst-${i}`,
+            receipt: 'not checked here',
+            created_at: Date.now(),
+            acked_at: null,
+          })
+          .execute()
+      }
+      await db
+        .updateTable('counters')
+        .set({ value: m2.sequence + 120 })
+        .where('name', '=', 'message_sequence')
+        .execute()
+      hub.ctx.bus.publish({
+        topic: `inbox:${reader}`,
+        type: 'message.created',
+        at: Date.now(),
+        data: {},
+      })
+      const page = await atEnd
+      assert.deepEqual(
+        page.messages.map((m) => m.id),
+        ids.slice(0, 100),
+      )
+      assert.equal(page.nextAfter, m2.sequence + 100)
+      assert.deepEqual(
+        (await ahead).messages.map((m) => m.id),
+        ids.slice(50),
+      )
+    })
   })
 }
