@@ -10,6 +10,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { pathToFileURL } from 'node:url'
+import { SubmitComputeJobInput } from '@baton/protocol'
 import pino from 'pino'
 import { createApp } from '../packages/hub/src/app.js'
 import { evaluateJsonExpr } from '../packages/hub/src/compute/json-expr.js'
@@ -126,12 +127,14 @@ async function jobs(): Promise<Result> {
     const started = performance.now()
     await Promise.all(
       Array.from({ length: JOBS }, async (_, i) => {
-        const job = await ctx.compute.submit(owner, {
+        // The service takes what the operation parsed: the bench parses as the operation does.
+        const body = SubmitComputeJobInput.parse({
           language: 'json-expr-v1',
           program: PROGRAM,
           input: inputs[i % inputs.length],
           idempotencyKey: `bench-job-${++key}`,
         })
+        const job = await ctx.compute.submit(owner, body)
         let view = await ctx.compute.wait(owner, job.jobId, 25)
         while (view.state === 'queued' || view.state === 'running') {
           view = await ctx.compute.wait(owner, job.jobId, 25, view.version)

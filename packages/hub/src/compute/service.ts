@@ -10,7 +10,7 @@ import {
   type ComputeRuntimeView,
   isErrorCode,
   type RuntimeAvailability,
-  SubmitComputeJobInput,
+  type SubmitComputeJobInput,
 } from '@baton/protocol'
 import type { Logger } from 'pino'
 import type { Clock } from '../clock.js'
@@ -67,6 +67,24 @@ export interface ComputeDeps {
   resources: ResourceService
   grants: GrantService
   log: Logger
+}
+
+const JOB_ID_RE = /^cj_[A-Za-z0-9_-]{22}$/
+
+/** One job long poll: whose wait it is and what it has seen. */
+interface JobWaiter {
+  owner: string
+  id: string
+  seen: number | undefined
+  waitMs: number
+}
+
+/** One read of a job, shared by every waiter on it; undefined when there is no such job. */
+type SharedJob = { row: ComputeJobRow; view: ComputeJobView } | undefined
+
+/** Whether the job moved past what the waiter had seen (the version given, else its first read). */
+function jobChanged(w: JobWaiter, v: ComputeJobView, first: ComputeJobView): boolean {
+  return v.version > (w.seen ?? first.version)
 }
 
 function notFound(id: string): BatonError {
@@ -208,8 +226,7 @@ export class ComputeService {
   }
 
   /** Submits a job; the same idempotencyKey with the same request answers the first job. */
-  async submit(owner: string, input: unknown): Promise<ComputeJobView> {
-    const body = parseInput(SubmitComputeJobInput, input)
+  async submit(owner: string, body: SubmitComputeJobInput): Promise<ComputeJobView> {
     const hash = requestHash({
       language: body.language,
       program: body.program,
@@ -339,7 +356,7 @@ export class ComputeService {
   }
 
   private async visible(owner: string, id: string): Promise<ComputeJobRow> {
-    if (!/^cj_[A-Za-z0-9_-]{22}$/.test(id)) throw notFound(id)
+    if (!JOB_ID_RE.test(id)) throw notFound(id)
     const row = await store.findJob(this.db, id)
     // Another principal's job answers exactly like a missing one.
     if (!row || row.owner !== owner) throw notFound(id)
@@ -370,21 +387,41 @@ export class ComputeService {
     const secs = wholeNumber(seconds ?? 0, 'seconds')
     const seen = seenVersion === undefined ? undefined : wholeNumber(seenVersion, 'version')
     const waitMs = Math.min(secs, this.deps.config.maxWaitSeconds) * 1000
-    await this.visible(owner, id)
-    const ended = (v: ComputeJobView) => (FINAL as readonly string[]).includes(v.state)
-    const changed = (v: ComputeJobView, first: ComputeJobView) =>
-      v.version > (seen ?? first.version)
+    if (!JOB_ID_RE.test(id)) throw notFound(id)
+    const data: JobWaiter = { owner, id, seen, waitMs }
     const { first, last } = await this.deps.waits.wait({
-      key: `${jobTopic(id)} ${owner}`,
+      key: jobTopic(id),
       topics: [jobTopic(id)],
-      read: () => this.get(owner, id),
-      view: (v) => v,
-      ready: (v, f) => changed(v, f) || ended(v),
-      timeoutMs: () => waitMs,
+      ...this.waitFns,
+      // Only its owner sees a job: one visibility check per read for all of the owner's waiters.
+      viewKey: owner,
+      // Every change of what a job's view shows moves its version and publishes on its topic.
+      changesOnlyWithEvents: true,
+      data,
       address,
       signal,
     })
-    return { ...last, changed: changed(last, first) }
+    return { ...last, changed: jobChanged(data, last, first) }
+  }
+
+  // The functions of every job wait, made once: a waiter is only its `JobWaiter` record.
+  private readonly waitFns = {
+    // One read per change for every waiter of the job; a job still at the version last read is
+    // that read again, so every waiter holds the same view.
+    read: async ({ id }: JobWaiter, previous: SharedJob | undefined) => {
+      const row = await store.findJob(this.db, id)
+      if (!row) return undefined
+      if (previous && previous.row.version === row.version) return previous
+      return { row, view: toView(row) }
+    },
+    view: (shared: SharedJob | undefined, w: JobWaiter) => {
+      // Another principal's job answers exactly like a missing one.
+      if (!shared || shared.row.owner !== w.owner) throw notFound(w.id)
+      return shared.view
+    },
+    ready: (v: ComputeJobView, first: ComputeJobView, w: JobWaiter) =>
+      jobChanged(w, v, first) || (FINAL as readonly string[]).includes(v.state),
+    timeoutMs: (_first: ComputeJobView, w: JobWaiter) => w.waitMs,
   }
 
   /** Cancels a job not yet ended; an ended job answers as it is. A running result is refused. */
@@ -665,7 +702,7 @@ export class ComputeService {
     let to: 'succeeded' | 'failed'
     try {
       const written = await this.deps.resources.update(row.owner, row.output_resource_id!, {
-        expectedVersion: row.output_expected_version,
+        expectedVersion: row.output_expected_version!,
         data: JSON.parse(row.output!),
       })
       to = 'succeeded'

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import {
   BatonError,
-  CreateGrantInput,
+  type CreateGrantInput,
   type GrantView,
   RESOURCE_ACTIONS,
   type ResourceAction,
@@ -14,7 +14,6 @@ import type { Database } from '../store/database.js'
 import { onceByKey } from '../store/idempotency.js'
 import type { GrantRow, ResourceRow, Schema } from '../store/schema.js'
 import type { WriteBatcher } from '../store/transaction.js'
-import { parseInput } from '../validation.js'
 import * as store from './store.js'
 
 /** What the grant service needs from the rest of the hub. */
@@ -160,8 +159,11 @@ export class GrantService {
   }
 
   /** Issues a grant: by the owner, or by a holder of a live delegable grant (a subset of it). */
-  async create(principal: string, input: unknown, idempotencyKey?: string): Promise<GrantView> {
-    const body = parseInput(CreateGrantInput, input)
+  async create(
+    principal: string,
+    body: CreateGrantInput,
+    idempotencyKey?: string,
+  ): Promise<GrantView> {
     const actions = RESOURCE_ACTIONS.filter((a) => body.actions.includes(a))
     if (actions.length !== body.actions.length) {
       throw new BatonError('invalid_grant', 'Each action may be listed once', { field: 'actions' })

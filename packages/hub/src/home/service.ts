@@ -6,7 +6,7 @@ import {
   type HomeFileView,
   type HomeFileWriteView,
   isHomePath,
-  WriteHomeFileInput,
+  type WriteHomeFileInput,
 } from '@baton/protocol'
 import type { Clock } from '../clock.js'
 import type { Config } from '../config.js'
@@ -15,7 +15,6 @@ import type { Database } from '../store/database.js'
 import { changeStoredBytes } from '../store/quota.js'
 import type { HomeFileRow } from '../store/schema.js'
 import type { Tx, WriteBatcher } from '../store/transaction.js'
-import { parseInput } from '../validation.js'
 import * as store from './store.js'
 
 /** What the home service needs from the rest of the hub. */
@@ -46,8 +45,7 @@ export class HomeService {
    * at that revision. A repeat of a committed write (the file holds exactly this content at
    * expectedRevision + 1) answers success again, so a write is safe to retry after a lost answer.
    */
-  async write(principal: string, input: unknown): Promise<HomeFileWriteView> {
-    const body = parseInput(WriteHomeFileInput, input)
+  async write(principal: string, body: WriteHomeFileInput): Promise<HomeFileWriteView> {
     const path = assertPath(body.path, 'path')
     const size = Buffer.byteLength(body.content, 'utf8')
     const limit = this.deps.config.maxFileBytes
@@ -107,7 +105,7 @@ export class HomeService {
   }
 
   /** Reads a file of the caller's own home. */
-  async read(principal: string, rawPath: unknown): Promise<HomeFileView> {
+  async read(principal: string, rawPath: string | undefined): Promise<HomeFileView> {
     const path = assertPath(rawPath, 'path')
     const row = await store.findFile(this.deps.database.db, principal, path)
     if (!row) throw notFound(path)
@@ -117,7 +115,7 @@ export class HomeService {
   /** Lists the caller's files (no content) by path, optionally under a prefix. */
   async list(
     principal: string,
-    q: { prefix?: unknown; after?: unknown; limit?: unknown },
+    q: { prefix?: string | undefined; after?: string | undefined; limit?: string | undefined },
   ): Promise<HomeFileListView> {
     const prefix = q.prefix === undefined ? '' : assertPrefix(q.prefix)
     const after = q.after === undefined || q.after === '' ? undefined : assertPath(q.after, 'after')
@@ -140,8 +138,8 @@ export class HomeService {
    */
   async remove(
     principal: string,
-    rawPath: unknown,
-    rawExpected: unknown,
+    rawPath: string | undefined,
+    rawExpected: string | undefined,
   ): Promise<HomeFileDeleteView> {
     const path = assertPath(rawPath, 'path')
     const expected = parseRevision(rawExpected)
@@ -196,10 +194,11 @@ function assertPrefix(prefix: unknown): string {
   return prefix
 }
 
-function parseLimit(value: unknown): number {
+// Query values arrive as text (the tools turn their numbers into text); the rules are here.
+function parseLimit(value: string | undefined): number {
   if (value === undefined || value === '') return HOME_LIMITS.defaultPageSize
-  const n = typeof value === 'string' && /^\d{1,6}$/.test(value) ? Number(value) : value
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > HOME_LIMITS.maxPageSize) {
+  const n = /^\d{1,6}$/.test(value) ? Number(value) : Number.NaN
+  if (!(n >= 1 && n <= HOME_LIMITS.maxPageSize)) {
     throw new BatonError('invalid_request', `limit must be 1 to ${HOME_LIMITS.maxPageSize}`, {
       field: 'limit',
     })
@@ -207,9 +206,9 @@ function parseLimit(value: unknown): number {
   return n
 }
 
-function parseRevision(value: unknown): number {
-  const n = typeof value === 'string' && /^\d{1,15}$/.test(value) ? Number(value) : value
-  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1) {
+function parseRevision(value: string | undefined): number {
+  const n = value !== undefined && /^\d{1,15}$/.test(value) ? Number(value) : Number.NaN
+  if (!(Number.isSafeInteger(n) && n >= 1)) {
     throw new BatonError(
       'invalid_request',
       'expectedRevision must be a whole number of at least 1',

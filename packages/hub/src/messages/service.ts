@@ -9,7 +9,7 @@ import {
   type MessagePageView,
   type MessageView,
   RECEIPT_VERSION,
-  SendMessageInput,
+  type SendMessageInput,
   type SentMessageView,
 } from '@baton/protocol'
 import type { Clock } from '../clock.js'
@@ -24,7 +24,6 @@ import type { Database } from '../store/database.js'
 import { consumeDailyQuota } from '../store/quota.js'
 import type { MessageRow } from '../store/schema.js'
 import type { WriteBatcher } from '../store/transaction.js'
-import { parseInput } from '../validation.js'
 import * as store from './store.js'
 
 /** What the message service needs from the rest of the hub. */
@@ -54,13 +53,40 @@ export const outboxTopic = (principal: string) => `outbox:${principal}`
 const ID_RE = /^msg_[A-Za-z0-9_-]{22}$/
 const iso = (ms: number) => new Date(ms).toISOString()
 
-/** Query of an inbox read as it arrives: strings from a URL or values from a tool. */
+/** The query of an inbox read as the operation parsed it: text, whose numbers are parsed here. */
 export interface InboxInput {
-  after?: unknown
-  limit?: unknown
-  unacked?: unknown
-  wait?: unknown
+  after?: string | undefined
+  limit?: string | undefined
+  unacked?: string | undefined
+  wait?: string | undefined
 }
+
+/** One inbox long poll: the page it asked for and how long it waits. */
+interface InboxWaiter {
+  recipient: string
+  after: number
+  limit: number
+  unacked: boolean
+  waitMs: number
+}
+
+/**
+ * One read of an inbox, shared by every waiter on it whatever its cursor and page size: the
+ * messages after `base` (the inbox's newest sequence when the first waiter came), oldest first.
+ */
+interface SharedInbox {
+  base: number
+  messages: MessageView[]
+  /** More messages after `base` than one read holds. */
+  full: boolean
+}
+
+// Messages one shared read holds; a waiter whose page may go past them reads its own page.
+const SHARED_MESSAGES = MESSAGE_LIMITS.maxPageSize
+
+// A waiter's view that the shared read cannot answer: it reads its own page (see `waitFns`).
+const OWN_READ = Symbol('own read')
+type InboxWaitView = MessageView[] | typeof OWN_READ
 
 /**
  * Durable messages between admitted agents (seed 000): idempotency keys, one global sequence,
@@ -76,16 +102,16 @@ export class MessageService {
   /**
    * Sends a message. seed 000: a repeat with the same recipient, body and idempotencyKey answers
    * the same id and the same receipt bytes; the key with anything else is `idempotency_conflict`.
+   * `msg` is parsed by the operation's schema; the depth and the canonical size are checked here.
    */
-  async send(sender: string, input: unknown): Promise<SentMessageView> {
-    if (nestsDeeperThan(input, MESSAGE_LIMITS.maxDepth + 1)) {
+  async send(sender: string, msg: SendMessageInput): Promise<SentMessageView> {
+    if (nestsDeeperThan(msg.body, MESSAGE_LIMITS.maxDepth)) {
       throw new BatonError(
         'invalid_request',
         `The body nests arrays and objects deeper than ${MESSAGE_LIMITS.maxDepth} levels`,
         { field: 'body', max_depth: MESSAGE_LIMITS.maxDepth },
       )
     }
-    const msg = parseInput(SendMessageInput, input)
     const canonical = canonicalJson(msg.body)
     const size = Buffer.byteLength(canonical, 'utf8')
     const limit = this.deps.config.maxBodyBytes
@@ -189,16 +215,17 @@ export class MessageService {
       Math.min(parseWhole(input.wait, 'wait', 0), this.deps.config.maxWaitSeconds) * 1000
     const startedAt = this.deps.clock.now()
     this.assertPollInterval(recipient, startedAt)
-    const query = { recipient, after, limit, unacked }
-    const read = async () => {
-      const rows = await store.listInbox(this.deps.database.db, query)
-      return rows.map(toMessageView)
-    }
+    const waiter: InboxWaiter = { recipient, after, limit, unacked, waitMs }
     const messages =
-      waitMs === 0 ? await read() : await this.waitFor(query, waitMs, signal, address)
+      waitMs === 0 ? await this.readPage(waiter) : await this.waitFor(waiter, signal, address)
     if (messages.length === 0) this.rememberEmptyPoll(recipient, startedAt)
     else this.emptyPolls.delete(recipient)
     return { messages, nextAfter: messages.at(-1)?.sequence ?? after }
+  }
+
+  private async readPage(q: InboxWaiter): Promise<MessageView[]> {
+    const rows = await store.listInbox(this.deps.database.db, q)
+    return rows.map(toMessageView)
   }
 
   /** Acknowledges a message addressed to the caller; a repeat answers the first ackedAt. */
@@ -252,33 +279,76 @@ export class MessageService {
   }
 
   /**
-   * Waits for the caller's inbox to hold something new. Every waiter of the same query shares
-   * one read per change, and each read checks first that the caller is still admitted, so a
-   * suspension ends the wait with the refusal a new request would get, never with messages.
+   * Waits for the caller's inbox to hold something new. Every waiter on one inbox (and one
+   * `unacked`) shares one read per change, whatever its cursor and page size, and each read
+   * checks first that the caller is still admitted, so a suspension ends the wait with the
+   * refusal a new request would get, never with messages.
    */
   private async waitFor(
-    query: { recipient: string; after: number; limit: number; unacked: boolean },
-    waitMs: number,
+    waiter: InboxWaiter,
     signal?: WaitSignal,
     address?: string,
   ): Promise<MessageView[]> {
-    const { recipient, after, limit, unacked } = query
+    const topic = inboxTopic(waiter.recipient)
     const { last } = await this.deps.waits.wait({
-      key: `${inboxTopic(recipient)} ${after} ${limit} ${unacked}`,
-      topics: [inboxTopic(recipient), principalTopic(recipient)],
-      read: async () => {
-        await assertAdmitted(this.deps.database.db, recipient)
-        const rows = await store.listInbox(this.deps.database.db, query)
-        return rows.map(toMessageView)
-      },
-      view: (messages) => messages,
-      ready: (messages) => messages.length > 0,
-      timeoutMs: () => waitMs,
+      key: `${topic} ${waiter.unacked}`,
+      topics: [topic, principalTopic(waiter.recipient)],
+      ...this.waitFns,
+      viewKey: `${waiter.after} ${waiter.limit}`,
+      // Not changesOnlyWithEvents: an acknowledgement changes what an inbox read answers and is
+      // published on the sender's outbox, so a joining waiter reads (one read per joining burst).
+      data: waiter,
       address,
       signal,
     })
-    return last
+    return last === OWN_READ ? this.readPage(waiter) : last
   }
+
+  // The functions of every inbox wait, made once: a waiter is only its `InboxWaiter` record.
+  private readonly waitFns = {
+    // The first read of an inbox's waiters only finds where the inbox ends; later ones read what
+    // came after that. A read that finds what the last one found answers that same value.
+    read: async (w: InboxWaiter, previous: SharedInbox | undefined): Promise<SharedInbox> => {
+      const { db } = this.deps.database
+      await assertAdmitted(db, w.recipient)
+      if (!previous) {
+        return { base: await store.inboxTop(db, w), messages: [], full: false }
+      }
+      const rows = await store.listInbox(db, {
+        recipient: w.recipient,
+        after: previous.base,
+        limit: SHARED_MESSAGES + 1,
+        unacked: w.unacked,
+      })
+      const full = rows.length > SHARED_MESSAGES
+      if (full) rows.length = SHARED_MESSAGES
+      if (full === previous.full && sameMessages(previous.messages, rows)) return previous
+      return { base: previous.base, messages: rows.map(toMessageView), full }
+    },
+    view: (shared: SharedInbox, w: InboxWaiter): InboxWaitView => {
+      // Messages at or before `base` are not in the read: a cursor before it reads its own page
+      // (it has messages, so it answers at once, as a read without a wait would).
+      if (w.after < shared.base) return OWN_READ
+      const page: MessageView[] = []
+      for (const m of shared.messages) {
+        if (m.sequence <= w.after) continue
+        page.push(m)
+        if (page.length === w.limit) return page
+      }
+      return shared.full ? OWN_READ : page
+    },
+    ready: (v: InboxWaitView) => v === OWN_READ || v.length > 0,
+    timeoutMs: (_first: InboxWaitView, w: InboxWaiter) => w.waitMs,
+  }
+}
+
+/** Whether rows read now are the messages read before, acknowledgements included. */
+function sameMessages(before: MessageView[], rows: MessageRow[]): boolean {
+  if (before.length !== rows.length) return false
+  return rows.every((r, i) => {
+    const m = before[i]!
+    return m.id === r.id && (m.ackedAt === null) === (r.acked_at === null)
+  })
 }
 
 /** Tells, without recursion, whether a parsed JSON value nests deeper than `max` levels. */
@@ -297,10 +367,10 @@ function notFound(id: unknown): BatonError {
   return new BatonError('message_not_found', `No message ${JSON.stringify(id)} in your inbox`)
 }
 
-function parseWhole(value: unknown, field: string, fallback: number): number {
+function parseWhole(value: string | undefined, field: string, fallback: number): number {
   if (value === undefined || value === '') return fallback
-  const n = typeof value === 'string' && /^\d{1,15}$/.test(value) ? Number(value) : value
-  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) {
+  const n = /^\d{1,15}$/.test(value) ? Number(value) : Number.NaN
+  if (!Number.isSafeInteger(n)) {
     throw new BatonError('invalid_request', `${field} must be a whole number of at least 0`, {
       field,
     })
@@ -308,9 +378,9 @@ function parseWhole(value: unknown, field: string, fallback: number): number {
   return n
 }
 
-function parseFlag(value: unknown, field: string): boolean {
-  if (value === undefined || value === '' || value === false || value === 'false') return false
-  if (value === true || value === 'true') return true
+function parseFlag(value: string | undefined, field: string): boolean {
+  if (value === undefined || value === '' || value === 'false') return false
+  if (value === 'true') return true
   throw new BatonError('invalid_request', `${field} must be true or false`, { field })
 }
 

@@ -81,3 +81,17 @@ export async function markAcked(
     .executeTakeFirst()
   return Number(res.numUpdatedRows) === 1
 }
+
+/** The newest sequence of the recipient's messages (unacknowledged ones only, if asked); 0 if none. */
+export async function inboxTop(
+  db: Kysely<Schema>,
+  q: { recipient: string; unacked: boolean },
+): Promise<number> {
+  let query = db
+    .selectFrom('messages')
+    .select((eb) => eb.fn.max('sequence').as('top'))
+    .where('recipient', '=', q.recipient)
+  if (q.unacked) query = query.where('acked_at', 'is', null)
+  const row = await query.executeTakeFirst()
+  return Number(row?.top ?? 0)
+}

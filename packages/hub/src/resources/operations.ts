@@ -14,6 +14,22 @@ const tags = ['resources']
 // The service decides what a well-formed id is and answers any other like an invisible one.
 const ResourceId = z.strictObject({ id: z.string().max(256).describe('The resource id') })
 const tooLarge = ['resource_too_large', 'storage_quota_exceeded'] as const
+const Filter = z.string().min(1).max(200)
+
+/** The query of a resource listing, as text; the whole rule for each value is here. */
+export const ListResourcesQuery = z.object({
+  namespace: Filter.optional().describe('Only this namespace'),
+  kind: Filter.optional().describe('Only this kind'),
+  after: Filter.optional().describe('Continue after this resource id (from `next`)'),
+  limit: z
+    .string()
+    .regex(/^\d{1,3}$/, 'a whole number from 1 to 100')
+    .refine((v) => Number(v) >= 1, 'a whole number from 1 to 100')
+    .optional()
+    .describe('At most this many (1-100, default 100; above 100 answers 100)'),
+})
+/** A parsed resource listing query. */
+export type ListResourcesQuery = z.infer<typeof ListResourcesQuery>
 
 /** seed 000: a resource owned by the caller, at version 1. */
 export const createResource = defineOperation({
@@ -45,16 +61,7 @@ export const listResources = defineOperation({
   method: 'GET',
   path: '/v1/resources',
   auth: 'signature',
-  query: z.object({
-    namespace: z.string().max(1024).optional().describe('Only this namespace'),
-    kind: z.string().max(1024).optional().describe('Only this kind'),
-    after: z
-      .string()
-      .max(1024)
-      .optional()
-      .describe('Continue after this resource id (from `next`)'),
-    limit: z.string().max(32).optional().describe('At most this many (1-100, default 100)'),
-  }),
+  query: ListResourcesQuery,
   output: ResourceListView,
   errors: [],
   tool: {

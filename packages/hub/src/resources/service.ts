@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto'
 import {
   BatonError,
-  CreateResourceInput,
+  type CreateResourceInput,
   type ResourceVersionView,
   type ResourceView,
-  UpdateResourceInput,
+  type UpdateResourceInput,
 } from '@baton/protocol'
 import type { Kysely } from 'kysely'
 import type { Clock } from '../clock.js'
@@ -15,7 +15,7 @@ import { onceByKey } from '../store/idempotency.js'
 import { changeStoredBytes } from '../store/quota.js'
 import type { ResourceRow, Schema } from '../store/schema.js'
 import type { WriteBatcher } from '../store/transaction.js'
-import { parseInput } from '../validation.js'
+import type { ListResourcesQuery } from './operations.js'
 import * as store from './store.js'
 
 /** What the resource service needs from the rest of the hub. */
@@ -78,8 +78,11 @@ export class ResourceService {
   }
 
   /** Creates a resource at version 1; an Idempotency-Key makes a retry answer the first result. */
-  async create(owner: string, input: unknown, idempotencyKey?: string): Promise<ResourceView> {
-    const body = parseInput(CreateResourceInput, input)
+  async create(
+    owner: string,
+    body: CreateResourceInput,
+    idempotencyKey?: string,
+  ): Promise<ResourceView> {
     const { json, size } = this.measure(body.data)
     return this.deps.batcher.run(async (tx) => {
       const now = this.deps.clock.now()
@@ -160,8 +163,7 @@ export class ResourceService {
    * Permission is checked before the version, so a revoked grantee gets 403, never 409. The
    * identical update repeated by the same caller after a lost answer answers `repeated: true`.
    */
-  async update(principal: string, id: string, input: unknown): Promise<ResourceAnswer> {
-    const body = parseInput(UpdateResourceInput, input)
+  async update(principal: string, id: string, body: UpdateResourceInput): Promise<ResourceAnswer> {
     const { json, size } = this.measure(body.data)
     checkId(id)
     return this.deps.batcher.run(async (tx) => {
@@ -226,30 +228,17 @@ export class ResourceService {
    */
   async list(
     principal: string,
-    q: { namespace?: unknown; kind?: unknown; after?: unknown; limit?: unknown },
+    q: ListResourcesQuery,
   ): Promise<{ resources: ResourceView[]; next: string | null }> {
-    const text = (v: unknown, field: string) => {
-      if (v === undefined) return undefined
-      if (typeof v !== 'string' || v.length === 0 || v.length > 200) {
-        throw new BatonError('invalid_request', `${field} must be a non-empty string`, { field })
-      }
-      return v
-    }
-    const limitRaw = q.limit === undefined ? '100' : q.limit
-    if (typeof limitRaw !== 'string' || !/^\d{1,3}$/.test(limitRaw) || Number(limitRaw) < 1) {
-      throw new BatonError('invalid_request', 'limit must be a whole number from 1 to 100', {
-        field: 'limit',
-      })
-    }
-    const limit = Math.min(100, Number(limitRaw))
+    const limit = Math.min(100, Number(q.limit ?? '100'))
     const db = this.deps.database.db
     const sharedIds = await this.deps.grants.sharedResourceIds(db, principal, 'resource:read')
     const rows = await store.listVisible(db, {
       owner: principal,
       sharedIds,
-      namespace: text(q.namespace, 'namespace'),
-      kind: text(q.kind, 'kind'),
-      after: text(q.after, 'after'),
+      namespace: q.namespace,
+      kind: q.kind,
+      after: q.after,
       limit,
     })
     return {

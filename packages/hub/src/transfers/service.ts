@@ -58,6 +58,19 @@ export function checksumOfCanonical(canonical: string): string {
 
 const newTransferId = () => `tr_${randomBytes(16).toString('base64url')}`
 
+/** One transfer long poll: whose wait it is and what it has seen. */
+interface TransferWaiter {
+  caller: string
+  id: string
+  seen: number | undefined
+  waitMs: number
+}
+
+/** Whether the transfer moved past what the waiter had seen (the version given, else its first read). */
+function transferChanged(w: TransferWaiter, v: TransferView, first: TransferView): boolean {
+  return v.version > (w.seen ?? first.version)
+}
+
 /**
  * Session transfer (seed 004): snapshot, provision under a budget, claim, push, activate, meter,
  * insolvency and reaping, with orchestrator-only single-use tokens. Every move is a transition of
@@ -319,33 +332,40 @@ export class TransferService {
     const seen = seenVersion === undefined ? undefined : wholeNumber(seenVersion, 'version')
     const waitMs = Math.min(secs, this.deps.config.maxWaitSeconds) * 1000
     if (!isTransferId(id)) throw notFound(id)
-    const changed = (v: TransferView, first: TransferView) => v.version > (seen ?? first.version)
     const topics: [string, ...string[]] = [transferTopic(id)]
     if (caller !== OPERATOR) topics.push(principalTopic(caller))
+    const data: TransferWaiter = { caller, id, seen, waitMs }
     const { first, last } = await this.deps.waits.wait({
       key: `${transferTopic(id)} ${caller}`,
       topics,
-      read: async () => {
-        if (caller !== OPERATOR) await assertAdmitted(this.deps.database.db, caller)
-        return this.get(caller, id)
-      },
-      view: (v) => v,
-      ready: (v, first) => changed(v, first) || v.state === 'terminated',
-      // A pending expiry is a change too: wake when it falls due so the read writes it.
-      timeoutMs: (first) =>
-        waitMs === 0
-          ? 0
-          : Math.max(
-              1,
-              Math.min(
-                waitMs,
-                first.expiresAt ? Date.parse(first.expiresAt) - this.deps.clock.now() + 5 : waitMs,
-              ),
-            ),
+      ...this.waitFns,
+      data,
       address,
       signal,
     })
-    return { ...last, changed: changed(last, first) }
+    return { ...last, changed: transferChanged(data, last, first) }
+  }
+
+  // The functions of every transfer wait, made once: a waiter is only its `TransferWaiter` record.
+  private readonly waitFns = {
+    read: async ({ caller, id }: TransferWaiter) => {
+      if (caller !== OPERATOR) await assertAdmitted(this.deps.database.db, caller)
+      return this.get(caller, id)
+    },
+    view: (v: TransferView) => v,
+    ready: (v: TransferView, first: TransferView, w: TransferWaiter) =>
+      transferChanged(w, v, first) || v.state === 'terminated',
+    // A pending expiry is a change too: wake when it falls due so the read writes it.
+    timeoutMs: (first: TransferView, w: TransferWaiter) =>
+      w.waitMs === 0
+        ? 0
+        : Math.max(
+            1,
+            Math.min(
+              w.waitMs,
+              first.expiresAt ? Date.parse(first.expiresAt) - this.deps.clock.now() + 5 : w.waitMs,
+            ),
+          ),
   }
 
   /**
