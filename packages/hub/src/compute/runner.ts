@@ -90,6 +90,9 @@ export class ComputeRunner {
   }
 
   private idle(): Promise<void> {
+    // A slot whose claim was in flight when the runner stopped must not then wait on its
+    // unref'd timer: with nothing else left, the process would end with the stop unsettled.
+    if (this.abort.signal.aborted) return Promise.resolve()
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer)
