@@ -399,6 +399,27 @@ for (const store of testStores) {
         pageToken: '',
       })
       assert.deepEqual(listed.configs, [])
+      // The token rides as a header value: one no header can carry is refused, not stored.
+      const badToken = await rpcRefusal(() =>
+        sender.createTaskPushNotificationConfig({
+          tenant: '',
+          id: 'hook-bad-token',
+          taskId: task.id,
+          url: 'https://93.184.215.14/a2a',
+          token: 'line\r\nx-injected: 1',
+          authentication: undefined,
+        }),
+      )
+      assert.equal(badToken.rpc, -32602)
+      assert.equal(badToken.data.code, 'invalid_request')
+      assert.equal(typeof badToken.data.fix, 'string')
+      const stillNone = await sender.listTaskPushNotificationConfig({
+        tenant: '',
+        taskId: task.id,
+        pageSize: 0,
+        pageToken: '',
+      })
+      assert.deepEqual(stillNone.configs, [])
       const before = (await hub.ctx.a2a.list(owner.principal, {})).totalSize
       const inSend = await rpcRefusal(() =>
         sender.sendMessage(

@@ -82,7 +82,12 @@ export const PushConfigInput = z.looseObject({
   taskId: id.optional(),
   tenant: z.string().max(256).optional(),
   url: z.string().min(1).max(2048),
-  token: z.string().max(1024).optional(),
+  // Sent as a header value with every delivery: visible ASCII only, so a delivery never fails on it.
+  token: z
+    .string()
+    .max(1024)
+    .regex(/^[\x21-\x7E]*$/, 'The token is sent as a header: visible ASCII, no spaces')
+    .optional(),
   authentication: z.unknown().optional(),
 })
 
