@@ -710,7 +710,7 @@ export class A2aService {
     before: number | undefined,
   ): Promise<unknown> {
     for (let at = before; ; ) {
-      const page = await store.witnessedBefore(db, taskId, at, 16)
+      const page = await store.talkBefore(db, taskId, at, 16, true)
       const found = page.map(witnessedOf).find((w) => w !== undefined)
       if (found !== undefined || page.length < 16) return found
       at = page.at(-1)!.generation

@@ -72,19 +72,24 @@ export const TALK_KINDS = ['created', 'message', 'status'] as const
 
 /**
  * A task's newest events of {@link TALK_KINDS} before an exclusive generation (all when
- * undefined), newest first: one range of the (task, generation) key read backwards.
+ * undefined), newest first: one range of the (task, generation) key read backwards. With
+ * `witnessedOnly`, only those whose stored body may hold a top-level `witnessed` (a text match
+ * the caller confirms by parsing): the database filters the bodies, so a task's messages are not
+ * read into the hub to find its hop.
  */
 export async function talkBefore(
   db: Kysely<Schema>,
   taskId: string,
   before: number | undefined,
   limit: number,
+  witnessedOnly = false,
 ): Promise<A2aEventRow[]> {
   return db
     .selectFrom('a2a_events')
     .selectAll()
     .where('task_id', '=', taskId)
     .where('kind', 'in', TALK_KINDS)
+    .$if(witnessedOnly, (qb) => qb.where('body', 'like', '%"witnessed":%'))
     .$if(before !== undefined, (qb) => qb.where('generation', '<', before!))
     .orderBy('generation', 'desc')
     .limit(limit)
@@ -99,29 +104,6 @@ export async function artifactEvents(db: Kysely<Schema>, taskId: string): Promis
     .where('task_id', '=', taskId)
     .where('kind', '=', 'artifact')
     .orderBy('generation', 'asc')
-    .execute()
-}
-
-/**
- * A task's newest events before an exclusive generation whose stored body may hold a top-level
- * `witnessed` (a text match the caller confirms by parsing), newest first. The database filters
- * the bodies, so a task's messages are not read into the hub to find its hop.
- */
-export async function witnessedBefore(
-  db: Kysely<Schema>,
-  taskId: string,
-  before: number | undefined,
-  limit: number,
-): Promise<A2aEventRow[]> {
-  return db
-    .selectFrom('a2a_events')
-    .selectAll()
-    .where('task_id', '=', taskId)
-    .where('kind', 'in', TALK_KINDS)
-    .where('body', 'like', '%"witnessed":%')
-    .$if(before !== undefined, (qb) => qb.where('generation', '<', before!))
-    .orderBy('generation', 'desc')
-    .limit(limit)
     .execute()
 }
 
