@@ -228,7 +228,7 @@ async function assemble(
     allowLoopbackNotify: config.notify.allowLoopback,
     maxWaitMs: config.messages.maxWaitSeconds * 1000,
     sendsPerDay: config.identity.quotas.messagesPerDay,
-    witness: (sender, agent, message) => witnessA2a(hops, sender, agent, message),
+    witness: (sender, agent, message, by) => witnessA2a(hops, sender, agent, message, by),
   })
   notifier.addHeaders((row) => a2a.notificationHeaders(row))
   // seed 004: insolvent transfers end within seconds of their grace, not at the next cron.

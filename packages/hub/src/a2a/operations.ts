@@ -130,7 +130,7 @@ export const a2aSendMessage = defineOperation({
   tool: false,
   longPoll: true,
   run: async (ctx, caller, { body }) => ({
-    task: (await ctx.a2a.send(signer(caller), body, caller.signal, caller.ip)).task,
+    task: (await ctx.a2a.send(signer(caller), body, caller.signal, caller.ip, caller)).task,
   }),
 })
 
@@ -185,7 +185,7 @@ export const a2aCancelTask = defineOperation({
   errors: ['a2a_task_not_found', 'a2a_task_not_cancelable'],
   tool: false,
   run: (ctx, caller, { params, body }) =>
-    ctx.a2a.cancel(signer(caller), { ...(body ?? {}), id: params.id }),
+    ctx.a2a.cancel(signer(caller), { ...(body ?? {}), id: params.id }, caller),
 })
 
 /** A2A CreateTaskPushNotificationConfig, delivered through the hub's signed notify outbox. */
@@ -204,7 +204,7 @@ export const a2aSetPushConfig = defineOperation({
   errors: ['a2a_task_not_found', 'invalid_notify_url', 'a2a_push_auth_unsupported'],
   tool: false,
   run: (ctx, caller, { params, body }) =>
-    ctx.a2a.setPushConfig(signer(caller), { ...body, taskId: params.taskId }),
+    ctx.a2a.setPushConfig(signer(caller), { ...body, taskId: params.taskId }, caller),
 })
 
 /** A2A GetTaskPushNotificationConfig. */
@@ -252,7 +252,7 @@ export const a2aDeletePushConfig = defineOperation({
   output: z.strictObject({}),
   errors: ['a2a_task_not_found', 'a2a_push_config_not_found'],
   tool: false,
-  run: (ctx, caller, { params }) => ctx.a2a.deletePushConfig(signer(caller), params),
+  run: (ctx, caller, { params }) => ctx.a2a.deletePushConfig(signer(caller), params, caller),
 })
 
 /** Every A2A operation, in the order they are documented. */

@@ -11,7 +11,7 @@ import type { Database } from '../store/database.js'
 import { requestHash } from '../store/idempotency.js'
 import { consumeDailyQuota } from '../store/quota.js'
 import type { A2aEventRow, A2aPushConfigRow, A2aTaskRow, NotifyOutboxRow } from '../store/schema.js'
-import type { Tx, WriteBatcher } from '../store/transaction.js'
+import type { Carrying, Tx, WriteBatcher } from '../store/transaction.js'
 import { parseInput } from '../validation.js'
 import * as store from './store.js'
 import {
@@ -53,7 +53,9 @@ export interface A2aDeps {
    * Witnesses a signed handoff context carried in a message (seed 003) and answers what rides
    * back in the reply's metadata; refusals are thrown.
    */
-  witness?: ((sender: string, agent: string, message: Message) => Promise<unknown>) | undefined
+  witness?:
+    | ((sender: string, agent: string, message: Message, by: Carrying) => Promise<unknown>)
+    | undefined
 }
 
 /** The quota scope counting a principal's A2A sends (a repeat of a messageId is not counted). */
@@ -107,6 +109,7 @@ export class A2aService {
     input: unknown,
     signal?: WaitSignal,
     address?: string,
+    { carry }: Carrying = {},
   ): Promise<SendResult> {
     const params = parseInput(SendMessageParams, input, 'params')
     const { message } = params
@@ -124,9 +127,9 @@ export class A2aService {
     const first = await this.priorSend(this.deps.database.db, principal, message.messageId, hash)
     if (first) return first
     if (message.taskId === undefined) await this.addressee(this.deps.database.db, params.tenant)
-    const witnessed = await this.witness(principal, params)
+    const witnessed = await this.witness(principal, params, carry)
     const run = () =>
-      this.deps.batcher.run(async (tx) => {
+      this.deps.batcher.carrying(carry).run(async (tx) => {
         const prior = await this.priorSend(tx.db, principal, message.messageId, hash)
         if (prior) return prior
         const now = this.deps.clock.now()
@@ -209,10 +212,10 @@ export class A2aService {
   }
 
   /** `CancelTask`: the owner or the agent ends a task that has not ended yet. */
-  async cancel(principal: string, input: unknown): Promise<TaskView> {
+  async cancel(principal: string, input: unknown, { carry }: Carrying = {}): Promise<TaskView> {
     const params = parseInput(CancelTaskParams, input, 'params')
     const task = await this.retryingRace(() =>
-      this.deps.batcher.run(async (tx) => {
+      this.deps.batcher.carrying(carry).run(async (tx) => {
         const row = await this.visible(tx.db, principal, params.id, true)
         if (TERMINAL_STATES.has(row.state)) {
           throw new BatonError('a2a_task_not_cancelable', 'The task has already ended', {
@@ -279,7 +282,11 @@ export class A2aService {
   }
 
   /** `CreateTaskPushNotificationConfig`: a party to a task sets a webhook for its changes. */
-  async setPushConfig(principal: string, input: unknown): Promise<PushConfigView> {
+  async setPushConfig(
+    principal: string,
+    input: unknown,
+    { carry }: Carrying = {},
+  ): Promise<PushConfigView> {
     const params = parseInput(PushConfigInput, input, 'params')
     const taskId = params.taskId
     if (taskId === undefined) {
@@ -288,7 +295,7 @@ export class A2aService {
       })
     }
     checkPushConfig(params, this.deps.allowLoopbackNotify)
-    const row = await this.deps.batcher.run(async (tx) => {
+    const row = await this.deps.batcher.carrying(carry).run(async (tx) => {
       await this.visible(tx.db, principal, taskId)
       return this.putPushConfig(tx, principal, taskId, params)
     })
@@ -350,9 +357,13 @@ export class A2aService {
     return { configs: rows.map(toPushView), nextPageToken: '' }
   }
 
-  async deletePushConfig(principal: string, input: unknown): Promise<Record<string, never>> {
+  async deletePushConfig(
+    principal: string,
+    input: unknown,
+    { carry }: Carrying = {},
+  ): Promise<Record<string, never>> {
     const params = parseInput(PushConfigRefParams, input, 'params')
-    await this.deps.batcher.run(async (tx) => {
+    await this.deps.batcher.carrying(carry).run(async (tx) => {
       await this.visible(tx.db, principal, params.taskId)
       if (!(await store.deletePushConfig(tx.db, params.taskId, params.id, principal))) {
         throw pushNotFound()
@@ -407,13 +418,17 @@ export class A2aService {
    * written (a refused one changes nothing); a repeat is answered by the hop service as a
    * retransmission. Answers what rides back in the task's metadata.
    */
-  private async witness(principal: string, params: SendMessageParams): Promise<unknown> {
+  private async witness(
+    principal: string,
+    params: SendMessageParams,
+    carry: Carrying['carry'],
+  ): Promise<unknown> {
     if (!this.deps.witness || params.message.metadata === undefined) return undefined
     let agent = params.tenant ?? ''
     if (params.message.taskId !== undefined) {
       agent = (await this.visible(this.deps.database.db, principal, params.message.taskId)).agent
     }
-    return this.deps.witness(principal, agent, params.message)
+    return this.deps.witness(principal, agent, params.message, { carry })
   }
 
   /** A task the caller is a party to, or the answer a missing id gets. */

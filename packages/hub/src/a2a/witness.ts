@@ -1,5 +1,6 @@
 import { A2A_EXTENSION_URI } from '@baton/context'
 import type { HopService } from '../hops/service.js'
+import type { Carrying } from '../store/transaction.js'
 import type { Message } from './wire.js'
 
 /**
@@ -14,9 +15,10 @@ export async function witnessA2a(
   sender: string,
   agent: string,
   message: Message,
+  by: Carrying = {},
 ): Promise<unknown> {
   const carried = message.metadata?.[A2A_EXTENSION_URI]
   if (carried === undefined) return undefined
-  if (message.role === 'ROLE_AGENT') return hops.answer(sender, carried)
-  return hops.offer(sender, { to: agent, handoff: carried })
+  if (message.role === 'ROLE_AGENT') return hops.answer(sender, carried, by)
+  return hops.offer(sender, { to: agent, handoff: carried }, by)
 }

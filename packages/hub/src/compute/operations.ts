@@ -51,7 +51,7 @@ export const submitComputeJob = defineOperation({
       'Run a bounded json-expr-v1 program (JSON Logic, docs/compute.md) on a JSON input, or on the data of a resource you may read (inputResourceId). Give an idempotencyKey of your own so a repeat answers the same job. Optionally write the output into a resource you may update, at expectedVersion. Answers the job; wait for it with wait_compute_job.',
     annotations: { destructiveHint: false, idempotentHint: true },
   },
-  run: (ctx, caller, { body }) => ctx.compute.submit(signer(caller), body),
+  run: (ctx, caller, { body }) => ctx.compute.submit(signer(caller), body, caller),
 })
 
 export const listComputeJobs = defineOperation({
@@ -158,7 +158,7 @@ export const cancelComputeJob = defineOperation({
       'Cancel one of your compute jobs that is queued or running; an ended job answers as it is.',
     annotations: { destructiveHint: true, idempotentHint: true },
   },
-  run: (ctx, caller, { params }) => ctx.compute.cancel(signer(caller), params.id),
+  run: (ctx, caller, { params }) => ctx.compute.cancel(signer(caller), params.id, caller),
 })
 
 /** A runtime's heartbeat: it is live in runtimeAvailability for BATON_COMPUTE_RUNTIME_TTL_SECONDS. */
@@ -174,7 +174,7 @@ export const computeRuntimeHeartbeat = defineOperation({
   output: ComputeRuntimeView,
   errors: [...runtimeErrors, 'compute_language_unsupported'],
   tool: false,
-  run: (ctx, caller, { body }) => ctx.compute.heartbeat(signer(caller), body),
+  run: (ctx, caller, { body }) => ctx.compute.heartbeat(signer(caller), body, caller),
 })
 
 export const stopComputeRuntime = defineOperation({
@@ -189,7 +189,8 @@ export const stopComputeRuntime = defineOperation({
   output: z.object({ stopped: z.boolean() }),
   errors: [],
   tool: false,
-  run: (ctx, caller, { params }) => ctx.compute.stopRuntime(signer(caller), params.runtimeId),
+  run: (ctx, caller, { params }) =>
+    ctx.compute.stopRuntime(signer(caller), params.runtimeId, caller),
 })
 
 export const claimComputeJob = defineOperation({
@@ -205,7 +206,7 @@ export const claimComputeJob = defineOperation({
   errors: [...runtimeErrors],
   tool: false,
   run: async (ctx, caller, { params }) => ({
-    job: await ctx.compute.claim(signer(caller), params.runtimeId),
+    job: await ctx.compute.claim(signer(caller), params.runtimeId, caller),
   }),
 })
 
@@ -222,7 +223,8 @@ export const renewComputeLease = defineOperation({
   output: z.object({ leaseEndsAt: z.string() }),
   errors: [...runtimeErrors, 'compute_lease_lost'],
   tool: false,
-  run: (ctx, caller, { params, body }) => ctx.compute.renew(signer(caller), params.id, body),
+  run: (ctx, caller, { params, body }) =>
+    ctx.compute.renew(signer(caller), params.id, body, caller),
 })
 
 export const completeComputeJob = defineOperation({
@@ -238,7 +240,8 @@ export const completeComputeJob = defineOperation({
   output: ComputeJobView,
   errors: [...runtimeErrors, 'compute_lease_lost'],
   tool: false,
-  run: (ctx, caller, { params, body }) => ctx.compute.complete(signer(caller), params.id, body),
+  run: (ctx, caller, { params, body }) =>
+    ctx.compute.complete(signer(caller), params.id, body, caller),
 })
 
 /** Every compute operation, in the order they are documented. */

@@ -23,7 +23,7 @@ import type { Database } from '../store/database.js'
 import { requestHash } from '../store/idempotency.js'
 import { consumeDailyQuota, quotaExceeded, utcDayStart } from '../store/quota.js'
 import type { ComputeJobRow } from '../store/schema.js'
-import type { Tx, WriteBatcher } from '../store/transaction.js'
+import type { Carrying, Tx, WriteBatcher } from '../store/transaction.js'
 import { parseInput } from '../validation.js'
 import { checkJsonInput, compileJsonExpr, JSON_EXPR_V1 } from './json-expr.js'
 import { DEFAULT_COMPUTE_LIMITS } from './limits.js'
@@ -226,7 +226,11 @@ export class ComputeService {
   }
 
   /** Submits a job; the same idempotencyKey with the same request answers the first job. */
-  async submit(owner: string, body: SubmitComputeJobInput): Promise<ComputeJobView> {
+  async submit(
+    owner: string,
+    body: SubmitComputeJobInput,
+    { carry }: Carrying = {},
+  ): Promise<ComputeJobView> {
     const hash = requestHash({
       language: body.language,
       program: body.program,
@@ -298,7 +302,7 @@ export class ComputeService {
       finished_at: null,
     }
     try {
-      return await this.deps.batcher.run(async (tx) => {
+      return await this.deps.batcher.carrying(carry).run(async (tx) => {
         const again = await store.findByKey(tx.db, owner, body.idempotencyKey)
         if (again) return this.repeat(again, hash)
         await consumeDailyQuota(tx.db, {
@@ -425,9 +429,9 @@ export class ComputeService {
   }
 
   /** Cancels a job not yet ended; an ended job answers as it is. A running result is refused. */
-  async cancel(owner: string, id: string): Promise<ComputeJobView> {
+  async cancel(owner: string, id: string, { carry }: Carrying = {}): Promise<ComputeJobView> {
     await this.visible(owner, id)
-    return this.deps.batcher.run(async (tx) => {
+    return this.deps.batcher.carrying(carry).run(async (tx) => {
       const now = this.deps.clock.now()
       const row = (await store.findJob(tx.db, id))!
       if (row.state !== 'queued' && row.state !== 'running') return toView(row)
@@ -458,7 +462,11 @@ export class ComputeService {
   }
 
   /** A runtime's heartbeat: registers or renews it as live for the languages it serves. */
-  async heartbeat(principal: string, input: unknown): Promise<ComputeRuntimeView> {
+  async heartbeat(
+    principal: string,
+    input: unknown,
+    { carry }: Carrying = {},
+  ): Promise<ComputeRuntimeView> {
     this.assertRuntime(principal)
     const body = parseInput(ComputeRuntimeInput, input)
     const unsupported = body.languages.filter((l) => !SUPPORTED_LANGUAGES.includes(l))
@@ -472,7 +480,7 @@ export class ComputeService {
     const now = this.deps.clock.now()
     const expiresAt = now + this.deps.config.runtimeTtlMs
     const languages = [...new Set(body.languages)]
-    await this.deps.batcher.run(async (tx) => {
+    await this.deps.batcher.carrying(carry).run(async (tx) => {
       const existing = await store.findRuntime(tx.db, body.runtimeId)
       // A runtime id is its process's; another principal's id is refused like an unknown one.
       if (existing && existing.principal !== principal) {
@@ -493,16 +501,24 @@ export class ComputeService {
   }
 
   /** A runtime stops: it is no longer counted as live, at once. */
-  async stopRuntime(principal: string, runtimeId: string): Promise<{ stopped: boolean }> {
+  async stopRuntime(
+    principal: string,
+    runtimeId: string,
+    { carry }: Carrying = {},
+  ): Promise<{ stopped: boolean }> {
     const now = this.deps.clock.now()
-    const n = await this.deps.batcher.run((tx) =>
-      store.expireRuntime(tx.db, { id: runtimeId, principal, now }),
-    )
+    const n = await this.deps.batcher
+      .carrying(carry)
+      .run((tx) => store.expireRuntime(tx.db, { id: runtimeId, principal, now }))
     return { stopped: n > 0 }
   }
 
   /** Claims the oldest job of the runtime's languages, under a lease; none when nothing waits. */
-  async claim(principal: string, runtimeId: string): Promise<ClaimedComputeJobView | null> {
+  async claim(
+    principal: string,
+    runtimeId: string,
+    { carry }: Carrying = {},
+  ): Promise<ClaimedComputeJobView | null> {
     this.assertRuntime(principal)
     const runtime = await store.findRuntime(this.db, runtimeId)
     const now = this.deps.clock.now()
@@ -530,7 +546,7 @@ export class ComputeService {
       })
       if (candidates.length === 0) return null
       for (const row of candidates) {
-        const claimed = await this.claimOne(row, runtimeId, now)
+        const claimed = await this.claimOne(row, runtimeId, now, carry)
         if (claimed) return claimed
       }
     }
@@ -542,13 +558,14 @@ export class ComputeService {
     row: ComputeJobRow,
     runtimeId: string,
     now: number,
+    carry: Carrying['carry'],
   ): Promise<ClaimedComputeJobView | null> {
     const { leaseMs, quotas } = this.deps.config
     const leaseId = newLeaseId()
     const until = now + leaseMs
     let maxSteps: number
     try {
-      maxSteps = await this.deps.batcher.run(async (tx) => {
+      maxSteps = await this.deps.batcher.carrying(carry).run(async (tx) => {
         const ok = await store.casClaim(tx.db, {
           id: row.id,
           version: row.version,
@@ -624,14 +641,19 @@ export class ComputeService {
   }
 
   /** Extends the lease of a job the runtime still holds. */
-  async renew(principal: string, jobId: string, input: unknown): Promise<{ leaseEndsAt: string }> {
+  async renew(
+    principal: string,
+    jobId: string,
+    input: unknown,
+    { carry }: Carrying = {},
+  ): Promise<{ leaseEndsAt: string }> {
     this.assertRuntime(principal)
     const body = parseInput(ComputeLeaseInput, input)
     const now = this.deps.clock.now()
     const until = now + this.deps.config.leaseMs
-    const ok = await this.deps.batcher.run((tx) =>
-      store.casRenew(tx.db, { id: jobId, leaseId: body.leaseId, now, until }),
-    )
+    const ok = await this.deps.batcher
+      .carrying(carry)
+      .run((tx) => store.casRenew(tx.db, { id: jobId, leaseId: body.leaseId, now, until }))
     if (!ok) throw leaseLost()
     return { leaseEndsAt: iso(until) }
   }
@@ -640,7 +662,12 @@ export class ComputeService {
    * A runtime's result. It commits only under the live lease it was claimed with, so of a lost
    * runtime and the one that reclaimed the job exactly one result ends it; the other is refused.
    */
-  async complete(principal: string, jobId: string, input: unknown): Promise<ComputeJobView> {
+  async complete(
+    principal: string,
+    jobId: string,
+    input: unknown,
+    { carry }: Carrying = {},
+  ): Promise<ComputeJobView> {
     this.assertRuntime(principal)
     const body = parseInput(ComputeResultInput, input)
     const row = await store.findJob(this.db, jobId)
@@ -671,7 +698,7 @@ export class ComputeService {
       }
     }
     if (to !== 'finishing') patch.finished_at = now
-    const after = await this.deps.batcher.run(async (tx) => {
+    const after = await this.deps.batcher.carrying(carry).run(async (tx) => {
       const version = await store.casMove(tx.db, {
         id: jobId,
         from: ['running'],

@@ -24,7 +24,8 @@ export const createGrant = defineOperation({
     description:
       'Give one principal (a did:key) read and/or update access to one resource you own, until expiresAt (ISO 8601, in the future). Not delegable unless you say so.',
   },
-  run: (ctx, caller, { body }) => ctx.grants.create(signer(caller), body, caller.idempotencyKey),
+  run: (ctx, caller, { body }) =>
+    ctx.grants.create(signer(caller), body, caller.idempotencyKey, caller),
 })
 
 /** seed 000: the grants the caller issued or holds. */
@@ -63,7 +64,7 @@ export const revokeGrant = defineOperation({
     description: 'Revoke a grant you issued (and everything passed on from it). Safe to repeat.',
     annotations: { idempotentHint: true },
   },
-  run: (ctx, caller, { params }) => ctx.grants.revoke(signer(caller), params.id),
+  run: (ctx, caller, { params }) => ctx.grants.revoke(signer(caller), params.id, caller),
 })
 
 /** Every grant operation, in the order they are documented. */

@@ -13,7 +13,7 @@ import * as resourceStore from '../resources/store.js'
 import type { Database } from '../store/database.js'
 import { onceByKey } from '../store/idempotency.js'
 import type { GrantRow, ResourceRow, Schema } from '../store/schema.js'
-import type { WriteBatcher } from '../store/transaction.js'
+import type { Carrying, WriteBatcher } from '../store/transaction.js'
 import * as store from './store.js'
 
 /** What the grant service needs from the rest of the hub. */
@@ -163,13 +163,14 @@ export class GrantService {
     principal: string,
     body: CreateGrantInput,
     idempotencyKey?: string,
+    { carry }: Carrying = {},
   ): Promise<GrantView> {
     const actions = RESOURCE_ACTIONS.filter((a) => body.actions.includes(a))
     if (actions.length !== body.actions.length) {
       throw new BatonError('invalid_grant', 'Each action may be listed once', { field: 'actions' })
     }
     const expiresAt = Date.parse(body.expiresAt)
-    return this.deps.batcher.run(async (tx) => {
+    return this.deps.batcher.carrying(carry).run(async (tx) => {
       const now = this.deps.clock.now()
       const once = { scope: 'grant.create', principal, key: idempotencyKey, request: body, now }
       return onceByKey(tx.db, once, async () => {
@@ -248,8 +249,8 @@ export class GrantService {
    * Revokes a grant and everything passed on from it, at once; repeating answers the same
    * `revokedAt`. Only its issuer or the resource's owner may revoke.
    */
-  async revoke(principal: string, grantId: string): Promise<GrantView> {
-    return this.deps.batcher.run(async (tx) => {
+  async revoke(principal: string, grantId: string, { carry }: Carrying = {}): Promise<GrantView> {
+    return this.deps.batcher.carrying(carry).run(async (tx) => {
       const now = this.deps.clock.now()
       const grant = await store.findGrant(tx.db, grantId)
       const resource = grant

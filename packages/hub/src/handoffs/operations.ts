@@ -38,7 +38,11 @@ export const createHandoff = defineOperation({
     annotations: { destructiveHint: false, idempotentHint: false },
   },
   run: (ctx, caller, { body }) =>
-    ctx.handoffs.create(body, { ip: caller.ip, idempotencyKey: caller.idempotencyKey }),
+    ctx.handoffs.create(body, {
+      ip: caller.ip,
+      idempotencyKey: caller.idempotencyKey,
+      carry: caller.carry,
+    }),
 })
 
 /** seed 002: read a handoff with either token. */
@@ -87,7 +91,7 @@ export const advanceHandoff = defineOperation({
   },
   cli: ['handoff', 'advance'],
   run: (ctx, caller, { params, body }) =>
-    ctx.handoffs.advance(params.handoff_id, params.state, body, caller.token),
+    ctx.handoffs.advance(params.handoff_id, params.state, body, caller.token, caller),
 })
 
 /** seed 002: answers as soon as the handoff changes or ends, within 25 seconds. */

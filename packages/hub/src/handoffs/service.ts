@@ -19,8 +19,8 @@ import { consumeDailyQuota } from '../store/quota.js'
 import type { HandoffMoveRow, HandoffRow, NotifyOutboxRow } from '../store/schema.js'
 import {
   type BatchGroup,
+  type Carrying,
   countCommit,
-  currentCarry,
   type GroupOutcome,
   type Tx,
   type WriteBatcher,
@@ -34,7 +34,7 @@ import * as store from './store.js'
 import { hashToken, isHandoffId, matchToken, newHandoffId, newToken } from './tokens.js'
 
 /** Who is calling, as far as a token handoff cares. */
-export interface CallerContext {
+export interface CallerContext extends Carrying {
   /** The client address, for the per-IP creation quota. */
   ip: string
   /** An Idempotency-Key the caller sent with a create. */
@@ -179,7 +179,7 @@ export class HandoffService {
         })
       },
       // Two creates raced on one Idempotency-Key: the loser rolled back; now it finds the winner.
-      { rerunOnUniqueViolation: key !== undefined },
+      { rerunOnUniqueViolation: key !== undefined, carry: caller.carry },
     )
   }
 
@@ -210,6 +210,7 @@ export class HandoffService {
     to: string,
     body: AdvanceInput,
     token: string | undefined,
+    { carry }: Carrying = {},
   ): Promise<MoveResultView> {
     this.checkNote(body.note)
     const target = StateName.safeParse(to)
@@ -224,14 +225,13 @@ export class HandoffService {
       const request = { id, to, body, token }
       // A signed request's admission (its nonce, its quota charge) commits in the transaction of
       // the first write it queues, and only the batcher writes it: such a move goes that way.
-      const carry = currentCarry()
       const predicted =
         this.lane &&
         !(carry && !carry.taken) &&
         predictMove(this.known.get(id), token, body.from, to, this.deps.clock.now())
       const result = predicted
         ? await this.lane!.run({ ...request, predicted })
-        : await this.deps.batcher.runIn(this.moves, request)
+        : await this.deps.batcher.runIn(this.moves, request, { carry })
       this.deps.onMove?.(result.repeated ? 'repeated' : 'moved')
       return result
     } catch (error) {

@@ -42,7 +42,7 @@ export const writeHomeFile = defineOperation({
     annotations: { destructiveHint: false, idempotentHint: true },
   },
   cli: ['home', 'write'],
-  run: (ctx, caller, { body }) => ctx.home.write(signer(caller), body),
+  run: (ctx, caller, { body }) => ctx.home.write(signer(caller), body, caller),
 })
 
 /** seed 000: a file of the caller's own home. */
@@ -102,7 +102,7 @@ export const deleteHomeFile = defineOperation({
   tool: false,
   cli: ['home', 'delete'],
   run: (ctx, caller, { query }) =>
-    ctx.home.remove(signer(caller), query.path, query.expectedRevision),
+    ctx.home.remove(signer(caller), query.path, query.expectedRevision, caller),
 })
 
 const toolPath = z

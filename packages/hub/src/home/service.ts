@@ -14,7 +14,7 @@ import type { EventBus } from '../events/bus.js'
 import type { Database } from '../store/database.js'
 import { changeStoredBytes } from '../store/quota.js'
 import type { HomeFileRow } from '../store/schema.js'
-import type { Tx, WriteBatcher } from '../store/transaction.js'
+import type { Carrying, Tx, WriteBatcher } from '../store/transaction.js'
 import * as store from './store.js'
 
 /** What the home service needs from the rest of the hub. */
@@ -45,7 +45,11 @@ export class HomeService {
    * at that revision. A repeat of a committed write (the file holds exactly this content at
    * expectedRevision + 1) answers success again, so a write is safe to retry after a lost answer.
    */
-  async write(principal: string, body: WriteHomeFileInput): Promise<HomeFileWriteView> {
+  async write(
+    principal: string,
+    body: WriteHomeFileInput,
+    { carry }: Carrying = {},
+  ): Promise<HomeFileWriteView> {
     const path = assertPath(body.path, 'path')
     const size = Buffer.byteLength(body.content, 'utf8')
     const limit = this.deps.config.maxFileBytes
@@ -57,7 +61,7 @@ export class HomeService {
       )
     }
     const expected = body.expectedRevision
-    return this.deps.batcher.run(
+    return this.deps.batcher.carrying(carry).run(
       async (tx) => {
         const now = this.deps.clock.now()
         const current = await store.findFile(tx.db, principal, path)
@@ -140,10 +144,11 @@ export class HomeService {
     principal: string,
     rawPath: string | undefined,
     rawExpected: string | undefined,
+    { carry }: Carrying = {},
   ): Promise<HomeFileDeleteView> {
     const path = assertPath(rawPath, 'path')
     const expected = parseRevision(rawExpected)
-    return this.deps.batcher.run(async (tx) => {
+    return this.deps.batcher.carrying(carry).run(async (tx) => {
       const current = await store.findFile(tx.db, principal, path)
       if (!current) throw notFound(path)
       if (

@@ -83,7 +83,7 @@ export const offerHandoff = defineOperation({
     annotations: { destructiveHint: false, idempotentHint: true },
     meta: offerMeta,
   },
-  run: (ctx, caller, { body }) => ctx.hops.offer(signer(caller), body),
+  run: (ctx, caller, { body }) => ctx.hops.offer(signer(caller), body, caller),
 })
 
 /** seed 003: a signed status from a party of the hop, delivered to the other party. */
@@ -106,7 +106,7 @@ export const answerHandoff = defineOperation({
       'Send your signed status for a hop. A canceled status from the delegator is carried down the chain to every offer that names the canceled one as prev. Resending the same status answers the same.',
     annotations: { destructiveHint: false, idempotentHint: true },
   },
-  run: (ctx, caller, { body }) => ctx.hops.answer(signer(caller), body),
+  run: (ctx, caller, { body }) => ctx.hops.answer(signer(caller), body, caller),
 })
 
 /** The hop inbox: offers, statuses and notices the hub delivered to the caller. */

@@ -39,7 +39,7 @@ import { findPrincipal } from '../identity/store.js'
 import { didKeyResolver } from '../identity/verify.js'
 import type { Database } from '../store/database.js'
 import type { HopDeliveryRow, HopRow, HopStatusRow } from '../store/schema.js'
-import type { WriteBatcher } from '../store/transaction.js'
+import type { Carrying, WriteBatcher } from '../store/transaction.js'
 import { parseInput } from '../validation.js'
 import * as store from './store.js'
 import { HubReplayStore } from './store.js'
@@ -102,7 +102,7 @@ export class HopService {
    * last status included) and is not delivered again; other octets for the same sender and hop
    * are equivocation, refused and reported to both parties of the first offer.
    */
-  async offer(sender: string, input: unknown): Promise<OfferedHopView> {
+  async offer(sender: string, input: unknown, { carry }: Carrying = {}): Promise<OfferedHopView> {
     const { to, handoff } = parseInput(OfferHandoffInput, input)
     const offerIss = issuerOf(handoff.offer)
     if (offerIss !== undefined && offerIss !== sender) {
@@ -117,7 +117,9 @@ export class HopService {
     const now = () => this.deps.clock.now()
     const options = await this.verifyOptions(sender, to, handoff)
     const result = await verifyHandoff(handoff, { ...options, replay: this.replay })
-    if (result.ok) return { hop: await this.deliverOffer(handoff, result), retransmission: false }
+    if (result.ok) {
+      return { hop: await this.deliverOffer(handoff, result, carry), retransmission: false }
+    }
     if (result.reason === 'replay' && result.retransmission === true && result.digest) {
       const known = await store.findHop(this.deps.database.db, result.digest)
       if (known)
@@ -129,10 +131,10 @@ export class HopService {
       // the identical octets are checked again, without the replay check that remembered them.
       const again = await verifyHandoff(handoff, options)
       if (!again.ok) throw refusal(again)
-      return { hop: await this.deliverOffer(handoff, again), retransmission: true }
+      return { hop: await this.deliverOffer(handoff, again, carry), retransmission: true }
     }
     if (result.reason === 'equivocation' && result.firstDigest) {
-      await this.reportEquivocation(result.firstDigest, handoff.offer)
+      await this.reportEquivocation(result.firstDigest, handoff.offer, carry)
     } else if (AFTER_REPLAY.has(result.check) && result.claims) {
       // Remembered by the replay check, then refused: a retransmission answers `replay`.
       const record = await this.replay.get(result.claims.iss, result.claims.hop, now())
@@ -168,7 +170,7 @@ export class HopService {
    * Witnesses a signed status from `sender` for a hop it is a party to, moves the hop's state
    * and delivers the status to the other party. A repeat of the same octets answers the same.
    */
-  async answer(sender: string, input: unknown): Promise<AnsweredHopView> {
+  async answer(sender: string, input: unknown, { carry }: Carrying = {}): Promise<AnsweredHopView> {
     const { status } = parseInput(AnswerHandoffInput, input)
     let claims: StatusClaims
     try {
@@ -194,7 +196,7 @@ export class HopService {
     if (!verified.ok) throw refused(verified.reason, 'status', 'The status failed verification')
     const digest = verified.digest
     const run = () =>
-      this.deps.batcher.run(async (tx) => {
+      this.deps.batcher.carrying(carry).run(async (tx) => {
         if (await store.findStatus(tx.db, digest)) {
           const current = (await store.findHop(tx.db, row.digest))!
           return { hop: current, retransmission: true, propagated: [] as string[] }
@@ -406,11 +408,12 @@ export class HopService {
   private async deliverOffer(
     handoff: Handoff,
     verified: Extract<HandoffVerification, { ok: true }>,
+    carry: Carrying['carry'],
   ): Promise<HopView> {
     const c = verified.claims
     const element = handoff.offer as string
     // The same offer delivered at once on two instances: the loser's re-run finds the winner's hop.
-    const row = await this.deps.batcher.run(
+    const row = await this.deps.batcher.carrying(carry).run(
       async (tx) => {
         const existing = await store.findHop(tx.db, verified.digest)
         if (existing) return existing
@@ -452,8 +455,12 @@ export class HopService {
    * seed 003: a receiver that sees a second offer with the same sender and hop must not accept
    * it; the hub flags the first hop and tells both of its parties, with the conflicting octets.
    */
-  private async reportEquivocation(firstDigest: string, second: string): Promise<void> {
-    await this.deps.batcher.run(async (tx) => {
+  private async reportEquivocation(
+    firstDigest: string,
+    second: string,
+    carry: Carrying['carry'],
+  ): Promise<void> {
+    await this.deps.batcher.carrying(carry).run(async (tx) => {
       const first = await store.findHop(tx.db, firstDigest)
       if (!first) return
       const flags = JSON.parse(first.flags) as string[]

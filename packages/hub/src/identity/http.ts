@@ -3,7 +3,6 @@ import { BatonError } from '@baton/protocol'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AppContext } from '../app.js'
 import type { Api } from '../http/server.js'
-import { withCarry } from '../store/transaction.js'
 import type { AdmissionCarry, Principal } from './service.js'
 import { BodyDigest } from './verify.js'
 
@@ -17,10 +16,11 @@ const pending = new WeakMap<FastifyRequest, AdmissionCarry>()
 export const CARRIES_ADMISSION = 'carriesAdmission'
 
 /**
- * Runs a route's work for a request, its pending admission riding on the first write the work
- * queues, and answers only once that admission is durable: committed with the write, or alone
- * when the work wrote nothing or was refused first (a refused request spends its nonce). The
- * admission's refusal (a replay another instance committed first) wins over the work's answer.
+ * Runs a route's work for a request and answers only once its pending admission is durable:
+ * committed with the first write the work queued (the work takes it from `pendingAdmission`,
+ * as `Caller.carry`), or alone when the work wrote nothing or was refused first (a refused
+ * request spends its nonce). The admission's refusal (a replay another instance committed
+ * first) wins over the work's answer.
  */
 export async function runAdmitted<T>(
   ctx: AppContext,
@@ -31,7 +31,7 @@ export async function runAdmitted<T>(
   if (!carry) return work()
   let result: T
   try {
-    result = await withCarry(carry, work)
+    result = await work()
   } catch (error) {
     await ctx.identity.settle(carry)
     throw error

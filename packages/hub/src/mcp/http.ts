@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import type { IncomingMessage } from 'node:http'
 import { BatonError } from '@baton/protocol'
 import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
 import type { FastifyReply, FastifyRequest } from 'fastify'
@@ -9,10 +10,9 @@ import { principalTopic } from '../identity/admission.js'
 import { CARRIES_ADMISSION, pendingAdmission, verifiedPrincipal } from '../identity/http.js'
 import type { AdmissionCarry, Principal } from '../identity/service.js'
 import { localInvoke } from '../ops/local.js'
-import type { Invoke } from '../ops/mcp.js'
+import { carryingAuth, type Invoke } from '../ops/mcp.js'
 import type { ExtraPath } from '../ops/openapi.js'
 import type { Auth } from '../ops/operation.js'
-import { currentCarry, withCarry } from '../store/transaction.js'
 import { assertAllowedHostAndOrigin, hostPolicy } from './rebinding.js'
 import { SESSION_LIMITS, type SessionLimits, SessionTable } from './sessions.js'
 
@@ -81,13 +81,14 @@ function isToolCall(body: unknown): boolean {
 }
 
 /**
- * `invoke`, answering a tool call only once the pending admission of the request it serves is
- * durable: committed with the call's first write, or alone after the call (a refused call
- * spends its nonce). The admission's refusal (a replay another instance committed first) wins.
+ * `invoke`, answering a tool call only once the pending admission of the request it serves
+ * (`caller.carry`) is durable: committed with the call's first write, or alone after the call
+ * (a refused call spends its nonce). The admission's refusal (a replay another instance
+ * committed first) wins.
  */
 function settlingInvoke(ctx: AppContext, invoke: Invoke): Invoke {
   return async (op, input, caller) => {
-    const carry = currentCarry() as AdmissionCarry | undefined
+    const carry = caller.carry as AdmissionCarry | undefined
     if (!carry) return invoke(op, input, caller)
     let result: unknown
     try {
@@ -198,8 +199,16 @@ export function registerMcpRoute(
     // first. A tool call the MCP SDK refuses before it reaches an operation (an unknown tool)
     // spends its nonce as its connection closes.
     const carry = pendingAdmission(req)
-    if (carry && !isToolCall(req.body)) await ctx.identity.settle(carry)
-    if (carry && isToolCall(req.body)) return withCarry(carry, () => route(req, reply))
+    const principal = verifiedPrincipal(req)
+    if (carry && principal && isToolCall(req.body)) {
+      // The MCP SDK hands a request's `auth` to the tool handler it reaches, with the call.
+      ;(req.raw as IncomingMessage & { auth?: unknown }).auth = carryingAuth(
+        principal.principal,
+        carry,
+      )
+    } else if (carry) {
+      await ctx.identity.settle(carry)
+    }
     return route(req, reply)
   }
 

@@ -35,7 +35,7 @@ export const sendMessage = defineOperation({
       'Send a JSON message to an admitted agent (its did:key principal). Answers the message id, its global sequence and a receipt signed by the hub. Repeating the same recipient, body and idempotencyKey answers the same id and receipt; reusing the key for anything else is an error.',
     annotations: { destructiveHint: false, idempotentHint: true },
   },
-  run: (ctx, caller, { body }) => ctx.messages.send(signer(caller), body),
+  run: (ctx, caller, { body }) => ctx.messages.send(signer(caller), body, caller),
 })
 
 /** seed 000: the caller's own inbox after an exclusive global sequence; `wait` long-polls. */
@@ -89,7 +89,7 @@ export const ackMessage = defineOperation({
       'Acknowledge a message of your own inbox once you have handled or durably queued it. Repeating it answers the same ackedAt.',
     annotations: { destructiveHint: false, idempotentHint: true },
   },
-  run: (ctx, caller, { params }) => ctx.messages.ack(signer(caller), params.id),
+  run: (ctx, caller, { params }) => ctx.messages.ack(signer(caller), params.id, caller),
 })
 
 /** The inbox as a tool: typed numbers and `wait_seconds`, where the route takes query text. */

@@ -23,7 +23,7 @@ import { findPrincipal } from '../identity/store.js'
 import type { Database } from '../store/database.js'
 import { consumeDailyQuota } from '../store/quota.js'
 import type { MessageRow } from '../store/schema.js'
-import type { WriteBatcher } from '../store/transaction.js'
+import type { Carrying, WriteBatcher } from '../store/transaction.js'
 import * as store from './store.js'
 
 /** What the message service needs from the rest of the hub. */
@@ -104,7 +104,11 @@ export class MessageService {
    * the same id and the same receipt bytes; the key with anything else is `idempotency_conflict`.
    * `msg` is parsed by the operation's schema; the depth and the canonical size are checked here.
    */
-  async send(sender: string, msg: SendMessageInput): Promise<SentMessageView> {
+  async send(
+    sender: string,
+    msg: SendMessageInput,
+    { carry }: Carrying = {},
+  ): Promise<SentMessageView> {
     if (nestsDeeperThan(msg.body, MESSAGE_LIMITS.maxDepth)) {
       throw new BatonError(
         'invalid_request',
@@ -123,7 +127,7 @@ export class MessageService {
       )
     }
     const digest = createMessageBodyDigest(msg.body, nodeDigest)
-    return this.deps.batcher.run(
+    return this.deps.batcher.carrying(carry).run(
       async (tx) => {
         const prior = await store.findBySenderKey(tx.db, sender, msg.idempotencyKey)
         if (prior) {
@@ -229,9 +233,9 @@ export class MessageService {
   }
 
   /** Acknowledges a message addressed to the caller; a repeat answers the first ackedAt. */
-  async ack(recipient: string, id: string): Promise<AckView> {
+  async ack(recipient: string, id: string, { carry }: Carrying = {}): Promise<AckView> {
     if (typeof id !== 'string' || !ID_RE.test(id)) throw notFound(id)
-    const row = await this.deps.batcher.run(async (tx) => {
+    const row = await this.deps.batcher.carrying(carry).run(async (tx) => {
       const now = this.deps.clock.now()
       const changed = await store.markAcked(tx.db, id, recipient, now)
       const current = await store.findForRecipient(tx.db, id, recipient)

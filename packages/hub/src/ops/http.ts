@@ -7,6 +7,7 @@ import { bearerToken } from '../http/bearer.js'
 import {
   CARRIES_ADMISSION,
   localOrigin,
+  pendingAdmission,
   requestOrigin,
   requirePrincipal,
   runAdmitted,
@@ -77,6 +78,7 @@ function httpCaller(ctx: AppContext, op: Operation, req: FastifyRequest, reply: 
       return origin
     },
     signal: op.longPoll ? new CloseSignal(reply.raw) : NEVER_ABORTED,
+    carry: pendingAdmission(req),
   }
   switch (op.auth) {
     case 'handoff-token': {

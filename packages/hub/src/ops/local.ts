@@ -22,6 +22,7 @@ export function localInvoke(
         idempotencyKey: caller.idempotencyKey,
         signal: caller.signal,
         progress: caller.progress,
+        carry: caller.carry,
       },
       parseOperationInput(op, input, TOOL_INPUT),
     )

@@ -3,6 +3,7 @@ import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/
 import type { Logger } from 'pino'
 import { z } from 'zod'
 import { toBatonError } from '../http/errors.js'
+import { Carry } from '../store/transaction.js'
 import type { Auth, Caller, Operation, OperationInput } from './operation.js'
 
 /**
@@ -12,7 +13,7 @@ import type { Auth, Caller, Operation, OperationInput } from './operation.js'
 export type Invoke = (
   op: Operation,
   input: OperationInput<unknown, unknown, unknown>,
-  caller: Pick<Caller, 'token' | 'signal' | 'progress' | 'idempotencyKey'>,
+  caller: Pick<Caller, 'token' | 'signal' | 'progress' | 'idempotencyKey' | 'carry'>,
 ) => Promise<unknown>
 
 /**
@@ -31,7 +32,7 @@ export interface CompositeTool {
   call(
     invoke: Invoke,
     args: Record<string, unknown>,
-    caller: Pick<Caller, 'signal' | 'progress'>,
+    caller: Pick<Caller, 'signal' | 'progress' | 'carry'>,
   ): Promise<unknown>
 }
 
@@ -96,6 +97,8 @@ export async function toolResult(
 
 type ToolExtra = {
   signal: AbortSignal
+  /** The `auth` the HTTP face set on the request the call came in (`carryingAuth`). */
+  authInfo?: { extra?: Record<string, unknown> | undefined } | undefined
   _meta?: { progressToken?: string | number; [key: string]: unknown } | undefined
   sendNotification: (n: {
     method: 'notifications/progress'
@@ -114,6 +117,23 @@ function progressOf(extra: ToolExtra): Caller['progress'] {
       })
       .catch(() => {})
   }
+}
+
+/**
+ * The MCP SDK's `authInfo` of a request whose signed admission rides on its tool call's first
+ * write: the SDK hands it to the tool handler with the request, which passes the carry on to
+ * the operation as `Caller.carry`.
+ */
+export function carryingAuth(
+  principal: string,
+  carry: Carry,
+): { token: string; clientId: string; scopes: string[]; extra: { carry: Carry } } {
+  return { token: '', clientId: principal, scopes: [], extra: { carry } }
+}
+
+function carryOf(extra: ToolExtra): Carry | undefined {
+  const carry = extra.authInfo?.extra?.carry
+  return carry instanceof Carry ? carry : undefined
 }
 
 /** Whether an operation is offered as a tool to a session with these kinds of auth. */
@@ -155,6 +175,7 @@ export function registerOperationTools(
             token,
             signal: extra.signal,
             progress: progressOf(extra),
+            carry: carryOf(extra),
           })
         }, opts.log)
         const meta = result.isError ? undefined : tool.meta?.write(result.structuredContent)
@@ -175,7 +196,12 @@ export function registerOperationTools(
       },
       async (args: Record<string, unknown>, extra: ToolExtra) =>
         toolResult(
-          () => c.call(opts.invoke, args, { signal: extra.signal, progress: progressOf(extra) }),
+          () =>
+            c.call(opts.invoke, args, {
+              signal: extra.signal,
+              progress: progressOf(extra),
+              carry: carryOf(extra),
+            }),
           opts.log,
         ),
     )

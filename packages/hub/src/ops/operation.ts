@@ -5,6 +5,7 @@ import type { AppContext } from '../app.js'
 import type { Config } from '../config.js'
 import type { WaitSignal } from '../events/wait.js'
 import type { Principal } from '../identity/service.js'
+import type { Carry } from '../store/transaction.js'
 
 /**
  * What a caller must show: nothing, a token handoff's bearer token, a signed request (RFC 9421)
@@ -29,6 +30,12 @@ export interface Caller {
    * long poll's is the face's own, not an AbortSignal: pass it to waits, never to `fetch`.
    */
   signal: WaitSignal
+  /**
+   * A signed request's pending admission (nonce, quota charge, a new key's enrolment), which
+   * commits with the first write the operation queues: the operation hands the caller to its
+   * service, which passes `carry` to that write (`RunOptions.carry`). Absent for unsigned calls.
+   */
+  carry?: Carry | undefined
   /** Reports progress of long work (waits, uploads); faces that cannot carry it ignore it. */
   progress?: ((p: { progress: number; total?: number; message?: string }) => void) | undefined
 }

@@ -50,7 +50,8 @@ export const createResource = defineOperation({
     description:
       'Create a versioned resource you own (version 1) in a namespace, with a kind and JSON data.',
   },
-  run: (ctx, caller, { body }) => ctx.resources.create(signer(caller), body, caller.idempotencyKey),
+  run: (ctx, caller, { body }) =>
+    ctx.resources.create(signer(caller), body, caller.idempotencyKey, caller),
 })
 
 /** seed 000: a listing is a read, so it shows what the caller may read. */
@@ -111,7 +112,8 @@ export const updateResource = defineOperation({
     description:
       'Replace the whole data of a resource, only if it is still at expectedVersion. A conflict answers the current version; never increment blindly.',
   },
-  run: (ctx, caller, { params, body }) => ctx.resources.update(signer(caller), params.id, body),
+  run: (ctx, caller, { params, body }) =>
+    ctx.resources.update(signer(caller), params.id, body, caller),
 })
 
 /** seed 000: every version with its data, actor and time. */

@@ -14,7 +14,7 @@ import type { Database } from '../store/database.js'
 import { onceByKey } from '../store/idempotency.js'
 import { changeStoredBytes } from '../store/quota.js'
 import type { ResourceRow, Schema } from '../store/schema.js'
-import type { WriteBatcher } from '../store/transaction.js'
+import type { Carrying, WriteBatcher } from '../store/transaction.js'
 import type { ListResourcesQuery } from './operations.js'
 import * as store from './store.js'
 
@@ -82,9 +82,10 @@ export class ResourceService {
     owner: string,
     body: CreateResourceInput,
     idempotencyKey?: string,
+    { carry }: Carrying = {},
   ): Promise<ResourceView> {
     const { json, size } = this.measure(body.data)
-    return this.deps.batcher.run(async (tx) => {
+    return this.deps.batcher.carrying(carry).run(async (tx) => {
       const now = this.deps.clock.now()
       const once = {
         scope: 'resource.create',
@@ -163,10 +164,15 @@ export class ResourceService {
    * Permission is checked before the version, so a revoked grantee gets 403, never 409. The
    * identical update repeated by the same caller after a lost answer answers `repeated: true`.
    */
-  async update(principal: string, id: string, body: UpdateResourceInput): Promise<ResourceAnswer> {
+  async update(
+    principal: string,
+    id: string,
+    body: UpdateResourceInput,
+    { carry }: Carrying = {},
+  ): Promise<ResourceAnswer> {
     const { json, size } = this.measure(body.data)
     checkId(id)
-    return this.deps.batcher.run(async (tx) => {
+    return this.deps.batcher.carrying(carry).run(async (tx) => {
       const now = this.deps.clock.now()
       const row = await this.deps.grants.assertAllowed(tx.db, principal, id, 'resource:update')
       if (row.version !== body.expectedVersion) {

@@ -9,7 +9,6 @@ import {
   type CarryGroup,
   countStatements,
   WriteBatcher,
-  withCarry,
 } from './transaction.js'
 
 for (const store of testStores) {
@@ -105,13 +104,11 @@ for (const store of testStores) {
       const before = { carried: await count('carried'), mine: await count('mine'), ...counts }
       const carries = [2, 3, 4].map((n) => new Carry(group, n))
       const answers = await Promise.allSettled(
-        carries.map((carry) =>
-          withCarry(carry, async () => {
-            await batcher.run(bump('mine'))
-            // A second write of the same request carries nothing.
-            await batcher.run(bump('mine'))
-          }),
-        ),
+        carries.map(async (carry) => {
+          await batcher.run(bump('mine'), { carry })
+          // A second write of the same request carries nothing.
+          await batcher.run(bump('mine'), { carry })
+        }),
       )
       assert.deepEqual(
         answers.map((a) => a.status === 'fulfilled' || (a.reason as BatonError).code),

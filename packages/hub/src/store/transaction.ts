@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks'
 import { type Kysely, sql } from 'kysely'
 import type { Database } from './database.js'
 import type { Schema } from './schema.js'
@@ -120,39 +119,42 @@ export class Carry<I = unknown, T = unknown> {
   /** True once a write (or `commitCarry`) has taken it into a batch. */
   taken = false
   readonly outcome: Promise<T>
-  resolve!: (value: T) => void
-  reject!: (error: unknown) => void
+  // Methods, not function-typed fields, so that any carry is a `Carry` to the batcher.
+  private settle!: { resolve(value: T): void; reject(error: unknown): void }
 
   constructor(
     readonly group: CarryGroup<I, T>,
     readonly input: I,
   ) {
     this.outcome = new Promise<T>((resolve, reject) => {
-      this.resolve = resolve
-      this.reject = reject
+      this.settle = { resolve, reject }
     })
     // Awaited by whoever settles the request; an unobserved refusal is not a crash.
     this.outcome.catch(() => {})
   }
+
+  /** Answers the carried write's outcome; the batcher calls it once its transaction decided. */
+  resolve(value: T): void {
+    this.settle.resolve(value)
+  }
+
+  /** Fails the carried write; the batcher calls it once its transaction decided. */
+  reject(error: unknown): void {
+    this.settle.reject(error)
+  }
 }
 
-const carried = new AsyncLocalStorage<Carry>()
-
-/** Runs `fn` with `carry` riding on the first write it queues through a batcher. */
-export function withCarry<I, T, R>(
-  carry: Carry<I, T> | undefined,
-  fn: () => Promise<R>,
-): Promise<R> {
-  return carry ? carried.run(carry as unknown as Carry, fn) : fn()
-}
-
-/** The carried write of the request whose work is running, if it has one. */
-export function currentCarry(): Carry | undefined {
-  return carried.getStore()
+/**
+ * What a service method takes from the request it serves: the request's carried write, which
+ * the method hands to the first write it queues (`RunOptions.carry`). Operations pass their
+ * `Caller`, which has it.
+ */
+export interface Carrying {
+  carry?: Carry | undefined
 }
 
 /** Options of one write queued on the batcher. */
-export interface RunOptions {
+export interface RunOptions extends Carrying {
   /**
    * Runs the write once more when it fails on a unique violation: a write that raced another
    * (on another instance) for one key rolled back, and its re-run finds the winner's row.
@@ -198,13 +200,25 @@ export class WriteBatcher {
 
   /** Queues a write and answers once it has committed (or failed on its own). */
   run<T>(work: (tx: Tx) => Promise<T>, opts: RunOptions = {}): Promise<T> {
-    return this.rerun(() => this.enqueue<T>({ kind: 'work', work }), opts)
+    return this.rerun(() => this.enqueue<T>({ kind: 'work', work }, opts.carry), opts)
   }
 
   /** Queues one input of a set-based write and answers its own outcome after commit. */
   runIn<I, T>(group: BatchGroup<I, T>, input: I, opts: RunOptions = {}): Promise<T> {
     const item = { kind: 'group' as const, group: group as BatchGroup<unknown, unknown>, input }
-    return this.rerun(() => this.enqueue<T>(item), opts)
+    return this.rerun(() => this.enqueue<T>(item, opts.carry), opts)
+  }
+
+  /**
+   * The batcher as one request's work sees it: its first write carries `carry` (the request's
+   * pending admission), as `RunOptions.carry` would; later writes carry nothing.
+   */
+  carrying(carry: Carry | undefined): Pick<WriteBatcher, 'run' | 'runIn'> {
+    if (!carry) return this
+    return {
+      run: (work, opts) => this.run(work, { ...opts, carry }),
+      runIn: (group, input, opts) => this.runIn(group, input, { ...opts, carry }),
+    }
   }
 
   private rerun<T>(once: () => Promise<T>, opts: RunOptions): Promise<T> {
@@ -222,15 +236,15 @@ export class WriteBatcher {
   commitCarry<I, T>(carry: Carry<I, T>): Promise<T> {
     if (!carry.taken) {
       carry.taken = true
-      this.queue.push({ kind: 'carry', carry: carry as Carry, resolve: () => {}, reject: () => {} })
+      this.queue.push({ kind: 'carry', carry, resolve: () => {}, reject: () => {} })
       this.schedule()
     }
     return carry.outcome
   }
 
-  private enqueue<T>(item: Item): Promise<T> {
+  /** Queues `item`, with `carry` riding on it unless an earlier write took it already. */
+  private enqueue<T>(item: Item, carry: Carry | undefined): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const carry = carried.getStore()
       const pending = { ...item, resolve: resolve as (v: unknown) => void, reject } as Pending
       if (carry && !carry.taken) {
         carry.taken = true

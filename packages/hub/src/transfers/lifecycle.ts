@@ -143,10 +143,13 @@ export class TransferLifecycle {
     input: TransferWrite & { kind: 'create' },
     opts?: RunOptions,
   ): Promise<CreatedTransferView>
-  async run(input: TransferWrite & { kind: 'lease' }): Promise<LeaseView>
+  async run(input: TransferWrite & { kind: 'lease' }, opts?: RunOptions): Promise<LeaseView>
   async run(input: TransferWrite & { kind: 'usage' }, opts?: RunOptions): Promise<UsageView>
-  async run(input: TransferWrite & { kind: 'expire' | 'grace_over' }): Promise<boolean>
-  async run(input: TransferWrite): Promise<TransferView>
+  async run(
+    input: TransferWrite & { kind: 'expire' | 'grace_over' },
+    opts?: RunOptions,
+  ): Promise<boolean>
+  async run(input: TransferWrite, opts?: RunOptions): Promise<TransferView>
   async run(input: TransferWrite, opts?: RunOptions): Promise<unknown> {
     const outcome = await this.deps.batcher.runIn(this.group, input, opts)
     if (!outcome.ok) throw outcome.error

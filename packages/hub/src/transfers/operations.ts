@@ -85,7 +85,7 @@ export const snapshotState = defineOperation({
   },
   cli: { name: ['transfer', 'snapshot'], aliases: { file: '@snapshot' } },
   run: (ctx, caller, { body }) =>
-    ctx.transfers.create(principalOf(caller), body, caller.idempotencyKey),
+    ctx.transfers.create(principalOf(caller), body, caller.idempotencyKey, caller),
 })
 
 /** Transfers the caller owns or runs. */
@@ -132,7 +132,7 @@ export const claimNextTransfer = defineOperation({
     annotations: { destructiveHint: false, idempotentHint: false },
   },
   cli: ['transfer', 'claim-next'],
-  run: (ctx, caller, { body }) => ctx.transfers.claimNext(principalOf(caller), body),
+  run: (ctx, caller, { body }) => ctx.transfers.claimNext(principalOf(caller), body, caller),
 })
 
 /** seed 004 get_status: the transfer, its budget and its event log. */
@@ -148,7 +148,7 @@ export const getStatus = defineOperation({
   errors: notFound,
   tool: false,
   cli: ['transfer', 'status'],
-  run: (ctx, caller, { params }) => ctx.transfers.get(principalOf(caller), params.id),
+  run: (ctx, caller, { params }) => ctx.transfers.get(principalOf(caller), params.id, caller),
 })
 
 /** Answers as soon as the transfer passes `version` or ends. */
@@ -218,7 +218,7 @@ export const provisionRuntime = defineOperation({
     aliases: { budget: 'budgetMicros', rate: 'rateMicrosPerSecond' },
   },
   run: (ctx, caller, { params, body }) =>
-    ctx.transfers.provision(principalOf(caller), params.id, body),
+    ctx.transfers.provision(principalOf(caller), params.id, body, caller),
 })
 
 /** A runtime claims one provisioned transfer. */
@@ -242,7 +242,7 @@ export const claimTransfer = defineOperation({
   ],
   tool: false,
   cli: ['transfer', 'claim'],
-  run: (ctx, caller, { params }) => ctx.transfers.claim(principalOf(caller), params.id),
+  run: (ctx, caller, { params }) => ctx.transfers.claim(principalOf(caller), params.id, caller),
 })
 
 /** seed 004 push_state: provisioned → pushed, confirming the checksum. */
@@ -265,7 +265,8 @@ export const pushState = defineOperation({
   ],
   tool: false,
   cli: ['transfer', 'push'],
-  run: (ctx, caller, { params, body }) => ctx.transfers.push(principalOf(caller), params.id, body),
+  run: (ctx, caller, { params, body }) =>
+    ctx.transfers.push(principalOf(caller), params.id, body, caller),
 })
 
 /** seed 004 activate: pushed → active, the one irreversible step. */
@@ -283,7 +284,7 @@ export const activate = defineOperation({
   tool: false,
   cli: ['transfer', 'activate'],
   run: (ctx, caller, { params, body }) =>
-    ctx.transfers.activate(principalOf(caller), params.id, body),
+    ctx.transfers.activate(principalOf(caller), params.id, body, caller),
 })
 
 /** The claiming runtime takes or renews the lease to run the agent. */
@@ -300,7 +301,8 @@ export const leaseTransfer = defineOperation({
   errors: [...notFound, 'transfer_forbidden', 'transfer_lease_held', 'transfer_state_conflict'],
   tool: false,
   cli: ['transfer', 'lease'],
-  run: (ctx, caller, { params, body }) => ctx.transfers.lease(principalOf(caller), params.id, body),
+  run: (ctx, caller, { params, body }) =>
+    ctx.transfers.lease(principalOf(caller), params.id, body, caller),
 })
 
 /** seed 004 report_usage: spend, idempotent by key. */
@@ -317,7 +319,8 @@ export const reportUsage = defineOperation({
   errors: [...notFound, 'transfer_forbidden', 'transfer_state_conflict', 'idempotency_conflict'],
   tool: false,
   cli: { name: ['transfer', 'usage'], aliases: { key: 'idempotencyKey', amount: 'amountMicros' } },
-  run: (ctx, caller, { params, body }) => ctx.transfers.usage(principalOf(caller), params.id, body),
+  run: (ctx, caller, { params, body }) =>
+    ctx.transfers.usage(principalOf(caller), params.id, body, caller),
 })
 
 /** The orchestrator reads any transfer. */

@@ -28,7 +28,7 @@ import type { WaitRegistry, WaitSignal } from '../events/wait.js'
 import { assertAdmitted, principalTopic } from '../identity/admission.js'
 import type { Database } from '../store/database.js'
 import type { TransferRow } from '../store/schema.js'
-import type { WriteBatcher } from '../store/transaction.js'
+import type { Carrying, WriteBatcher } from '../store/transaction.js'
 import { parseInput } from '../validation.js'
 import { TransferLifecycle } from './lifecycle.js'
 import { assertNoSecrets } from './secrets.js'
@@ -90,7 +90,12 @@ export class TransferService {
   }
 
   /** Snapshots a session as `owner`; a repeat with the same key and snapshot answers the first. */
-  async create(owner: string, input: unknown, headerKey?: string): Promise<CreatedTransferView> {
+  async create(
+    owner: string,
+    input: unknown,
+    headerKey?: string,
+    { carry }: Carrying = {},
+  ): Promise<CreatedTransferView> {
     const body = parseSnapshotInput(input)
     assertNoSecrets(body.snapshot, '$.snapshot')
     const canonical = canonicalJson(body.snapshot)
@@ -115,16 +120,16 @@ export class TransferService {
         checksum,
         bytes,
       },
-      { rerunOnUniqueViolation: Boolean(key) },
+      { rerunOnUniqueViolation: Boolean(key), carry },
     )
   }
 
   /** The transfer, its budget and its ordered events, for its owner, its runtime or the operator. */
-  async get(caller: string, id: string): Promise<TransferView> {
+  async get(caller: string, id: string, { carry }: Carrying = {}): Promise<TransferView> {
     let row = await this.visible(caller, id)
     if (isDue(row, this.deps.clock.now())) {
       // A read of an expired transfer answers it as expired at once, with its event written.
-      await this.lifecycle.run({ kind: 'expire', id })
+      await this.lifecycle.run({ kind: 'expire', id }, { carry })
       row = await this.visible(caller, id)
     }
     return toView(row, await this.lifecycle.eventsOf(row))
@@ -162,7 +167,12 @@ export class TransferService {
   }
 
   /** staged → provisioned, with a provision token bound to these exact tier, budget and rate. */
-  async provision(caller: string, id: string, input: unknown): Promise<TransferView> {
+  async provision(
+    caller: string,
+    id: string,
+    input: unknown,
+    { carry }: Carrying = {},
+  ): Promise<TransferView> {
     const body = parseInput(ProvisionInput, input)
     const params = {
       tier: body.tier,
@@ -176,29 +186,38 @@ export class TransferService {
       params,
     })
     this.assertTier(params)
-    return this.tokenMove({ kind: 'provision', id, caller, jti: token.jti, params })
+    return this.tokenMove({ kind: 'provision', id, caller, jti: token.jti, params }, carry)
   }
 
   /** pushed → active with an activate token: the one irreversible step (seed 004). */
-  async activate(caller: string, id: string, input: unknown): Promise<TransferView> {
+  async activate(
+    caller: string,
+    id: string,
+    input: unknown,
+    { carry }: Carrying = {},
+  ): Promise<TransferView> {
     const body = parseInput(ActivateInput, input)
     const token = verifyToken(this.deps.keyring, body.token, {
       transferId: id,
       scope: 'activate',
       now: this.deps.clock.now(),
     })
-    return this.tokenMove({ kind: 'activate', id, caller, jti: token.jti })
+    return this.tokenMove({ kind: 'activate', id, caller, jti: token.jti }, carry)
   }
 
   /** A runtime claims one provisioned transfer; claiming it again is answered, not refused. */
-  async claim(runtime: string, id: string): Promise<TransferView> {
+  async claim(runtime: string, id: string, { carry }: Carrying = {}): Promise<TransferView> {
     this.assertRuntimeAllowed(runtime)
     if (!isTransferId(id)) throw notFound(id)
-    return this.lifecycle.run({ kind: 'claim', id, runtime })
+    return this.lifecycle.run({ kind: 'claim', id, runtime }, { carry })
   }
 
   /** Claims the oldest provisioned, unclaimed transfer of a tier; null when there is none. */
-  async claimNext(runtime: string, input: unknown): Promise<{ transfer: TransferView | null }> {
+  async claimNext(
+    runtime: string,
+    input: unknown,
+    by: Carrying = {},
+  ): Promise<{ transfer: TransferView | null }> {
     const { tier } = parseInput(ClaimNextInput, input)
     this.assertRuntimeAllowed(runtime)
     if (!this.deps.config.tiers[tier]) throw this.unknownTier(tier)
@@ -207,7 +226,7 @@ export class TransferService {
       if (ids.length === 0) break
       for (const id of ids) {
         try {
-          return { transfer: await this.claim(runtime, id) }
+          return { transfer: await this.claim(runtime, id, by) }
         } catch (error) {
           // Another runtime won this one, or it expired: try the next.
           if (!(error instanceof BatonError) || error.status >= 500) throw error
@@ -222,27 +241,42 @@ export class TransferService {
    * it fetched; the hub recomputes its own from the stored bytes. A mismatch is refused and
    * recorded as an event (seed 004 fault: push moved no data and re-hashed nothing).
    */
-  async push(runtime: string, id: string, input: unknown): Promise<TransferView> {
+  async push(
+    runtime: string,
+    id: string,
+    input: unknown,
+    { carry }: Carrying = {},
+  ): Promise<TransferView> {
     const body = parseInput(PushInput, input)
     if (!isTransferId(id)) throw notFound(id)
-    return this.lifecycle.run({ kind: 'push', id, runtime, checksum: body.checksum })
+    return this.lifecycle.run({ kind: 'push', id, runtime, checksum: body.checksum }, { carry })
   }
 
   /**
    * Takes or renews the lease to run an active transfer's agent, so a second process of the same
    * runtime does not start it again (seed 004: started twice, it does not run a transfer twice).
    */
-  async lease(runtime: string, id: string, input: unknown): Promise<LeaseView> {
+  async lease(
+    runtime: string,
+    id: string,
+    input: unknown,
+    { carry }: Carrying = {},
+  ): Promise<LeaseView> {
     const { instance } = parseInput(LeaseInput, input)
     if (!isTransferId(id)) throw notFound(id)
-    return this.lifecycle.run({ kind: 'lease', id, runtime, instance })
+    return this.lifecycle.run({ kind: 'lease', id, runtime, instance }, { carry })
   }
 
   /**
    * Reports spend by the claiming runtime, idempotent by key. Spend and the insolvency flip
    * commit together; the flip happens exactly once; the answer tells the runtime to stop.
    */
-  async usage(runtime: string, id: string, input: unknown): Promise<UsageView> {
+  async usage(
+    runtime: string,
+    id: string,
+    input: unknown,
+    { carry }: Carrying = {},
+  ): Promise<UsageView> {
     const body = parseInput(UsageInput, input)
     if (!isTransferId(id)) throw notFound(id)
     // Two reports raced on one key (another instance): the loser rolled back; its re-run finds
@@ -255,7 +289,7 @@ export class TransferService {
         key: body.idempotencyKey,
         amount: body.amountMicros,
       },
-      { rerunOnUniqueViolation: true },
+      { rerunOnUniqueViolation: true, carry },
     )
   }
 
@@ -388,10 +422,11 @@ export class TransferService {
    */
   private async tokenMove(
     m: Parameters<TransferLifecycle['run']>[0] & { kind: 'provision' | 'activate' },
+    carry: Carrying['carry'],
   ): Promise<TransferView> {
     if (!isTransferId(m.id)) throw notFound(m.id)
     try {
-      return await this.lifecycle.run(m)
+      return await this.lifecycle.run(m, { carry })
     } catch (error) {
       if (this.deps.database.caps.isUniqueViolation(error)) {
         throw new BatonError('transfer_token_replayed', 'This transfer token was already used', {})
