@@ -1,0 +1,186 @@
+import assert from 'node:assert/strict'
+import { createHash } from 'node:crypto'
+import { after, before, describe, test } from 'node:test'
+import { canonicalJson, HopClient, type SignedClient } from '@baton/client'
+import { countStatements } from '../src/store/transaction.js'
+import { call, signedAgent, startTestHub, type TestHub, testStores } from './support.js'
+
+type Body = Record<string, unknown>
+
+const ADMIN = 'operator-token-for-the-commit-tests-0123456789'
+const PROGRAM = { '+': [{ var: 'a' }, { var: 'b' }] }
+const TIER = { tier: 'standard', budgetMicros: 1_000_000, rateMicrosPerSecond: 10 }
+
+// Every signed operation that writes hands its request's pending admission (nonce, quota
+// charge) to the first write it queues: each commits exactly once. One that forgot to pass it
+// on would commit its write, and then the admission alone, twice.
+for (const store of testStores) {
+  describe(`every signed write commits once, its admission with it (${store.name})`, () => {
+    let hub: TestHub
+    let alice: SignedClient
+    let bob: SignedClient
+    let runtime: SignedClient
+    before(async () => {
+      hub = await startTestHub(store, {
+        BATON_ADMISSION: 'open',
+        BATON_ADMIN_TOKEN: ADMIN,
+        BATON_COMPUTE_EMBEDDED: 'false',
+        BATON_COMPUTE_RUNTIMES: '*',
+      })
+      alice = await signedAgent(hub)
+      bob = await signedAgent(hub)
+      runtime = await signedAgent(hub)
+    })
+    after(() => hub.close())
+
+    /** Sends one signed request on an otherwise idle hub; answers its body and its commits. */
+    async function once(
+      who: SignedClient,
+      method: string,
+      path: string,
+      status: number,
+      body?: unknown,
+    ): Promise<Body> {
+      await hub.ctx.batcher.flush()
+      const counts = countStatements(hub.ctx.database)
+      const before = counts.commits
+      const res = await who.request<Body>(method, path, body as object)
+      await hub.ctx.batcher.flush()
+      assert.equal(res.status, status, `${method} ${path}: ${JSON.stringify(res.body)}`)
+      assert.equal(counts.commits - before, 1, `${method} ${path} commits once`)
+      return res.body ?? {}
+    }
+
+    test('resources and grants', async () => {
+      const resource = await once(alice, 'POST', '/v1/resources', 201, {
+        namespace: 'n',
+        kind: 'commits',
+        data: { v: 1 },
+      })
+      await once(alice, 'PATCH', `/v1/resources/${resource.id}`, 200, {
+        expectedVersion: 1,
+        data: { v: 2 },
+      })
+      const grant = await once(alice, 'POST', '/v1/capabilities', 201, {
+        resourceId: resource.id,
+        subject: bob.principal,
+        actions: ['resource:read'],
+        delegable: false,
+        expiresAt: new Date(Date.now() + 3600_000).toISOString(),
+      })
+      await once(alice, 'DELETE', `/v1/capabilities/${grant.id}`, 200)
+    })
+
+    test('messages and home files', async () => {
+      const sent = await once(alice, 'POST', '/v1/messages', 201, {
+        recipient: bob.principal,
+        body: { task: 'commits' },
+        idempotencyKey: 'commits-1',
+      })
+      await once(bob, 'POST', `/v1/messages/${sent.id}/ack`, 200)
+      await once(alice, 'PUT', '/v1/home/file', 200, {
+        path: 'commits/a.json',
+        content: '{}',
+        expectedRevision: 0,
+      })
+      await once(alice, 'DELETE', '/v1/home/file?path=commits%2Fa.json&expectedRevision=1', 200)
+    })
+
+    test('a session transfer, step by step', async () => {
+      const staged = await once(alice, 'POST', '/v1/transfers', 201, {
+        snapshot: {
+          systemPrompt: 'You hand work on.',
+          messages: [{ role: 'user', content: 'commits' }],
+          toolState: {},
+          mcpConfig: { servers: [] },
+        },
+      })
+      const id = staged.transferId as string
+      const mint = async (body: Body) => {
+        const res = await call(hub, 'POST', `/admin/v1/transfers/${id}/tokens`, {
+          body,
+          token: ADMIN,
+        })
+        assert.equal(res.status, 201, JSON.stringify(res.body))
+        return res.body.token as string
+      }
+      const provisionToken = await mint({ scope: 'provision', ...TIER })
+      await once(alice, 'POST', `/v1/transfers/${id}/provision`, 200, {
+        ...TIER,
+        token: provisionToken,
+      })
+      await once(runtime, 'POST', `/v1/transfers/${id}/claim`, 200)
+      const snapshot = await runtime.request<Body>('GET', `/v1/transfers/${id}/snapshot`)
+      const canonical = canonicalJson(snapshot.body!.snapshot)
+      const checksum = `sha-256:${createHash('sha256').update(canonical).digest('base64url')}`
+      await once(runtime, 'POST', `/v1/transfers/${id}/push`, 200, { checksum })
+      const activateToken = await mint({ scope: 'activate' })
+      await once(alice, 'POST', `/v1/transfers/${id}/activate`, 200, { token: activateToken })
+      await once(runtime, 'POST', `/v1/transfers/${id}/lease`, 200, { instance: 'commits-1' })
+      await once(runtime, 'POST', `/v1/transfers/${id}/usage`, 200, {
+        idempotencyKey: 'commits-usage-1',
+        amountMicros: 5,
+      })
+    })
+
+    test('a compute job, from heartbeat to result', async () => {
+      const heartbeat = { runtimeId: 'commits-rt-0001', languages: ['json-expr-v1'] }
+      await once(runtime, 'POST', '/v1/compute/runtimes', 200, heartbeat)
+      const job = await once(alice, 'POST', '/v1/compute/jobs', 201, {
+        language: 'json-expr-v1',
+        program: PROGRAM,
+        input: { a: 1, b: 2 },
+        idempotencyKey: 'commits-job-1',
+      })
+      const claimed = await once(runtime, 'POST', '/v1/compute/runtimes/commits-rt-0001/claim', 200)
+      const lease = (claimed.job as Body).leaseId
+      assert.equal((claimed.job as Body).jobId, job.jobId)
+      await once(runtime, 'POST', `/v1/compute/jobs/${job.jobId}/lease`, 200, { leaseId: lease })
+      await once(runtime, 'POST', `/v1/compute/jobs/${job.jobId}/result`, 200, {
+        leaseId: lease,
+        ok: true,
+        output: 3,
+        steps: 1,
+      })
+      const other = await once(alice, 'POST', '/v1/compute/jobs', 201, {
+        language: 'json-expr-v1',
+        program: PROGRAM,
+        input: { a: 2, b: 2 },
+        idempotencyKey: 'commits-job-2',
+      })
+      await once(alice, 'POST', `/v1/compute/jobs/${other.jobId}/cancel`, 200)
+      await once(runtime, 'DELETE', '/v1/compute/runtimes/commits-rt-0001', 200)
+    })
+
+    test('an A2A task through its operations', async () => {
+      const sent = await once(alice, 'POST', '/v1/a2a/messages', 200, {
+        tenant: bob.principal,
+        message: { messageId: 'commits-a2a-1', role: 'ROLE_USER', parts: [{ text: 'hi' }] },
+        configuration: { returnImmediately: true },
+      })
+      const taskId = (sent.task as Body).id as string
+      await once(alice, 'POST', `/v1/a2a/tasks/${taskId}/push-configs`, 200, {
+        id: 'commits-hook',
+        url: 'https://93.184.215.14/commits',
+      })
+      await once(alice, 'DELETE', `/v1/a2a/tasks/${taskId}/push-configs/commits-hook`, 200)
+      await once(alice, 'POST', `/v1/a2a/tasks/${taskId}/cancel`, 200, {})
+    })
+
+    test('a signed handoff context: offer and answer', async () => {
+      const hops = new HopClient(alice)
+      const counts = countStatements(hub.ctx.database)
+      await hub.ctx.batcher.flush()
+      let before = counts.commits
+      const offered = await hops.offer({ to: bob.principal, dialog: 'commits', task: 'commits' })
+      await hub.ctx.batcher.flush()
+      assert.equal(offered.answer.retransmission, false)
+      assert.equal(counts.commits - before, 1, 'the offer commits once')
+      before = counts.commits
+      const answered = await new HopClient(bob).answer(offered.handoff.offer as string, 'accepted')
+      await hub.ctx.batcher.flush()
+      assert.equal(answered.answer.hop.state, 'accepted')
+      assert.equal(counts.commits - before, 1, 'the answer commits once')
+    })
+  })
+}
