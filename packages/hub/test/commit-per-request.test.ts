@@ -116,6 +116,24 @@ for (const store of testStores) {
       assert.equal(again.body.code, 'signature_replayed')
     })
 
+    test('an A2A JSON-RPC call refused, before or by its method, still spends its nonce', async () => {
+      for (const rpc of [
+        { jsonrpc: '2.0', id: 1, method: 'NoSuchMethod', params: {} },
+        { jsonrpc: '2.0', id: 2, method: 'CancelTask', params: { id: 'not-a-task' } },
+      ]) {
+        const call = signed(hub, identity, 'POST', '/v1/a2a', rpc)
+        const refused = await cost(call)
+        assert.notEqual(refused.status, 200)
+        assert.equal(refused.commits, 1)
+        const replayed = await call()
+        assert.equal(replayed.status, 401)
+        assert.equal(
+          (replayed.body.error as { data: { code: string } }).data.code,
+          'signature_replayed',
+        )
+      }
+    })
+
     /**
      * A signed MCP client without the event stream it would open after initialize (answered
      * here, unsent, as a server without one), so that only the requests a test makes reach the hub.

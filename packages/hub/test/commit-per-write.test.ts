@@ -167,6 +167,25 @@ for (const store of testStores) {
       await once(alice, 'POST', `/v1/a2a/tasks/${taskId}/cancel`, 200, {})
     })
 
+    test('an A2A task through the JSON-RPC binding', async () => {
+      const rpc = (method: string, params: Body) => ({ jsonrpc: '2.0', id: 1, method, params })
+      const sent = await once(
+        alice,
+        'POST',
+        '/v1/a2a',
+        200,
+        rpc('SendMessage', {
+          tenant: bob.principal,
+          message: { messageId: 'commits-rpc-1', role: 'ROLE_USER', parts: [{ text: 'hi' }] },
+          configuration: { returnImmediately: true },
+        }),
+      )
+      const taskId = ((sent.result as Body).task as Body).id as string
+      await once(alice, 'POST', '/v1/a2a', 200, rpc('CancelTask', { id: taskId }))
+      const refused = await once(alice, 'POST', '/v1/a2a', 409, rpc('CancelTask', { id: taskId }))
+      assert.equal(((refused.error as Body).data as Body).code, 'a2a_task_not_cancelable')
+    })
+
     test('a signed handoff context: offer and answer', async () => {
       const hops = new HopClient(alice)
       const counts = countStatements(hub.ctx.database)

@@ -5,7 +5,14 @@ import { z } from 'zod'
 import type { AppContext } from '../app.js'
 import { toBatonError } from '../http/errors.js'
 import type { Api } from '../http/server.js'
-import { localOrigin, requestOrigin, requirePrincipal } from '../identity/http.js'
+import {
+  CARRIES_ADMISSION,
+  localOrigin,
+  pendingAdmission,
+  requestOrigin,
+  requirePrincipal,
+  runAdmitted,
+} from '../identity/http.js'
 import { CloseSignal } from '../ops/http.js'
 import type { Caller, Operation } from '../ops/operation.js'
 import { parseInput } from '../validation.js'
@@ -96,13 +103,17 @@ export function registerA2aRoutes(api: Api, ctx: AppContext): void {
       .code(e.status)
       .send(rpcError(null, e, code))
   }
-  api.app.post(A2A_RPC_PATH, { errorHandler }, async (req, reply) => {
+  // A signed call's nonce and quota charge commit with its method's first write, as for the
+  // operations' own routes; a call refused before its method ran spends them as it is answered.
+  const config = { [CARRIES_ADMISSION]: true }
+  api.app.post(A2A_RPC_PATH, { errorHandler, config }, async (req, reply) => {
     const principal = requirePrincipal(req)
     const caller: Caller = {
       ip: req.ip,
       origin: requestOrigin(ctx, req) ?? localOrigin(req),
       principal,
       signal: new CloseSignal(reply.raw),
+      carry: pendingAdmission(req),
     }
     let id: RpcId = null
     let envelope = false
@@ -120,7 +131,9 @@ export function registerA2aRoutes(api: Api, ctx: AppContext): void {
           method: rpc.method,
         })
       }
-      const result = await runOperation(ctx, caller, method.op, method.input(params))
+      const result = await runAdmitted(ctx, req, () =>
+        runOperation(ctx, caller, method.op, method.input(params)),
+      )
       return { jsonrpc: '2.0', id, result }
     } catch (error) {
       const e = toBatonError(error)
@@ -159,7 +172,7 @@ async function stream(
       ...params,
       configuration: { ...(params.configuration as object), returnImmediately: true },
     }
-    const { task } = await ctx.a2a.send(principal, body)
+    const { task } = await ctx.a2a.send(principal, body, undefined, undefined, caller)
     taskId = task.id
     after = task.generation
     first = { task }
@@ -176,6 +189,10 @@ async function stream(
       after = resume
     }
   }
+  // Nothing is streamed before the request's admission is durable: committed with the send, or
+  // alone now for a subscription, which writes nothing.
+  const carry = pendingAdmission(req)
+  if (carry) await ctx.identity.settle(carry)
   reply.hijack()
   const res = reply.raw
   res.writeHead(200, {

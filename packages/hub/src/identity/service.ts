@@ -440,7 +440,8 @@ export class IdentityService {
   /**
    * Judges a signed request of an enrolled key with reads alone, before its body is read, and
    * answers its principal and its pending admission, which commits with the request's first
-   * write (`withCarry`) or, failing one, through `settle` before it is answered. Refuses at once
+   * write (its operation's `Caller.carry`, passed to that write as `RunOptions.carry`) or,
+   * failing one, through `settle` before it is answered. Refuses at once
    * a replay it can see (committed, or in flight on this instance), a principal that is not
    * approved (unless exempt) and a used-up request quota. A key that is not enrolled is, under
    * open admission, approved as it enrols, so its enrolment rides in the carry too (`enrols`;
