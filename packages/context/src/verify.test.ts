@@ -202,7 +202,8 @@ describe('verifyHandoff: octets seen before', () => {
   })
 })
 
-const path = await agents(Array.from({ length: 8 }, (_, i) => `spiffe://t.example/agent/${i}`))
+const ids = Array.from({ length: 8 }, (_, i) => `spiffe://t.example/agent/${i}`)
+const path = await agents(ids)
 
 describe('verifyHandoff: signatures on the thread pool answer as the sequential order', () => {
   const R = 'spiffe://t.example/agent/receiver'
@@ -285,6 +286,27 @@ describe('verifyHandoff: signatures on the thread pool answer as the sequential 
     await verifyHandoff(broken, { ...all, replay, offload: true })
     const again = await verifyHandoff(broken, { ...all, replay, offload: true })
     assert.equal(!again.ok && again.reason, 'replay')
+  })
+
+  test('admission answered apart from keys fails check 1 in the chain order', async () => {
+    const asked: (readonly string[])[] = []
+    const except = (...out: number[]) => ({
+      admitted: async (issuers: readonly string[]) => {
+        asked.push(issuers)
+        return new Set(issuers.filter((iss) => !out.some((i) => iss === ids[i])))
+      },
+    })
+    assert.equal((await both(h, except())).ok, true)
+    assert.deepEqual([...asked[0]!].sort(), [...ids].sort())
+    const later = await both(change({ 0: badSig }), except(2))
+    assert.equal(!later.ok && later.reason, 'bad-signature')
+    assert.equal(!later.ok && later.index, 0)
+    const first = await both(change({ 3: badSig }), except(0))
+    assert.equal(!first.ok && first.reason, 'untrusted-key')
+    assert.equal(!first.ok && first.index, 0)
+    const current = await both(change({ 0: badSig }), except(7))
+    assert.equal(!current.ok && current.reason, 'untrusted-key')
+    assert.equal(!current.ok && current.check, 'signature')
   })
 
   test('a trust resolver is asked once, with every element that parsed', async () => {

@@ -49,6 +49,16 @@ export interface VerifyOptions {
   /** Issuer identifiers to keys, or a resolver that answers them; the only source of keys. */
   readonly trust: TrustConfig | TrustStore | TrustResolver
   /**
+   * Which issuers are trusted now, for a receiver whose keys are fixed (a did:key names its key)
+   * but whose trust in a sender can change (admission, suspension): asked once per handoff with
+   * the `iss` of every element that parsed, and read beside the signature checks when they are
+   * offloaded. An element whose `iss` is not in the answer fails check 1 as `untrusted-key`, as if
+   * `trust` held no key for it.
+   */
+  readonly admitted?: (
+    issuers: readonly string[],
+  ) => ReadonlySet<string> | Promise<ReadonlySet<string>>
+  /**
    * Check the signatures on libuv's thread pool, all of a chain's at once, leaving the calling
    * thread free meanwhile (default false: on the calling thread, one after another). The answer
    * is the same either way, since the verdicts are read in the seed's order.
@@ -196,6 +206,7 @@ export async function verifyHandoff(
   const skewS = (options.skewMs ?? DEFAULT_SKEW_MS) / 1000
   const maxLifeS = (options.maxLifetimeMs ?? DEFAULT_MAX_LIFETIME_MS) / 1000
   const chain = new ChainVerdicts(tooDeep ? [] : reads.map((r) => keyOf(r, trust)))
+  const admission = askAdmission(options.admitted, current, reads)
   let good: boolean
   if (options.offload === true) {
     const verdict = signatureVerifiesAsync(keyed)
@@ -205,8 +216,12 @@ export async function verifyHandoff(
     if (!tooDeep && mayReachChain(keyed.parsed.payload, options, nowS, skewS, maxLifeS)) {
       chain.start()
     }
+    chain.admitted = await admission
+    if (!chain.admits(keyed)) return untrusted(current.digest)
     good = await verdict
   } else {
+    chain.admitted = await admission
+    if (!chain.admits(keyed)) return untrusted(current.digest)
     good = signatureVerifies(keyed)
   }
   const opened = finishElement(keyed, good, isOfferClaims)
@@ -293,6 +308,25 @@ function resolveTrust(
   return answer instanceof Promise ? answer.then(toTrustStore) : toTrustStore(answer)
 }
 
+function untrusted(digest: string): RejectedHandoff {
+  return reject('untrusted-key', 'signature', 'issuer not trusted now', { digest })
+}
+
+function askAdmission(
+  admitted: VerifyOptions['admitted'],
+  current: ReadElement,
+  reads: readonly (ReadElement | OpenFailure)[],
+): ReadonlySet<string> | Promise<ReadonlySet<string>> | undefined {
+  if (admitted === undefined) return undefined
+  const issuers = new Set<string>()
+  for (const r of [current, ...reads]) {
+    if (isOpenFailure(r)) continue
+    const iss = r.parsed.payload.iss
+    if (typeof iss === 'string' && iss.length > 0) issuers.add(iss)
+  }
+  return admitted([...issuers])
+}
+
 function keyOf(read: ReadElement | OpenFailure, trust: TrustStore): KeyedElement | OpenFailure {
   return isOpenFailure(read) ? read : keyElement(read, trust, OFFER_JWS_TYP)
 }
@@ -319,6 +353,8 @@ function mayReachChain(
  */
 class ChainVerdicts {
   private started: Promise<boolean>[] | undefined
+  /** The issuers trusted now, when the caller answers admission apart from keys. */
+  admitted: ReadonlySet<string> | undefined
 
   constructor(readonly steps: readonly (KeyedElement | OpenFailure)[]) {}
 
@@ -330,6 +366,11 @@ class ChainVerdicts {
       if (isOpenFailure(step)) break
       this.started.push(signatureVerifiesAsync(step))
     }
+  }
+
+  /** Whether an element's issuer is trusted now (always, without an admission answer). */
+  admits(step: KeyedElement): boolean {
+    return this.admitted === undefined || this.admitted.has(step.parsed.payload.iss as string)
   }
 
   verdict(i: number, step: KeyedElement): boolean | Promise<boolean> {
@@ -391,6 +432,9 @@ async function verifyChain(
   for (let i = 0; i < n; i++) {
     const step = verdicts.steps[i]!
     if (isOpenFailure(step)) return { reason: step.reason, detail: step.detail, index: i }
+    if (!verdicts.admits(step)) {
+      return { reason: 'untrusted-key', detail: 'issuer not trusted now', index: i }
+    }
     const opened = finishElement(step, await verdicts.verdict(i, step), isOfferClaims)
     if (isOpenFailure(opened)) return { reason: opened.reason, detail: opened.detail, index: i }
     links[i] = { claims: opened.claims, digest: opened.digest }

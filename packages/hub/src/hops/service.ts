@@ -157,13 +157,18 @@ export class HopService {
   }
 
   /**
-   * The checks as the hub runs them: its trust read for just the issuers the elements name, from
-   * the parse the checks use, and the signatures checked off the event loop, all at once, so a
-   * long chain neither holds the loop nor waits on one core.
+   * The checks as the hub runs them: the keys of the did:keys the elements name (from the parse
+   * the checks use), admission read for their issuers while the signatures are checked off the
+   * event loop, all at once, so a long chain neither holds the loop nor waits on one core, nor
+   * waits for the database before its first verify.
    */
   private verifyOptions(sender: string, to: string) {
     return {
-      trust: (elements: readonly ParsedElement[]) => this.trustFor(elements),
+      trust: (elements: readonly ParsedElement[]) => this.keysFor(elements),
+      // Admission is read afresh on every check, in one query, and never cached: a principal
+      // suspended a moment ago is untrusted at once.
+      admitted: async (issuers: readonly string[]) =>
+        new Set(await store.admittedAmong(this.deps.database.db, [...issuers].sort())),
       offload: true,
       audience: to,
       now: () => this.deps.clock.now(),
@@ -378,20 +383,27 @@ export class HopService {
    * elements' protected `kid`s name.
    */
   private async trustFor(elements: readonly ParsedElement[]): Promise<TrustStore> {
-    const named = new Set<string>()
-    for (const e of elements) {
-      const iss = kidIssuerOf(e.kid)
-      if (iss !== undefined) named.add(iss)
-    }
-    // Admission is read afresh on every check, in one query, and never cached: a principal
-    // suspended a moment ago is untrusted at once. Only the keys are reused, since a did:key names
-    // its key and nothing else goes into the store.
-    const admitted = await store.admittedAmong(this.deps.database.db, [...named].sort())
-    const cacheKey = admitted.join(' ')
+    const named = namedIssuers(elements)
+    // Admission is read afresh, in one query, and never cached.
+    const admitted = await store.admittedAmong(this.deps.database.db, named)
+    return this.trustOf(admitted)
+  }
+
+  /**
+   * The keys of every did:key these elements' protected `kid`s name, admitted or not: a did:key
+   * names its key, so nothing here needs the database; admission is asked apart.
+   */
+  private keysFor(elements: readonly ParsedElement[]): TrustStore {
+    return this.trustOf(namedIssuers(elements))
+  }
+
+  /** A compiled trust store holding these did:keys (sorted), reused while the set recurs. */
+  private trustOf(issuers: readonly string[]): TrustStore {
+    const cacheKey = issuers.join(' ')
     const cached = this.trustCache.get(cacheKey)
     if (cached) return cached
     const config: Record<string, TrustedKey[]> = {}
-    for (const iss of admitted) {
+    for (const iss of issuers) {
       const keys = this.keysOf(iss)
       if (keys) config[iss] = keys
     }
@@ -670,6 +682,16 @@ function toStatusView(row: HopStatusRow) {
     receipt: row.receipt,
     receivedAt: iso(row.created_at),
   }
+}
+
+/** The did:keys the elements' protected `kid`s name, each once, sorted. */
+function namedIssuers(elements: readonly ParsedElement[]): string[] {
+  const named = new Set<string>()
+  for (const e of elements) {
+    const iss = kidIssuerOf(e.kid)
+    if (iss !== undefined) named.add(iss)
+  }
+  return [...named].sort()
 }
 
 /**
