@@ -62,7 +62,7 @@ export interface HopDeps {
 /** The event topic of a principal's hop inbox; an event is a hint to re-read. */
 export const hopInboxTopic = (principal: string) => `hops:${principal}`
 
-/** Compiled trust stores kept, by the admitted set they hold; and did:key keys kept. */
+/** How many compiled trust stores (by the did:keys they hold) and did:key keys are kept. */
 const TRUST_CACHE_SIZE = 1000
 const KEY_CACHE_SIZE = 10_000
 /** Thrown inside a status transaction when the hop moved after it was read. */
@@ -92,7 +92,7 @@ interface Delivery {
 export class HopService {
   /** The replay store every instance shares, over the hub's database. */
   readonly replay: HubReplayStore
-  /** Compiled trust stores by the admitted issuers they hold, least recently used out first. */
+  /** Compiled trust stores by the did:keys they hold, least recently used out first. */
   private readonly trustCache = new Lru<string, TrustStore>(TRUST_CACHE_SIZE)
   /** Each did:key's trusted keys (its key under both `kid` forms), least recently used out first. */
   private readonly keyCache = new Lru<string, TrustedKey[] | null>(KEY_CACHE_SIZE)
