@@ -15,7 +15,9 @@
 // checked one after another beside the raw loop over the same signatures, batches alternating
 // (A, B, A, B): the process's CPU (process.cpuUsage, every thread, the pool's included) and the
 // event loop's busy time (performance.eventLoopUtilization), each per chain. The load average is
-// printed with them: on a shared machine the pool's threads compete with other work.
+// printed with them: on a shared machine the pool's threads compete with other work. The `onLoop`
+// figures are the same checks with the signatures verified on the event loop, one after another
+// (`check(..., { offload: false })`), measured in the same rounds, to show the trade.
 //
 //   node --import tsx bench/hops.ts
 //   BENCH_OFFERS=1000 BENCH_ROUNDS=3 node --import tsx bench/hops.ts
@@ -132,8 +134,8 @@ export async function run(): Promise<Result[]> {
     const raw = (raws: ReturnType<typeof rawOf>) => {
       for (const r of raws) if (!verify(null, r.data, r.key, r.sig)) throw new Error('raw')
     }
-    const witnessed = async (h: Handoff) => {
-      const r = await hub.ctx.hops.check(sender, last.principal, h)
+    const witnessed = async (h: Handoff, offload = true) => {
+      const r = await hub.ctx.hops.check(sender, last.principal, h, { offload })
       if (!r.ok) throw new Error(`the bench chain does not verify: ${r.reason}`)
     }
     /**
@@ -141,15 +143,19 @@ export async function run(): Promise<Result[]> {
      * alternating which goes first: the median keeps a chain that a busy machine preempted from
      * weighing on one side only.
      */
-    const pairs = async (chains: readonly Handoff[], raws: ReturnType<typeof rawOf>[]) => {
+    const pairs = async (
+      chains: readonly Handoff[],
+      raws: ReturnType<typeof rawOf>[],
+      offload = true,
+    ) => {
       const rawUs: number[] = []
       const hubUs: number[] = []
       for (let b = 0; b < chains.length; b++) {
         const a = process.hrtime.bigint()
         if (b % 2 === 0) raw(raws[b]!)
-        else await witnessed(chains[b]!)
+        else await witnessed(chains[b]!, offload)
         const m = process.hrtime.bigint()
-        if (b % 2 === 0) await witnessed(chains[b]!)
+        if (b % 2 === 0) await witnessed(chains[b]!, offload)
         else raw(raws[b]!)
         const z = process.hrtime.bigint()
         rawUs.push(Number(b % 2 === 0 ? m - a : z - m) / 1000)
@@ -169,14 +175,29 @@ export async function run(): Promise<Result[]> {
     const hubMs: number[] = []
     const ratios: number[] = []
     const coldRatios: number[] = []
+    const inlineRatios: number[] = []
+    const inlineColdRatios: number[] = []
+    const freshChains = (label: string) => {
+      const chains = Array.from({ length: COLD_BATCH }, (_, i) => signChain(`${label}-${i}`))
+      return { chains, raws: chains.map(rawOf) }
+    }
     for (let round = 0; round < CHAIN_ROUNDS; round++) {
-      const warm = await pairs(same, sameRaw)
-      rawMs.push(warm.raw / 1000)
-      hubMs.push(warm.hub / 1000)
-      ratios.push(warm.hub / warm.raw)
-      const fresh = Array.from({ length: COLD_BATCH }, (_, i) => signChain(`cold-${round}-${i}`))
-      const cold = await pairs(fresh, fresh.map(rawOf))
-      coldRatios.push(cold.hub / cold.raw)
+      // the same checks with the signatures on the event loop, one after another, to compare;
+      // which of the two goes first alternates by round
+      for (const offload of round % 2 === 0 ? [true, false] : [false, true]) {
+        const warm = await pairs(same, sameRaw, offload)
+        const fresh = freshChains(`cold-${round}-${offload}`)
+        const cold = await pairs(fresh.chains, fresh.raws, offload)
+        if (offload) {
+          rawMs.push(warm.raw / 1000)
+          hubMs.push(warm.hub / 1000)
+          ratios.push(warm.hub / warm.raw)
+          coldRatios.push(cold.hub / cold.raw)
+        } else {
+          inlineRatios.push(warm.hub / warm.raw)
+          inlineColdRatios.push(cold.hub / cold.raw)
+        }
+      }
     }
 
     /**
@@ -191,19 +212,19 @@ export async function run(): Promise<Result[]> {
       return { cpu: used.user + used.system, loop: performance.eventLoopUtilization(elu).active }
     }
     type Batch = { chains: readonly Handoff[]; raws: ReturnType<typeof rawOf>[] }
-    const hubSide = (b: Batch) =>
+    const hubSide = (b: Batch, offload: boolean) =>
       spend(async () => {
-        for (const h of b.chains) await witnessed(h)
+        for (const h of b.chains) await witnessed(h, offload)
       })
     const rawSide = (b: Batch) =>
       spend(() => {
         for (const r of b.raws) raw(r)
       })
     /** Raw then hub over one batch, hub then raw over the other; per chain, both orders summed. */
-    const spendPair = async (one: Batch, two: Batch) => {
+    const spendPair = async (one: Batch, two: Batch, offload = true) => {
       const r1 = await rawSide(one)
-      const h1 = await hubSide(one)
-      const h2 = await hubSide(two)
+      const h1 = await hubSide(one, offload)
+      const h2 = await hubSide(two, offload)
       const r2 = await rawSide(two)
       const n = one.chains.length + two.chains.length
       return {
@@ -228,7 +249,17 @@ export async function run(): Promise<Result[]> {
     const rawCpuUs: number[] = []
     const hubCpuUs: number[] = []
     const hubLoopUs: number[] = []
+    const cpuInline: number[] = []
+    const cpuInlineCold: number[] = []
     for (let round = 0; round < CPU_ROUNDS; round++) {
+      const inline = await spendPair(sameBatch, sameBatch, false)
+      cpuInline.push(inline.hubCpu / inline.rawCpu)
+      const inlineCold = await spendPair(
+        freshBatch(`cpu-${round}-c`),
+        freshBatch(`cpu-${round}-d`),
+        false,
+      )
+      cpuInlineCold.push(inlineCold.hubCpu / inlineCold.rawCpu)
       const warm = await spendPair(sameBatch, sameBatch)
       cpuSame.push(warm.hubCpu / warm.rawCpu)
       loopSame.push(warm.hubLoopUs / warm.rawLoopUs)
@@ -265,6 +296,8 @@ export async function run(): Promise<Result[]> {
         detail: {
           rounds: CHAIN_ROUNDS,
           neverSeenRatio: Number(median(coldRatios).toFixed(3)),
+          onLoopRatio: Number(median(inlineRatios).toFixed(3)),
+          onLoopNeverSeenRatio: Number(median(inlineColdRatios).toFixed(3)),
           loadavg1: load[0]!,
         },
       },
@@ -280,6 +313,8 @@ export async function run(): Promise<Result[]> {
           loopMsPerChain: Number((median(hubLoopUs) / 1000).toFixed(3)),
           loopRatio: Number(median(loopSame).toFixed(3)),
           neverSeenLoopRatio: Number(median(loopCold).toFixed(3)),
+          onLoopCpuRatio: Number(median(cpuInline).toFixed(3)),
+          onLoopNeverSeenCpuRatio: Number(median(cpuInlineCold).toFixed(3)),
           loadavg1: load[0]!,
           loadavg5: load[1]!,
         },

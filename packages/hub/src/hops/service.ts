@@ -150,10 +150,17 @@ export class HopService {
 
   /**
    * Runs the seven checks on a Handoff object from `sender` to `to` as the hub would, without the
-   * replay check and without delivering anything (for tools and benchmarks).
+   * replay check and without delivering anything (for tools and benchmarks); `offload: false`
+   * checks the signatures on the event loop instead, to compare.
    */
-  async check(sender: string, to: string, handoff: Handoff): Promise<HandoffVerification> {
-    return verifyHandoff(handoff, this.verifyOptions(sender, to))
+  async check(
+    sender: string,
+    to: string,
+    handoff: Handoff,
+    how: { offload?: boolean } = {},
+  ): Promise<HandoffVerification> {
+    const options = this.verifyOptions(sender, to)
+    return verifyHandoff(handoff, { ...options, offload: how.offload ?? options.offload })
   }
 
   /**
