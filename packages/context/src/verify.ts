@@ -59,9 +59,10 @@ export interface VerifyOptions {
     issuers: readonly string[],
   ) => ReadonlySet<string> | Promise<ReadonlySet<string>>
   /**
-   * Check the signatures on libuv's thread pool, all of a chain's at once, leaving the calling
-   * thread free meanwhile (default false: on the calling thread, one after another). The answer
-   * is the same either way, since the verdicts are read in the seed's order.
+   * Check a chain's signatures on libuv's thread pool, all at once, while the current offer's is
+   * checked on the calling thread, so a long chain neither holds that thread nor waits on one core
+   * (default false: all on the calling thread, one after another). The answer is the same either
+   * way, since the verdicts are read in the seed's order.
    */
   readonly offload?: boolean
   /** The receiver's own identifier; `aud` must equal it. */
@@ -208,22 +209,23 @@ export async function verifyHandoff(
   const chain = new ChainVerdicts(tooDeep ? [] : reads.map((r) => keyOf(r, trust)))
   const admission = askAdmission(options.admitted, current, reads)
   let good: boolean
-  if (options.offload === true) {
-    const verdict = signatureVerifiesAsync(keyed)
-    // The chain's signatures start beside the current one only when nothing the unverified offer
-    // already shows (its audience, freshness, a fixed dialog, the chain's length) refuses it
-    // before check 6: a refused offer costs one signature, as in the sequential order.
-    if (!tooDeep && mayReachChain(keyed.parsed.payload, options, nowS, skewS, maxLifeS)) {
-      chain.start()
-    }
+  // The chain's signatures start on the thread pool only when nothing the unverified offer already
+  // shows (its audience, freshness, a fixed dialog, the chain's length) refuses it before check 6:
+  // a refused offer costs one signature, as in the sequential order. The current offer's own is
+  // checked on this thread meanwhile, since every later check waits for it.
+  const pooled =
+    options.offload === true &&
+    chain.steps.length > 0 &&
+    mayReachChain(keyed.parsed.payload, options, nowS, skewS, maxLifeS)
+  if (pooled) {
+    chain.start()
+    good = signatureVerifies(keyed)
     chain.admitted = await admission
-    if (!chain.admits(keyed)) return untrusted(current.digest)
-    good = await verdict
   } else {
     chain.admitted = await admission
-    if (!chain.admits(keyed)) return untrusted(current.digest)
-    good = signatureVerifies(keyed)
+    good = chain.admits(keyed) && signatureVerifies(keyed)
   }
+  if (!chain.admits(keyed)) return untrusted(current.digest)
   const opened = finishElement(keyed, good, isOfferClaims)
   if (isOpenFailure(opened)) {
     return reject(opened.reason, 'signature', opened.detail, { digest: current.digest })

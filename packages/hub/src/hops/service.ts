@@ -165,9 +165,9 @@ export class HopService {
 
   /**
    * The checks as the hub runs them: the keys of the did:keys the elements name (from the parse
-   * the checks use), admission read for their issuers while the signatures are checked off the
-   * event loop, all at once, so a long chain neither holds the loop nor waits on one core, nor
-   * waits for the database before its first verify.
+   * the checks use), admission read for their issuers while a chain's signatures are checked off
+   * the event loop, all at once (the current offer's on it meanwhile), so a long chain neither
+   * holds the loop nor waits on one core, nor waits for the database before its first verify.
    */
   private verifyOptions(sender: string, to: string) {
     return {
