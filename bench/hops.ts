@@ -14,7 +14,8 @@
 // is no longer what the hub spends. Two more figures say what it spends, over a batch of chains
 // checked one after another beside the raw loop over the same signatures, batches alternating
 // (A, B, A, B): the process's CPU (process.cpuUsage, every thread, the pool's included) and the
-// event loop's busy time (performance.eventLoopUtilization), each per chain. The load average is
+// event loop's busy time (performance.eventLoopUtilization), each per chain, and the p99 of how
+// late a 1 ms timer fires meanwhile (monitorEventLoopDelay): what any other request waits. The load average is
 // printed with them: on a shared machine the pool's threads compete with other work. The `onLoop`
 // figures are the same checks with the signatures verified on the event loop, one after another
 // (`check(..., { offload: false })`), measured in the same rounds, to show the trade.
@@ -23,7 +24,8 @@
 //   BENCH_OFFERS=1000 BENCH_ROUNDS=3 node --import tsx bench/hops.ts
 import { createPublicKey, type KeyObject, verify } from 'node:crypto'
 import { loadavg } from 'node:os'
-import { performance } from 'node:perf_hooks'
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
+import { setImmediate } from 'node:timers/promises'
 import { pathToFileURL } from 'node:url'
 import { createIdentity, hopSigner, SignedClient } from '@baton/client'
 import { type Handoff, parseJws, signOffer, toHandoff } from '@baton/context'
@@ -201,20 +203,30 @@ export async function run(): Promise<Result[]> {
     }
 
     /**
-     * The process's CPU and the event loop's busy time, microseconds per chain, over these chains
-     * checked one after another (or their raw verifies looped).
+     * The process's CPU and the event loop's busy time over these chains checked one after another
+     * (or their raw verifies looped), and the 99th percentile of how late a 1 ms timer fired
+     * meanwhile: what any other request on the loop waited.
      */
     const spend = async (work: () => Promise<void> | void) => {
+      const delay = monitorEventLoopDelay({ resolution: 1 })
+      delay.enable()
       const elu = performance.eventLoopUtilization()
       const cpu = process.cpuUsage()
       await work()
       const used = process.cpuUsage(cpu)
-      return { cpu: used.user + used.system, loop: performance.eventLoopUtilization(elu).active }
+      const loop = performance.eventLoopUtilization(elu).active
+      delay.disable()
+      return { cpu: used.user + used.system, loop, delayMs: delay.percentile(99) / 1e6 }
     }
     type Batch = { chains: readonly Handoff[]; raws: ReturnType<typeof rawOf>[] }
+    // Each chain is checked from a macrotask of its own, as each request is: otherwise a batch of
+    // on-loop checks is one chain of promise jobs and no timer could fire until it ends.
     const hubSide = (b: Batch, offload: boolean) =>
       spend(async () => {
-        for (const h of b.chains) await witnessed(h, offload)
+        for (const h of b.chains) {
+          await setImmediate()
+          await witnessed(h, offload)
+        }
       })
     const rawSide = (b: Batch) =>
       spend(() => {
@@ -232,6 +244,7 @@ export async function run(): Promise<Result[]> {
         hubCpu: (h1.cpu + h2.cpu) / n,
         rawLoopUs: ((r1.loop + r2.loop) * 1000) / n,
         hubLoopUs: ((h1.loop + h2.loop) * 1000) / n,
+        hubDelayMs: Math.max(h1.delayMs, h2.delayMs),
       }
     }
     const freshBatch = (label: string): Batch => {
@@ -251,9 +264,12 @@ export async function run(): Promise<Result[]> {
     const hubLoopUs: number[] = []
     const cpuInline: number[] = []
     const cpuInlineCold: number[] = []
+    const delaySame: number[] = []
+    const delayInline: number[] = []
     for (let round = 0; round < CPU_ROUNDS; round++) {
       const inline = await spendPair(sameBatch, sameBatch, false)
       cpuInline.push(inline.hubCpu / inline.rawCpu)
+      delayInline.push(inline.hubDelayMs)
       const inlineCold = await spendPair(
         freshBatch(`cpu-${round}-c`),
         freshBatch(`cpu-${round}-d`),
@@ -262,6 +278,7 @@ export async function run(): Promise<Result[]> {
       cpuInlineCold.push(inlineCold.hubCpu / inlineCold.rawCpu)
       const warm = await spendPair(sameBatch, sameBatch)
       cpuSame.push(warm.hubCpu / warm.rawCpu)
+      delaySame.push(warm.hubDelayMs)
       loopSame.push(warm.hubLoopUs / warm.rawLoopUs)
       rawCpuUs.push(warm.rawCpu)
       hubCpuUs.push(warm.hubCpu)
@@ -315,6 +332,8 @@ export async function run(): Promise<Result[]> {
           neverSeenLoopRatio: Number(median(loopCold).toFixed(3)),
           onLoopCpuRatio: Number(median(cpuInline).toFixed(3)),
           onLoopNeverSeenCpuRatio: Number(median(cpuInlineCold).toFixed(3)),
+          loopDelayP99Ms: Number(median(delaySame).toFixed(2)),
+          onLoopDelayP99Ms: Number(median(delayInline).toFixed(2)),
           loadavg1: load[0]!,
           loadavg5: load[1]!,
         },
