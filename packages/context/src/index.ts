@@ -68,6 +68,7 @@ export {
   parseJwsElement,
   signJws,
   verifyJws,
+  verifyJwsAsync,
 } from './jws.js'
 export {
   type Algorithm,
@@ -82,6 +83,8 @@ export {
   thumbprintSync,
   toPrivateKey,
   toPublicKey,
+  verifyBytes,
+  verifyBytesAsync,
 } from './keys.js'
 export {
   createHop,
@@ -93,7 +96,7 @@ export {
   signOffer,
   toHandoff,
 } from './offer.js'
-export { parseElement } from './open.js'
+export { parseElement, type ReadElement, readElement } from './open.js'
 export {
   checkRefs,
   createDigestRef,
@@ -136,6 +139,7 @@ export {
   type HandoffVerification,
   parseHandoff,
   type RejectedHandoff,
+  type TrustResolver,
   type VerifiedHandoff,
   type VerifyOptions,
   verifyHandoff,

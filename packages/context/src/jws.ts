@@ -3,7 +3,7 @@ import { isCanonicalB64u } from './b64.js'
 import { ALGORITHMS } from './constants.js'
 import type { ParsedElement } from './element.js'
 import { ContextError } from './errors.js'
-import { type Algorithm, signBytes, verifyBytes } from './keys.js'
+import { type Algorithm, signBytes, verifyBytes, verifyBytesAsync } from './keys.js'
 
 /** A JWS protected header as this library reads it. */
 export interface JwsHeader {
@@ -114,6 +114,11 @@ function parseHeader(h: string): JwsHeader {
 /** Verifies a parsed JWS against one public key (its algorithm must match the key's). */
 export function verifyJws(parsed: ParsedJws, key: KeyObject): boolean {
   return verifyBytes(parsed.alg, key, parsed.signingInput, parsed.signature)
+}
+
+/** Verifies a parsed JWS like verifyJws, on libuv's thread pool instead of the calling thread. */
+export function verifyJwsAsync(parsed: ParsedJws, key: KeyObject): Promise<boolean> {
+  return verifyBytesAsync(parsed.alg, key, parsed.signingInput, parsed.signature)
 }
 
 /**

@@ -4,7 +4,7 @@ import { handoffDigest, type SignedElement } from './digest.js'
 import type { ParsedElement } from './element.js'
 import { ContextError, type ReasonCode } from './errors.js'
 import { parseJwsElement } from './jws.js'
-import { type TrustStore, verifyBytes } from './keys.js'
+import { type KeyLookup, type TrustStore, verifyBytes, verifyBytesAsync } from './keys.js'
 
 /** A signed element whose signature verified against a trusted key of its `iss`. */
 export interface OpenedElement<T> {
@@ -44,16 +44,18 @@ export function parseElement(
   throw new ContextError('bad-signature', 'an element is a JWS string or COSE_Sign1 bytes')
 }
 
-/** A JWS element's parse and handoff digest, both functions of its text alone. */
-interface ReadJws {
+/** A signed element's parse and handoff digest, both functions of its octets alone. */
+export interface ReadElement {
+  /** The parsed element (frozen when it came from the cache of JWS texts). */
   readonly parsed: ParsedElement
+  /** The element's handoff digest. */
   readonly digest: string
 }
 
 /** How many parsed JWS elements are kept, and the longest text kept (elements are ~1 KB). */
 const READ_CACHE_SIZE = 1024
 const READ_CACHE_MAX_CHARS = 4096
-const readCache = new Map<string, ReadJws>()
+const readCache = new Map<string, ReadElement>()
 
 /**
  * Parses a JWS element and digests it, or answers the parse of the identical text seen before: a
@@ -62,12 +64,12 @@ const readCache = new Map<string, ReadJws>()
  * reads; the trusted key, the signature and every check run again each time. Bounded, oldest
  * entry out first.
  */
-function readJws(raw: string): ReadJws {
+function readJws(raw: string): ReadElement {
   const known = readCache.get(raw)
   if (known !== undefined) return known
   const parsed = parseJwsElement(raw)
   deepFreeze(parsed.payload)
-  const read: ReadJws = { parsed: Object.freeze(parsed), digest: handoffDigest(raw) }
+  const read: ReadElement = { parsed: Object.freeze(parsed), digest: handoffDigest(raw) }
   if (raw.length <= READ_CACHE_MAX_CHARS) {
     if (readCache.size >= READ_CACHE_SIZE) readCache.delete(readCache.keys().next().value!)
     readCache.set(raw, read)
@@ -79,6 +81,93 @@ function deepFreeze(value: unknown): void {
   if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return
   for (const member of Object.values(value)) deepFreeze(member)
   Object.freeze(value)
+}
+
+/**
+ * Parses a signed element of either form and computes its handoff digest, once: what one caller
+ * reads here (a `kid` to pick its trust configuration, say) the checks read again from the same
+ * parse. Throws ContextError('bad-signature') when malformed and ContextError('policy') when
+ * oversized.
+ */
+export function readElement(
+  raw: SignedElement,
+  maxOctets: number = DEFAULT_MAX_ELEMENT_OCTETS,
+): ReadElement {
+  if (typeof raw === 'string') {
+    // seed 003: receivers must bound element size, before any parsing
+    if (raw.length > maxOctets) throw new ContextError('policy', 'element too large')
+    return readJws(raw)
+  }
+  return { parsed: parseElement(raw, maxOctets), digest: handoffDigest(raw) }
+}
+
+/** readElement that answers a failure instead of throwing. */
+export function tryReadElement(raw: SignedElement, maxOctets: number): ReadElement | OpenFailure {
+  try {
+    return readElement(raw, maxOctets)
+  } catch (e) {
+    const reason = e instanceof ContextError && e.reason === 'policy' ? 'policy' : 'bad-signature'
+    return { reason, detail: e instanceof Error ? e.message : 'malformed element' }
+  }
+}
+
+/** A read element whose trusted keys are found: all that is left is its signature. */
+export interface KeyedElement extends ReadElement {
+  /** The trusted keys that may have signed it (at least one). */
+  readonly keys: KeyLookup
+}
+
+/**
+ * The checks of an element before its signature: explicit type, `iss`, and a trusted key for its
+ * `iss` and `kid`. Never throws.
+ */
+export function keyElement(
+  read: ReadElement,
+  trust: TrustStore,
+  jwsTyp: string,
+): KeyedElement | OpenFailure {
+  const { parsed } = read
+  // choice: the explicit JWS typ is required and must match the kind of element expected
+  if (parsed.form === 'jws' && parsed.typ !== jwsTyp) {
+    return { reason: 'bad-signature', detail: 'missing or unexpected typ' }
+  }
+  const iss = parsed.payload.iss
+  if (typeof iss !== 'string' || iss.length === 0) {
+    return { reason: 'bad-signature', detail: 'iss missing' }
+  }
+  const keys = trust.lookup(iss, parsed.kid, parsed.alg)
+  if (keys.length === 0)
+    return { reason: 'untrusted-key', detail: 'no trusted key for iss and kid' }
+  return { parsed, digest: read.digest, keys }
+}
+
+/** Whether one of the element's trusted keys verifies its signature, on the calling thread. */
+export function signatureVerifies(e: KeyedElement): boolean {
+  const { alg, signingInput, signature } = e.parsed
+  for (const key of e.keys) if (verifyBytes(alg, key, signingInput, signature)) return true
+  return false
+}
+
+/** Whether one of the element's trusted keys verifies its signature, on libuv's thread pool. */
+export async function signatureVerifiesAsync(e: KeyedElement): Promise<boolean> {
+  const { alg, signingInput, signature } = e.parsed
+  if (e.keys.length === 1) return verifyBytesAsync(alg, e.keys[0]!, signingInput, signature)
+  const verdicts = await Promise.all(
+    e.keys.map((key) => verifyBytesAsync(alg, key, signingInput, signature)),
+  )
+  return verdicts.includes(true)
+}
+
+/** The last step of opening an element, once its signature verdict is known. */
+export function finishElement<T>(
+  e: KeyedElement,
+  verified: boolean,
+  isClaims: (p: unknown) => p is T,
+): OpenedElement<T> | OpenFailure {
+  if (!verified) return { reason: 'bad-signature', detail: 'signature does not verify' }
+  // choice: a validly signed payload that is not a well-formed element is treated as absent
+  if (!isClaims(e.parsed.payload)) return { reason: 'bad-signature', detail: 'members not valid' }
+  return { parsed: e.parsed, claims: e.parsed.payload, digest: e.digest }
 }
 
 /**
@@ -94,47 +183,14 @@ export function openElement<T>(
   isClaims: (p: unknown) => p is T,
   maxOctets: number,
 ): OpenedElement<T> | OpenFailure {
-  let parsed: ParsedElement
-  let digest: string | undefined
-  try {
-    if (typeof raw === 'string') {
-      // seed 003: receivers must bound element size, before any parsing
-      if (raw.length > maxOctets) throw new ContextError('policy', 'element too large')
-      const read = readJws(raw)
-      parsed = read.parsed
-      digest = read.digest
-    } else {
-      parsed = parseElement(raw, maxOctets)
-    }
-  } catch (e) {
-    const reason = e instanceof ContextError && e.reason === 'policy' ? 'policy' : 'bad-signature'
-    return { reason, detail: e instanceof Error ? e.message : 'malformed element' }
-  }
-  // choice: the explicit JWS typ is required and must match the kind of element expected
-  if (parsed.form === 'jws' && parsed.typ !== jwsTyp) {
-    return { reason: 'bad-signature', detail: 'missing or unexpected typ' }
-  }
-  const iss = parsed.payload.iss
-  if (typeof iss !== 'string' || iss.length === 0) {
-    return { reason: 'bad-signature', detail: 'iss missing' }
-  }
-  const keys = trust.lookup(iss, parsed.kid, parsed.alg)
-  if (keys.length === 0)
-    return { reason: 'untrusted-key', detail: 'no trusted key for iss and kid' }
-  let good = false
-  for (const key of keys) {
-    if (verifyBytes(parsed.alg, key, parsed.signingInput, parsed.signature)) {
-      good = true
-      break
-    }
-  }
-  if (!good) return { reason: 'bad-signature', detail: 'signature does not verify' }
-  // choice: a validly signed payload that is not a well-formed element is treated as absent
-  if (!isClaims(parsed.payload)) return { reason: 'bad-signature', detail: 'members not valid' }
-  return { parsed, claims: parsed.payload, digest: digest ?? handoffDigest(raw) }
+  const read = tryReadElement(raw, maxOctets)
+  if (isOpenFailure(read)) return read
+  const keyed = keyElement(read, trust, jwsTyp)
+  if (isOpenFailure(keyed)) return keyed
+  return finishElement(keyed, signatureVerifies(keyed), isClaims)
 }
 
-/** Tells whether openElement failed. */
-export function isOpenFailure<T>(v: OpenedElement<T> | OpenFailure): v is OpenFailure {
+/** Tells whether a step of opening an element failed. */
+export function isOpenFailure<T extends object>(v: T | OpenFailure): v is OpenFailure {
   return 'reason' in v
 }

@@ -201,3 +201,124 @@ describe('verifyHandoff: octets seen before', () => {
     assert.equal(second.chain[0]!.claims.iss, A)
   })
 })
+
+const ids = Array.from({ length: 8 }, (_, i) => `spiffe://t.example/agent/${i}`)
+const path = await agents(ids)
+
+describe('verifyHandoff: signatures on the thread pool answer as the sequential order', () => {
+  const R = 'spiffe://t.example/agent/receiver'
+  const all = { trust: trustOf(path), audience: R, now: clockAt(T0 + 10) }
+  const h = buildChain(path, R)
+  const chain = h.chain as string[]
+  const badSig = (e: string) => `${e.slice(0, -3)}${e.endsWith('AAA') ? 'BBA' : 'AAA'}`
+  const change = (at: Record<number, (e: string) => string>, offer = h.offer) => ({
+    offer,
+    chain: chain.map((e, i) => at[i]?.(e) ?? e),
+  })
+
+  /** Verifies in both modes, asserts they answer alike, and answers the one answer. */
+  async function both(handoff: unknown, extra: object = {}) {
+    const inline = await verifyHandoff(handoff, { ...all, ...extra })
+    const pooled = await verifyHandoff(handoff, { ...all, ...extra, offload: true })
+    assert.deepEqual(pooled, inline)
+    return inline
+  }
+
+  test('a good chain verifies in both modes', async () => {
+    const r = await both(h)
+    assert.equal(r.ok && r.chain.length, 7)
+  })
+
+  test('two bad signatures: the earlier one is answered', async () => {
+    const r = await both(change({ 2: badSig, 5: badSig }))
+    assert.equal(!r.ok && r.reason, 'bad-signature')
+    assert.equal(!r.ok && r.check, 'chain')
+    assert.equal(!r.ok && r.index, 2)
+  })
+
+  test('a bad current offer and a bad chain element: the current one is answered', async () => {
+    const r = await both(change({ 1: badSig }, badSig(h.offer as string)))
+    assert.equal(!r.ok && r.reason, 'bad-signature')
+    assert.equal(!r.ok && r.check, 'signature')
+    assert.equal(!r.ok && r.index, undefined)
+  })
+
+  test('bad structure and a bad signature: whichever comes first in the chain', async () => {
+    const oversized = (e: string) => e + 'A'.repeat(17_000)
+    const structureFirst = await both(change({ 1: oversized, 4: badSig }))
+    assert.equal(!structureFirst.ok && structureFirst.reason, 'policy')
+    assert.equal(!structureFirst.ok && structureFirst.index, 1)
+    const signatureFirst = await both(change({ 1: badSig, 4: () => 'not-a-jws' }))
+    assert.equal(!signatureFirst.ok && signatureFirst.reason, 'bad-signature')
+    assert.equal(!signatureFirst.ok && signatureFirst.index, 1)
+    const malformedFirst = await both(change({ 1: () => 'a.b', 4: badSig }))
+    assert.equal(!malformedFirst.ok && malformedFirst.reason, 'bad-signature')
+    assert.equal(!malformedFirst.ok && malformedFirst.index, 1)
+  })
+
+  test('an untrusted key and a bad signature: whichever comes first in the chain', async () => {
+    const without3 = { trust: trustOf(path.filter((_, i) => i !== 3)) }
+    const untrustedFirst = await both(change({ 5: badSig }), without3)
+    assert.equal(!untrustedFirst.ok && untrustedFirst.reason, 'untrusted-key')
+    assert.equal(!untrustedFirst.ok && untrustedFirst.index, 3)
+    const signatureFirst = await both(change({ 1: badSig }), without3)
+    assert.equal(!signatureFirst.ok && signatureFirst.reason, 'bad-signature')
+    assert.equal(!signatureFirst.ok && signatureFirst.index, 1)
+  })
+
+  test('a chain too deep is refused as too-deep whatever its signatures', async () => {
+    const r = await both(change({ 0: badSig }), { maxChainLength: 4 })
+    assert.equal(!r.ok && r.reason, 'too-deep')
+    assert.equal(!r.ok && r.check, 'chain')
+    const bad = await both(change({}, badSig(h.offer as string)), { maxChainLength: 4 })
+    assert.equal(!bad.ok && bad.check, 'signature')
+  })
+
+  test('a refusal before the chain comes first: audience, freshness, replay, dialog', async () => {
+    const broken = change({ 2: badSig })
+    const aud = await both(broken, { audience: P })
+    assert.equal(!aud.ok && aud.reason, 'wrong-audience')
+    const stale = await both(broken, { now: clockAt(T0 + 10_000) })
+    assert.equal(!stale.ok && stale.reason, 'stale')
+    const dialog = await both(broken, { dialog: (d: string) => d === 'other' })
+    assert.equal(!dialog.ok && dialog.check, 'dialog')
+    const replay = new MemoryReplayStore()
+    await verifyHandoff(broken, { ...all, replay, offload: true })
+    const again = await verifyHandoff(broken, { ...all, replay, offload: true })
+    assert.equal(!again.ok && again.reason, 'replay')
+  })
+
+  test('admission answered apart from keys fails check 1 in the chain order', async () => {
+    const asked: (readonly string[])[] = []
+    const except = (...out: number[]) => ({
+      admitted: async (issuers: readonly string[]) => {
+        asked.push(issuers)
+        return new Set(issuers.filter((iss) => !out.some((i) => iss === ids[i])))
+      },
+    })
+    assert.equal((await both(h, except())).ok, true)
+    assert.deepEqual([...asked[0]!].sort(), [...ids].sort())
+    const later = await both(change({ 0: badSig }), except(2))
+    assert.equal(!later.ok && later.reason, 'bad-signature')
+    assert.equal(!later.ok && later.index, 0)
+    const first = await both(change({ 3: badSig }), except(0))
+    assert.equal(!first.ok && first.reason, 'untrusted-key')
+    assert.equal(!first.ok && first.index, 0)
+    const current = await both(change({ 0: badSig }), except(7))
+    assert.equal(!current.ok && current.reason, 'untrusted-key')
+    assert.equal(!current.ok && current.check, 'signature')
+  })
+
+  test('a trust resolver is asked once, with every element that parsed', async () => {
+    const asked: string[][] = []
+    const trust = async (elements: readonly { kid: string }[]) => {
+      asked.push(elements.map((e) => e.kid))
+      return all.trust
+    }
+    assert.equal((await both(change({ 3: () => 'a.b' }), { trust })).ok, false)
+    assert.equal(asked.length, 2)
+    assert.equal(asked[0]!.length, 7)
+    assert.equal((await both(h, { trust })).ok, true)
+    assert.equal(asked[2]!.length, 8)
+  })
+})

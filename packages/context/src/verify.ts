@@ -6,10 +6,21 @@ import {
   OFFER_JWS_TYP,
 } from './constants.js'
 import { handoffDigest, type SignedElement } from './digest.js'
+import type { ParsedElement } from './element.js'
 import { ContextError, type ReasonCode } from './errors.js'
 import { type TrustConfig, TrustStore, toTrustStore } from './keys.js'
 import { type Handoff, isOfferClaims, type OfferClaims } from './offer.js'
-import { isOpenFailure, openElement } from './open.js'
+import {
+  finishElement,
+  isOpenFailure,
+  type KeyedElement,
+  keyElement,
+  type OpenFailure,
+  type ReadElement,
+  signatureVerifies,
+  signatureVerifiesAsync,
+  tryReadElement,
+} from './open.js'
 import { checkRefs, type RefPolicy, type RefResult } from './refs.js'
 import type { ReplayStore } from './replay-store.js'
 
@@ -24,10 +35,36 @@ export type CheckName =
   | 'refs'
   | 'policy'
 
+/**
+ * Answers the trust configuration for a handoff's elements, called once per handoff, before any
+ * signature is checked, with every element that parsed (current offer first): for a receiver
+ * whose trust lives in a database, which it reads for just the issuers these elements name.
+ */
+export type TrustResolver = (
+  elements: readonly ParsedElement[],
+) => TrustConfig | TrustStore | Promise<TrustConfig | TrustStore>
+
 /** The receiver's configuration for verifying a handoff. */
 export interface VerifyOptions {
-  /** Issuer identifiers to keys; the only source of keys. */
-  readonly trust: TrustConfig | TrustStore
+  /** Issuer identifiers to keys, or a resolver that answers them; the only source of keys. */
+  readonly trust: TrustConfig | TrustStore | TrustResolver
+  /**
+   * Which issuers are trusted now, for a receiver whose keys are fixed (a did:key names its key)
+   * but whose trust in a sender can change (admission, suspension): asked once per handoff with
+   * the `iss` of every element that parsed, and read beside the signature checks when they are
+   * offloaded. An element whose `iss` is not in the answer fails check 1 as `untrusted-key`, as if
+   * `trust` held no key for it.
+   */
+  readonly admitted?: (
+    issuers: readonly string[],
+  ) => ReadonlySet<string> | Promise<ReadonlySet<string>>
+  /**
+   * Check a chain's signatures on libuv's thread pool, all at once, while the current offer's is
+   * checked on the calling thread, so a long chain neither holds that thread nor waits on one core
+   * (default false: all on the calling thread, one after another). The answer is the same either
+   * way, since the verdicts are read in the seed's order.
+   */
+  readonly offload?: boolean
   /** The receiver's own identifier; `aud` must equal it. */
   readonly audience: string
   /** Clock in epoch milliseconds (default Date.now); wire times are NumericDate seconds. */
@@ -148,13 +185,50 @@ export async function verifyHandoff(
   } catch (e) {
     return reject('bad-signature', 'signature', e instanceof Error ? e.message : 'malformed')
   }
-  const trust = toTrustStore(options.trust)
   const maxOctets = options.maxElementOctets ?? DEFAULT_MAX_ELEMENT_OCTETS
+  const elements = h.chain ?? []
+  // seed 003: the chain length is bounded before any signature work; a longer chain is not read
+  const tooDeep = elements.length + 1 > (options.maxChainLength ?? DEFAULT_MAX_CHAIN_LENGTH)
+
+  // Each element is parsed and digested once, here; every later step reads these.
+  const current = tryReadElement(h.offer, maxOctets)
+  if (isOpenFailure(current)) {
+    return reject(current.reason, 'signature', current.detail, { digest: handoffDigest(h.offer) })
+  }
+  const reads = tooDeep ? [] : elements.map((e) => tryReadElement(e, maxOctets))
+  const trust = await resolveTrust(options.trust, current, reads)
 
   // 1. signature and trusted key
-  const opened = openElement(h.offer, trust, OFFER_JWS_TYP, isOfferClaims, maxOctets)
+  const keyed = keyElement(current, trust, OFFER_JWS_TYP)
+  if (isOpenFailure(keyed)) {
+    return reject(keyed.reason, 'signature', keyed.detail, { digest: current.digest })
+  }
+  const nowS = (options.now ?? Date.now)() / 1000
+  const skewS = (options.skewMs ?? DEFAULT_SKEW_MS) / 1000
+  const maxLifeS = (options.maxLifetimeMs ?? DEFAULT_MAX_LIFETIME_MS) / 1000
+  const chain = new ChainVerdicts(tooDeep ? [] : reads.map((r) => keyOf(r, trust)))
+  const admission = askAdmission(options.admitted, current, reads)
+  let good: boolean
+  // The chain's signatures start on the thread pool only when nothing the unverified offer already
+  // shows (its audience, freshness, a fixed dialog, the chain's length) refuses it before check 6:
+  // a refused offer costs one signature, as in the sequential order. The current offer's own is
+  // checked on this thread meanwhile, since every later check waits for it.
+  const pooled =
+    options.offload === true &&
+    chain.steps.length > 0 &&
+    mayReachChain(keyed.parsed.payload, options, nowS, skewS, maxLifeS)
+  if (pooled) {
+    chain.start()
+    good = signatureVerifies(keyed)
+    chain.admitted = await admission
+  } else {
+    chain.admitted = await admission
+    good = chain.admits(keyed) && signatureVerifies(keyed)
+  }
+  if (!chain.admits(keyed)) return untrusted(current.digest)
+  const opened = finishElement(keyed, good, isOfferClaims)
   if (isOpenFailure(opened)) {
-    return reject(opened.reason, 'signature', opened.detail, { digest: handoffDigest(h.offer) })
+    return reject(opened.reason, 'signature', opened.detail, { digest: current.digest })
   }
   const { claims, digest } = opened
   const base = { digest, claims }
@@ -166,9 +240,6 @@ export async function verifyHandoff(
   }
 
   // 3. freshness
-  const nowS = (options.now ?? Date.now)() / 1000
-  const skewS = (options.skewMs ?? DEFAULT_SKEW_MS) / 1000
-  const maxLifeS = (options.maxLifetimeMs ?? DEFAULT_MAX_LIFETIME_MS) / 1000
   if (!isFresh(claims, nowS, skewS, maxLifeS)) {
     return reject('stale', 'freshness', 'offer is not live', base)
   }
@@ -199,9 +270,10 @@ export async function verifyHandoff(
   }
 
   // 6. chain
-  const chain = verifyChain(h.chain ?? [], claims, trust, options, maxOctets)
-  if ('reason' in chain) {
-    return reject(chain.reason, 'chain', chain.detail, { ...base, index: chain.index })
+  if (options.offload === true) chain.start()
+  const links = await verifyChain(elements.length, tooDeep, chain, claims, options)
+  if ('reason' in links) {
+    return reject(links.reason, 'chain', links.detail, { ...base, index: links.index })
   }
 
   // 7. refs
@@ -214,9 +286,9 @@ export async function verifyHandoff(
     claims,
     digest,
     element: h.offer,
-    chain: chain.links,
-    partial: chain.partial,
-    origin: chain.links[0]?.claims.iss ?? claims.iss,
+    chain: links.links,
+    partial: links.partial,
+    origin: links.links[0]?.claims.iss ?? claims.iss,
     refs: refs.results,
     replayChecked: options.replay !== undefined,
   }
@@ -224,6 +296,88 @@ export async function verifyHandoff(
     return reject('policy', 'policy', 'refused by local policy', base)
   }
   return verified
+}
+
+function resolveTrust(
+  trust: VerifyOptions['trust'],
+  current: ReadElement,
+  reads: readonly (ReadElement | OpenFailure)[],
+): TrustStore | Promise<TrustStore> {
+  if (typeof trust !== 'function') return toTrustStore(trust)
+  const parsed = [current.parsed]
+  for (const r of reads) if (!isOpenFailure(r)) parsed.push(r.parsed)
+  const answer = trust(parsed)
+  return answer instanceof Promise ? answer.then(toTrustStore) : toTrustStore(answer)
+}
+
+function untrusted(digest: string): RejectedHandoff {
+  return reject('untrusted-key', 'signature', 'issuer not trusted now', { digest })
+}
+
+function askAdmission(
+  admitted: VerifyOptions['admitted'],
+  current: ReadElement,
+  reads: readonly (ReadElement | OpenFailure)[],
+): ReadonlySet<string> | Promise<ReadonlySet<string>> | undefined {
+  if (admitted === undefined) return undefined
+  const issuers = new Set<string>()
+  for (const r of [current, ...reads]) {
+    if (isOpenFailure(r)) continue
+    const iss = r.parsed.payload.iss
+    if (typeof iss === 'string' && iss.length > 0) issuers.add(iss)
+  }
+  return admitted([...issuers])
+}
+
+function keyOf(read: ReadElement | OpenFailure, trust: TrustStore): KeyedElement | OpenFailure {
+  return isOpenFailure(read) ? read : keyElement(read, trust, OFFER_JWS_TYP)
+}
+
+/** Whether checks 2, 3 and 5 would pass on what the unverified offer shows. */
+function mayReachChain(
+  payload: unknown,
+  options: VerifyOptions,
+  nowS: number,
+  skewS: number,
+  maxLifeS: number,
+): boolean {
+  if (!isOfferClaims(payload)) return false
+  if (payload.aud !== options.audience || !isFresh(payload, nowS, skewS, maxLifeS)) return false
+  // a dialog predicate is the caller's code: it is called once, on verified members only
+  const dialog = options.dialog
+  return dialog === undefined || typeof dialog === 'function' || dialogMatches(dialog, payload)
+}
+
+/**
+ * The chain elements up to check 1 of each, and their signature verdicts: started together on the
+ * thread pool, or computed one at a time as the walk reaches them. Either way they are read in
+ * the chain's order, so the first failure answered is the one the sequential order gives.
+ */
+class ChainVerdicts {
+  private started: Promise<boolean>[] | undefined
+  /** The issuers trusted now, when the caller answers admission apart from keys. */
+  admitted: ReadonlySet<string> | undefined
+
+  constructor(readonly steps: readonly (KeyedElement | OpenFailure)[]) {}
+
+  /** Starts the verifies the walk can reach: every element before the first that failed check 1. */
+  start(): void {
+    if (this.started !== undefined) return
+    this.started = []
+    for (const step of this.steps) {
+      if (isOpenFailure(step)) break
+      this.started.push(signatureVerifiesAsync(step))
+    }
+  }
+
+  /** Whether an element's issuer is trusted now (always, without an admission answer). */
+  admits(step: KeyedElement): boolean {
+    return this.admitted === undefined || this.admitted.has(step.parsed.payload.iss as string)
+  }
+
+  verdict(i: number, step: KeyedElement): boolean | Promise<boolean> {
+    return this.started?.[i] ?? signatureVerifies(step)
+  }
 }
 
 /** Verifies a handoff and returns it, or throws ContextError with the reason code. */
@@ -268,22 +422,22 @@ interface ChainFailure {
  * and timing; finally partial-chain policy.
  */
 // seed 003: the seven chain rules (signature, prev, continuity, timing, partial, cycle, length)
-function verifyChain(
-  elements: readonly SignedElement[],
+async function verifyChain(
+  n: number,
+  tooDeep: boolean,
+  verdicts: ChainVerdicts,
   current: OfferClaims,
-  trust: TrustStore,
   options: VerifyOptions,
-  maxOctets: number,
-): ChainOk | ChainFailure {
-  const n = elements.length
-  // bounded before any signature work
-  if (n + 1 > (options.maxChainLength ?? DEFAULT_MAX_CHAIN_LENGTH)) {
-    return { reason: 'too-deep', detail: 'chain longer than allowed', index: n }
-  }
+): Promise<ChainOk | ChainFailure> {
+  if (tooDeep) return { reason: 'too-deep', detail: 'chain longer than allowed', index: n }
   const links: ChainLink[] = new Array(n)
   for (let i = 0; i < n; i++) {
-    const el = elements[i]!
-    const opened = openElement(el, trust, OFFER_JWS_TYP, isOfferClaims, maxOctets)
+    const step = verdicts.steps[i]!
+    if (isOpenFailure(step)) return { reason: step.reason, detail: step.detail, index: i }
+    if (!verdicts.admits(step)) {
+      return { reason: 'untrusted-key', detail: 'issuer not trusted now', index: i }
+    }
+    const opened = finishElement(step, await verdicts.verdict(i, step), isOfferClaims)
     if (isOpenFailure(opened)) return { reason: opened.reason, detail: opened.detail, index: i }
     links[i] = { claims: opened.claims, digest: opened.digest }
   }

@@ -81,6 +81,30 @@ describe('properties', () => {
     )
   })
 
+  test('signatures on the thread pool answer exactly as the sequential order', async () => {
+    const { handoff, lastIat } = chainOf(8, [], 300)
+    const els = elementsOf(handoff) as string[]
+    const change = fc.record({
+      which: fc.nat({ max: els.length - 1 }),
+      at: fc.nat(),
+      byte: fc.nat(255),
+    })
+    await fc.assert(
+      fc.asyncProperty(fc.array(change, { minLength: 1, maxLength: 4 }), async (changes) => {
+        const changed = [...els]
+        for (const { which, at, byte } of changes) {
+          const e = changed[which]!
+          const pos = at % e.length
+          changed[which] = e.slice(0, pos) + String.fromCharCode(byte) + e.slice(pos + 1)
+        }
+        const h = fromElements(changed)
+        const inline = await verifyAt(h, lastIat)
+        assert.deepEqual(await verifyAt(h, lastIat, { offload: true }), inline)
+      }),
+      { numRuns: 200 },
+    )
+  })
+
   test('the unchanged handoff verifies', async () => {
     assert.equal((await verifyAt(fixed.handoff, fixed.lastIat)).ok, true)
   })

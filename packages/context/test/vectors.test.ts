@@ -185,6 +185,10 @@ describe('negative vectors', () => {
       assert.equal(r.reason, c.reason)
       assert.equal(r.check, c.check)
       if (c.index !== undefined) assert.equal(r.index, c.index)
+      // the same answer with the signatures checked on the thread pool, against a fresh store
+      const pooled = { ...opts, replay: new MemoryReplayStore(), offload: true }
+      for (const b of (c.before ?? []) as Handoff[]) await verifyHandoff(b, pooled)
+      assert.deepEqual(await verifyHandoff(c.handoff, pooled), r)
     })
   }
 })

@@ -681,6 +681,104 @@ for (const store of testStores) {
       assert.equal(refused.code, 'hop_refused')
       assert.equal(refused.context.reason, 'untrusted-key')
     })
+
+    test('the same chain checked again after a suspension is refused at once', async () => {
+      const [a, b, c] = [await agent(hub, clock), await agent(hub, clock), await agent(hub, clock)]
+      const dialog = 'ctx-admission-same'
+      const first = await a.hops.offer({ to: b.principal, dialog, now })
+      const bSigner = await hopSigner(b.client.identity)
+      const offer = signOffer({
+        signer: bSigner,
+        aud: c.principal,
+        dialog,
+        prev: first.handoff.offer,
+        now,
+      })
+      // identical octets each time: the parse is reused, the admission never is
+      const same = toHandoff(offer, { after: first.handoff, chain: true })
+      const check = () => hub.ctx.hops.check(b.principal, c.principal, same)
+      assert.equal((await check()).ok, true)
+      await hub.ctx.identity.decide(a.principal, 'suspend')
+      const r = await check()
+      assert.equal(!r.ok && r.reason, 'untrusted-key')
+      assert.equal(!r.ok && r.index, 0)
+      await hub.ctx.identity.decide(a.principal, 'approve')
+      assert.equal((await check()).ok, true)
+      await hub.ctx.identity.decide(b.principal, 'suspend')
+      const current = await check()
+      assert.equal(!current.ok && current.reason, 'untrusted-key')
+      assert.equal(!current.ok && current.check, 'signature')
+    })
+
+    test('several failing elements answer the reason the sequential order gives', async () => {
+      const a = await agent(hub, clock)
+      const b = await agent(hub, clock)
+      const c = await agent(hub, clock)
+      const d = await agent(hub, clock)
+      const dialog = 'ctx-order'
+      const one = await a.hops.offer({ to: b.principal, dialog, now })
+      const two = await b.hops.offer({ to: c.principal, dialog, after: one.handoff, now })
+      const cSigner = await hopSigner(c.client.identity)
+      const chain = [one.handoff.offer, two.handoff.offer] as string[]
+      const badSig = (e: string) => `${e.slice(0, -3)}${e.endsWith('AAA') ? 'BBA' : 'AAA'}`
+      const stranger = await hopSigner(createIdentity(hub.url))
+      const untrusted = signOffer({ signer: stranger, aud: c.principal, dialog, now })
+        .element as string
+      const send = (elements: string[], offer?: string) =>
+        refusal(
+          c.hops.send(d.principal, {
+            offer:
+              offer ??
+              (signOffer({ signer: cSigner, aud: d.principal, dialog, prev: chain[1], now })
+                .element as string),
+            chain: elements,
+          }),
+        )
+      const cases: [string, () => Promise<{ context: Record<string, unknown> }>, object][] = [
+        [
+          'two bad signatures',
+          () => send([badSig(chain[0]!), badSig(chain[1]!)]),
+          { reason: 'bad-signature', check: 'chain', index: 0 },
+        ],
+        [
+          'a bad signature, then an untrusted key',
+          () => send([badSig(chain[0]!), untrusted]),
+          { reason: 'bad-signature', check: 'chain', index: 0 },
+        ],
+        [
+          'an untrusted key, then a bad signature',
+          () => send([untrusted, badSig(chain[1]!)]),
+          { reason: 'untrusted-key', check: 'chain', index: 0 },
+        ],
+        [
+          'malformed, then a bad signature',
+          () => send(['a.b', badSig(chain[1]!)]),
+          { reason: 'bad-signature', check: 'chain', index: 0 },
+        ],
+        [
+          'too deep, with bad signatures',
+          () => send(Array.from({ length: 16 }, () => badSig(chain[0]!))),
+          { reason: 'too-deep', check: 'chain', index: 16 },
+        ],
+        [
+          'a bad current offer before a bad chain',
+          () =>
+            send(
+              [badSig(chain[0]!), chain[1]!],
+              badSig(
+                signOffer({ signer: cSigner, aud: d.principal, dialog, prev: chain[1], now })
+                  .element as string,
+              ),
+            ),
+          { reason: 'bad-signature', check: 'signature' },
+        ],
+      ]
+      for (const [name, send, want] of cases) {
+        const { context } = await send()
+        const got = { reason: context.reason, check: context.check, index: context.index }
+        assert.deepEqual(got, { index: undefined, ...want }, name)
+      }
+    })
   })
 
   describe(`the hop replay store is shared and durable (${store.name})`, () => {

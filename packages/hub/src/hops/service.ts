@@ -7,9 +7,10 @@ import {
   type HandoffVerification,
   isNonterminalRejection,
   isStatusClaims,
-  parseElement,
+  type ParsedElement,
   type RefPolicy,
   type RefResult,
+  readElement,
   type StatusClaims,
   type TrustedKey,
   TrustStore,
@@ -61,7 +62,9 @@ export interface HopDeps {
 /** The event topic of a principal's hop inbox; an event is a hint to re-read. */
 export const hopInboxTopic = (principal: string) => `hops:${principal}`
 
+/** How many compiled trust stores (by the did:keys they hold) and did:key keys are kept. */
 const TRUST_CACHE_SIZE = 1000
+const KEY_CACHE_SIZE = 10_000
 /** Thrown inside a status transaction when the hop moved after it was read. */
 const MOVED = new Error('hop moved')
 /** The checks after the replay check: an offer refused by one of them was remembered. */
@@ -89,8 +92,10 @@ interface Delivery {
 export class HopService {
   /** The replay store every instance shares, over the hub's database. */
   readonly replay: HubReplayStore
-  /** Compiled trust stores by the admitted issuers they hold. */
-  private readonly trustCache = new Map<string, TrustStore>()
+  /** Compiled trust stores by the did:keys they hold, least recently used out first. */
+  private readonly trustCache = new Lru<string, TrustStore>(TRUST_CACHE_SIZE)
+  /** Each did:key's trusted keys (its key under both `kid` forms), least recently used out first. */
+  private readonly keyCache = new Lru<string, TrustedKey[] | null>(KEY_CACHE_SIZE)
 
   constructor(private readonly deps: HopDeps) {
     this.replay = new HubReplayStore(deps.database)
@@ -104,7 +109,7 @@ export class HopService {
    */
   async offer(sender: string, input: unknown, { carry }: Carrying = {}): Promise<OfferedHopView> {
     const { to, handoff } = parseInput(OfferHandoffInput, input)
-    const offerIss = issuerOf(handoff.offer)
+    const offerIss = issuerOf(handoff.offer, HOP_LIMITS.maxElementOctets)
     if (offerIss !== undefined && offerIss !== sender) {
       throw refused('policy', 'sender', 'Only the offer iss may post it to the hub')
     }
@@ -115,7 +120,7 @@ export class HopService {
       })
     }
     const now = () => this.deps.clock.now()
-    const options = await this.verifyOptions(sender, to, handoff)
+    const options = this.verifyOptions(sender, to)
     const result = await verifyHandoff(handoff, { ...options, replay: this.replay })
     if (result.ok) {
       return { hop: await this.deliverOffer(handoff, result, carry), retransmission: false }
@@ -147,18 +152,33 @@ export class HopService {
 
   /**
    * Runs the seven checks on a Handoff object from `sender` to `to` as the hub would, without the
-   * replay check and without delivering anything (for tools and benchmarks).
+   * replay check and without delivering anything (for tools and benchmarks); `offload: false`
+   * checks the signatures on the event loop instead, to compare.
    */
-  async check(sender: string, to: string, handoff: Handoff): Promise<HandoffVerification> {
-    return verifyHandoff(handoff, await this.verifyOptions(sender, to, handoff))
+  async check(
+    sender: string,
+    to: string,
+    handoff: Handoff,
+    how: { offload?: boolean } = {},
+  ): Promise<HandoffVerification> {
+    const options = this.verifyOptions(sender, to)
+    return verifyHandoff(handoff, { ...options, offload: how.offload ?? options.offload })
   }
 
-  private async verifyOptions(sender: string, to: string, handoff: Handoff) {
-    const elements = [handoff.offer, ...(handoff.chain ?? [])].filter(
-      (e): e is string => typeof e === 'string',
-    )
+  /**
+   * The checks as the hub runs them: the keys of the did:keys the elements name (from the parse
+   * the checks use), admission read for their issuers while a chain's signatures are checked off
+   * the event loop, all at once (the current offer's on it meanwhile), so a long chain neither
+   * holds the loop nor waits on one core, nor waits for the database before its first verify.
+   */
+  private verifyOptions(sender: string, to: string) {
     return {
-      trust: await this.trustFor(elements),
+      trust: (elements: readonly ParsedElement[]) => this.keysFor(elements),
+      // Admission is read afresh on every check, in one query, and never cached: a principal
+      // suspended a moment ago is untrusted at once.
+      admitted: async (issuers: readonly string[]) =>
+        new Set(await store.admittedAmong(this.deps.database.db, [...issuers].sort())),
+      offload: true,
       audience: to,
       now: () => this.deps.clock.now(),
       maxElementOctets: HOP_LIMITS.maxElementOctets,
@@ -173,10 +193,11 @@ export class HopService {
   async answer(sender: string, input: unknown, { carry }: Carrying = {}): Promise<AnsweredHopView> {
     const { status } = parseInput(AnswerHandoffInput, input)
     let claims: StatusClaims
+    let parsed: ParsedElement
     try {
-      const payload = parseElement(status, HOP_LIMITS.maxElementOctets).payload
-      if (!isStatusClaims(payload)) throw new Error('not a status')
-      claims = payload
+      parsed = readElement(status, HOP_LIMITS.maxElementOctets).parsed
+      if (!isStatusClaims(parsed.payload)) throw new Error('not a status')
+      claims = parsed.payload
     } catch {
       throw refused('bad-signature', 'signature', 'The status is not a signed status element')
     }
@@ -187,7 +208,7 @@ export class HopService {
       throw refused('policy', 'sender', 'Only the status iss may post it to the hub')
     }
     const verified = verifyStatus(status, {
-      trust: await this.trustFor([status]),
+      trust: await this.trustFor([parsed]),
       audience: sender === row.iss ? row.aud : row.iss,
       offer: row.element,
       now: () => this.deps.clock.now(),
@@ -368,41 +389,52 @@ export class HopService {
    * The trust configuration for these elements: each issuer that is an admitted did:key is
    * trusted with the key its identifier names, under the `kid` of the identifier itself or of its
    * DID URL (`did:key:z…#z…`). Any other issuer is untrusted. The issuers looked up are those the
-   * elements' `kid`s name, so no payload is decoded before the checks decode it.
+   * elements' protected `kid`s name.
    */
-  private async trustFor(elements: readonly string[]): Promise<TrustStore> {
-    const named = new Set<string>()
-    for (const e of elements) {
-      const iss = kidIssuerOf(e)
-      if (iss !== undefined) named.add(iss)
-    }
-    const issuers = [...named].sort()
-    const db = this.deps.database.db
-    // Admission is read afresh on every check, as one number when every issuer is admitted (the
-    // common case) and as the admitted set otherwise; only the compiled keys of the same admitted
-    // set are reused, since a did:key names its key and nothing else goes into the store.
-    const admitted =
-      (await store.countAdmitted(db, issuers)) === issuers.length
-        ? issuers
-        : [...(await store.admittedAmong(db, issuers))].sort()
-    const cacheKey = admitted.join(' ')
+  private async trustFor(elements: readonly ParsedElement[]): Promise<TrustStore> {
+    const named = namedIssuers(elements)
+    // Admission is read afresh, in one query, and never cached.
+    const admitted = await store.admittedAmong(this.deps.database.db, named)
+    return this.trustOf(admitted)
+  }
+
+  /**
+   * The keys of every did:key these elements' protected `kid`s name, admitted or not: a did:key
+   * names its key, so nothing here needs the database; admission is asked apart.
+   */
+  private keysFor(elements: readonly ParsedElement[]): TrustStore {
+    return this.trustOf(namedIssuers(elements))
+  }
+
+  /** A compiled trust store holding these did:keys (sorted), reused while the set recurs. */
+  private trustOf(issuers: readonly string[]): TrustStore {
+    const cacheKey = issuers.join(' ')
     const cached = this.trustCache.get(cacheKey)
     if (cached) return cached
-    const resolve = didKeyResolver()
     const config: Record<string, TrustedKey[]> = {}
-    for (const iss of admitted) {
-      const key = resolve(iss)
-      if (!key) continue
-      const fragment = iss.slice('did:key:'.length)
-      config[iss] = [
-        { key, kid: iss },
-        { key, kid: `${iss}#${fragment}` },
-      ]
+    for (const iss of issuers) {
+      const keys = this.keysOf(iss)
+      if (keys) config[iss] = keys
     }
     const trust = new TrustStore(config)
-    if (this.trustCache.size >= TRUST_CACHE_SIZE) this.trustCache.clear()
     this.trustCache.set(cacheKey, trust)
     return trust
+  }
+
+  /** A did:key's public key, imported once, under both forms of its `kid`. */
+  private keysOf(iss: string): TrustedKey[] | null {
+    const known = this.keyCache.get(iss)
+    if (known !== undefined) return known
+    const key = didKeyResolver()(iss)
+    const fragment = iss.slice('did:key:'.length)
+    const keys = key
+      ? [
+          { key, kid: iss },
+          { key, kid: `${iss}#${fragment}` },
+        ]
+      : null
+    this.keyCache.set(iss, keys)
+    return keys
   }
 
   private async deliverOffer(
@@ -666,38 +698,37 @@ function toStatusView(row: HopStatusRow) {
   }
 }
 
-const KID_CACHE_SIZE = 1024
-/** Issuers by protected-header text: every signer repeats its header on every element. */
-const kidIssuers = new Map<string, string | undefined>()
-
-/**
- * The did:key a JWS element's `kid` names (the identifier itself or its DID URL), unverified and
- * read from the protected header alone: it only picks which admitted keys the checks may use, and
- * an element whose `iss` is not the issuer its `kid` names is untrusted either way.
- */
-function kidIssuerOf(element: string): string | undefined {
-  const dot = element.indexOf('.')
-  if (dot <= 0 || element.length > HOP_LIMITS.maxElementOctets) return undefined
-  const header = element.slice(0, dot)
-  if (kidIssuers.has(header)) return kidIssuers.get(header)
-  let issuer: string | undefined
-  try {
-    const kid = JSON.parse(Buffer.from(header, 'base64url').toString('utf8'))?.kid
-    if (typeof kid === 'string' && kid.startsWith('did:key:')) issuer = kid.split('#', 1)[0]
-  } catch {
-    issuer = undefined
+/** The did:keys the elements' protected `kid`s name, each once, sorted. */
+function namedIssuers(elements: readonly ParsedElement[]): string[] {
+  const named = new Set<string>()
+  for (const e of elements) {
+    const iss = kidIssuerOf(e.kid)
+    if (iss !== undefined) named.add(iss)
   }
-  if (kidIssuers.size >= KID_CACHE_SIZE) kidIssuers.clear()
-  kidIssuers.set(header, issuer)
-  return issuer
+  return [...named].sort()
 }
 
 /**
- * The unverified `iss` of a JWS element, to tell who posts it; undefined when it does not parse.
- * The checks parse the element in full afterwards, so only the payload is decoded here.
+ * The did:key a protected `kid` names (the identifier itself or its DID URL), unverified: it only
+ * picks which admitted keys the checks may use, and an element whose `iss` is not the issuer its
+ * `kid` names is untrusted either way.
  */
-function issuerOf(element: string): string | undefined {
-  return claimOf(element, 'iss')
+function kidIssuerOf(kid: string): string | undefined {
+  return kid.startsWith('did:key:') ? kid.split('#', 1)[0] : undefined
+}
+
+/**
+ * The unverified `iss` of an element, to tell who posts it; undefined when it has none. It is
+ * read from the parse the checks use next, or, for an element that does not parse, from its
+ * payload alone (the checks then refuse it).
+ */
+function issuerOf(element: string | Uint8Array, maxOctets: number): string | undefined {
+  try {
+    const iss = readElement(element, maxOctets).parsed.payload.iss
+    return typeof iss === 'string' ? iss : undefined
+  } catch {
+    return typeof element === 'string' ? claimOf(element, 'iss') : undefined
+  }
 }
 
 /** One string member of a JWS element's payload, unverified; undefined when absent. */
@@ -755,4 +786,26 @@ function parseWhole(value: unknown, field: string, fallback: number): number {
 
 function b64u(text: string): string {
   return Buffer.from(text, 'utf8').toString('base64url')
+}
+
+/** A bounded map that drops its least recently used entry when full. */
+class Lru<K, V> {
+  private readonly map = new Map<K, V>()
+
+  constructor(private readonly size: number) {}
+
+  get(key: K): V | undefined {
+    const value = this.map.get(key)
+    if (value !== undefined) {
+      this.map.delete(key)
+      this.map.set(key, value)
+    }
+    return value
+  }
+
+  set(key: K, value: V): void {
+    this.map.delete(key)
+    if (this.map.size >= this.size) this.map.delete(this.map.keys().next().value as K)
+    this.map.set(key, value)
+  }
 }
