@@ -125,6 +125,11 @@ export interface Database {
   caps: Capabilities
   /** A short description safe to log (no password). */
   describe: string
+  /**
+   * SQLite with its writer on a worker thread: the CPU time that thread has run, in
+   * microseconds, where the system tells it (for benchmarks).
+   */
+  writerCpuMicros?: () => Promise<number | undefined>
   close(): Promise<void>
 }
 
@@ -195,6 +200,9 @@ export async function openDatabase(opts: {
       db: new Kysely<Schema>({ dialect: new HubSqliteDialect({ writer, reader }) }),
       caps: sqliteCaps,
       describe: `sqlite:${file}`,
+      ...(writer instanceof SqliteWriterThread
+        ? { writerCpuMicros: () => writer.cpuMicros() }
+        : {}),
       close: async () => {
         await database.db.destroy()
       },

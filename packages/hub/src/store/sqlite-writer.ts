@@ -1,5 +1,6 @@
 // The body of the SQLite writer thread: it owns the write connection and runs the statements the
 // hub's driver sends, one message at a time, in order. See `SqliteWriterThread`.
+import { readFileSync } from 'node:fs'
 import { parentPort, workerData } from 'node:worker_threads'
 import SQLite from 'better-sqlite3'
 
@@ -8,16 +9,37 @@ export type WriterRequest =
   | { op: 'exec'; id: number; sql: string; params: unknown[] }
   | { op: 'end' }
   | { op: 'close'; id: number }
+  | { op: 'cpu'; id: number }
 
 /** What one statement answered, or its error with the SQLite code the capabilities read. */
 export type WriterAnswer =
-  | { id: number; ok: true; rows?: unknown[]; changes?: number; lastInsertRowid?: number }
+  | {
+      id: number
+      ok: true
+      rows?: unknown[]
+      changes?: number
+      lastInsertRowid?: number
+      cpuMicros?: number
+    }
   | { id: number; ok: false; error: { name: string; message: string; code?: string } }
 
 export interface WriterData {
   file: string
   pragmas: string[]
   cacheSize: number
+}
+
+/**
+ * CPU time this thread has run, in microseconds, where the system tells a thread's own (Linux:
+ * the first field of its schedstat, in nanoseconds); undefined elsewhere.
+ */
+function threadCpuMicros(): number | undefined {
+  try {
+    const ns = Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0])
+    return Number.isFinite(ns) ? ns / 1000 : undefined
+  } catch {
+    return undefined
+  }
 }
 
 const port = parentPort
@@ -45,6 +67,15 @@ if (port) {
   port.on('message', (m: WriterRequest) => {
     if (m.op === 'end') {
       if (db.inTransaction) db.exec('rollback')
+      return
+    }
+    if (m.op === 'cpu') {
+      const cpuMicros = threadCpuMicros()
+      port.postMessage({
+        id: m.id,
+        ok: true,
+        ...(cpuMicros === undefined ? {} : { cpuMicros }),
+      } satisfies WriterAnswer)
       return
     }
     if (m.op === 'close') {
