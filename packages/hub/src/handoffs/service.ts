@@ -91,7 +91,7 @@ export class HandoffService {
 
   constructor(private readonly deps: HandoffDeps) {
     const inFlight = deps.fastMovesInFlight ?? deps.database.caps.writeConcurrency
-    if (deps.database.caps.writableCte && inFlight > 0) {
+    if (deps.database.caps.oneTripWrites && inFlight > 0) {
       this.lane = new AutocommitLane({
         maxBatch: deps.maxBatch ?? 256,
         inFlight,
@@ -254,6 +254,7 @@ export class HandoffService {
     try {
       moved = await store.moveIfAt(
         this.deps.database.db,
+        this.deps.database.caps.name,
         [...taken.values()].map((m) => ({
           id: m.id,
           from: m.body.from,

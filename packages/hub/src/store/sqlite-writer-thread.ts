@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads'
 import type { QueryResult } from 'kysely'
-import type { WriteConnection } from './sqlite-driver.js'
+import type { ScriptResult, ScriptStatement, WriteConnection } from './sqlite-driver.js'
 import type { WriterAnswer, WriterData, WriterRequest } from './sqlite-writer.js'
 
 const ENTRY = import.meta.url.endsWith('.ts')
@@ -77,6 +77,11 @@ export class SqliteWriterThread implements WriteConnection {
           insertId: BigInt(a.lastInsertRowid ?? 0),
           rows: [],
         }
+  }
+
+  async script(statements: readonly ScriptStatement[]): Promise<ScriptResult[]> {
+    const a = await this.send({ op: 'script', id: this.next++, statements: [...statements] })
+    return a.results ?? []
   }
 
   /** CPU time the writer thread has run, in microseconds, where the system tells it. */

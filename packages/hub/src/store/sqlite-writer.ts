@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs'
 import { parentPort, workerData } from 'node:worker_threads'
 import SQLite from 'better-sqlite3'
+import { runScript, type ScriptResult, type ScriptStatement } from './sqlite-driver.js'
 
 /** A statement to run, or the end of a connection's turn (roll back what it left open). */
 export type WriterRequest =
@@ -10,6 +11,7 @@ export type WriterRequest =
   | { op: 'end' }
   | { op: 'close'; id: number }
   | { op: 'cpu'; id: number }
+  | { op: 'script'; id: number; statements: ScriptStatement[] }
 
 /** What one statement answered, or its error with the SQLite code the capabilities read. */
 export type WriterAnswer =
@@ -20,6 +22,7 @@ export type WriterAnswer =
       changes?: number
       lastInsertRowid?: number
       cpuMicros?: number
+      results?: ScriptResult[]
     }
   | { id: number; ok: false; error: { name: string; message: string; code?: string } }
 
@@ -85,6 +88,15 @@ if (port) {
     }
     let answer: WriterAnswer
     try {
+      if (m.op === 'script') {
+        const statements = m.statements.map((s) => ({
+          sql: s.sql,
+          parameters: s.parameters.map(revive),
+        }))
+        answer = { id: m.id, ok: true, results: runScript(db, prepare, statements) }
+        port.postMessage(answer)
+        return
+      }
       const statement = prepare(m.sql)
       const params = m.params.map(revive)
       if (statement.reader) {
