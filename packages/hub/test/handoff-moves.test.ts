@@ -46,7 +46,7 @@ for (const store of testStores) {
     })
     after(() => hub.close())
 
-    test('a move of a handoff the hub knows commits in one statement where the dialect can', async () => {
+    test('a move of a handoff the hub knows commits in one trip to the database', async () => {
       const counts = countStatements(hub.ctx.database)
       // The hub's timed jobs run statements of their own now and then: the fewest of a few moves
       // is what a move costs.
