@@ -2,7 +2,7 @@
 // request on the same store. Baton commits moves that arrive together in one transaction (group
 // commit); the baseline commits once per request. Run alone: node --import tsx bench/handoff-moves.ts
 import { randomBytes } from 'node:crypto'
-import { closeSync, fsyncSync, openSync, writeSync } from 'node:fs'
+import { closeSync, fsyncSync, openSync, readFileSync, writeSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { loadavg, tmpdir } from 'node:os'
 import path from 'node:path'
@@ -49,6 +49,10 @@ interface Sample {
   batchMean?: number
   /** Statements the hub's database ran per move during the pass (Baton only). */
   statementsPerMove?: number
+  /** CPU µs per move during the pass: the whole process, its main thread, the SQLite writer thread. */
+  cpuUs: number
+  mainUs?: number
+  writerUs?: number
 }
 
 /** A server under test: seeds items ready to move, moves them, checks where they ended. */
@@ -58,6 +62,8 @@ interface Target {
   /** Makes `n` fresh items in their first state and answers the two passes of move requests. */
   prepare(n: number): Promise<{ passes: LoadRequest[][]; verify(): Promise<void> }>
   batchCounter?(): Promise<{ sum: number; count: number; statements: number }>
+  /** CPU µs the hub's SQLite writer thread has run, where it has one and the system tells. */
+  writerCpu?(): Promise<number | undefined>
   stop(): Promise<void>
 }
 
@@ -274,9 +280,22 @@ async function startBaton(
         m.values.find((v) => v.metricName === `baton_write_batch_size_${suffix}`)?.value ?? 0
       return { sum: pick('sum'), count: pick('count'), statements: counts.statements }
     },
+    writerCpu: hub.ctx.database.writerCpuMicros,
     async stop() {
       await hub.stop()
     },
+  }
+}
+
+/**
+ * CPU µs this thread has run (Linux: its schedstat); undefined where the system does not tell.
+ * The bench runs both servers in this process, so this is their event loop's thread.
+ */
+function threadCpuUs(): number | undefined {
+  try {
+    return Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]) / 1000
+  } catch {
+    return undefined
   }
 }
 
@@ -288,10 +307,23 @@ async function pass(
   c: number,
 ): Promise<Sample> {
   const before = await target.batchCounter?.()
+  const writerBefore = await target.writerCpu?.()
+  // Both servers share this process and take turns, so the process's CPU over a pass is the
+  // CPU of the server being timed (the load client is another process).
+  const cpuBefore = process.cpuUsage()
+  const mainBefore = threadCpuUs()
   const load = await client.run({ origin: target.url, concurrency: c, requests })
+  const cpu = process.cpuUsage(cpuBefore)
+  const mainAfter = threadCpuUs()
+  const writerAfter = await target.writerCpu?.()
   assertAllAnswered(`${target.name} move`, load, 200)
   const after = await target.batchCounter?.()
-  const sample: Sample = { load }
+  const n = requests.length
+  const sample: Sample = { load, cpuUs: (cpu.user + cpu.system) / n }
+  if (mainBefore !== undefined && mainAfter !== undefined)
+    sample.mainUs = (mainAfter - mainBefore) / n
+  if (writerBefore !== undefined && writerAfter !== undefined)
+    sample.writerUs = (writerAfter - writerBefore) / n
   if (before && after && after.count > before.count) {
     sample.batchMean = (after.sum - before.sum) / (after.count - before.count)
   }
@@ -370,7 +402,8 @@ async function benchStore(store: Store, opts: MoveOptions, client: LoadClient): 
             got[t.name].map((s) => `${Math.round(s.load.perSecond)}/s`).join(', ') +
             (got[t.name][0]?.batchMean
               ? ` (mean batch ${got[t.name].map((s) => s.batchMean?.toFixed(1)).join(', ')})`
-              : ''),
+              : '') +
+            ` cpu µs/move ${got[t.name].map((s) => s.cpuUs.toFixed(0)).join(', ')}`,
         )
       }
     }
@@ -388,6 +421,9 @@ async function benchStore(store: Store, opts: MoveOptions, client: LoadClient): 
       'p99 ms': med(name, (s) => s.load.p99),
       'mean batch': name === 'baton' ? med(name, (s) => s.batchMean) : 1,
       'statements/move': name === 'baton' ? med(name, (s) => s.statementsPerMove) : 1,
+      'cpu µs/move': med(name, (s) => s.cpuUs),
+      'main µs/move': med(name, (s) => s.mainUs),
+      'writer µs/move': med(name, (s) => s.writerUs),
       samples: samples[name].length,
     }))
     printTable(Object.keys(rows[0]!), rows)
@@ -405,6 +441,13 @@ async function benchStore(store: Store, opts: MoveOptions, client: LoadClient): 
         // NaN when the hub recorded no batches (its metrics changed); JSON writes it as null.
         baton_mean_batch: rows[1]!['mean batch'],
         baton_statements_per_move: rows[1]!['statements/move'],
+        // CPU per move over the timed passes: the whole process, its event-loop thread, and the
+        // hub's SQLite writer thread (NaN where there is none or the system does not tell).
+        baseline_cpu_us_per_move: rows[0]!['cpu µs/move'],
+        baseline_main_us_per_move: rows[0]!['main µs/move'],
+        baton_cpu_us_per_move: rows[1]!['cpu µs/move'],
+        baton_main_us_per_move: rows[1]!['main µs/move'],
+        baton_writer_us_per_move: rows[1]!['writer µs/move'],
         fsync_p50_ms: fsyncMs,
         loadavg_1m: median(loads),
         samples: ratios.length,

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
+import { BatonError } from '@baton/protocol'
 import { sql } from 'kysely'
 import pino from 'pino'
 import { ManualClock } from '../src/clock.js'
@@ -45,7 +46,7 @@ for (const store of testStores) {
     })
     after(() => hub.close())
 
-    test('a move of a handoff the hub knows commits in one statement where the dialect can', async () => {
+    test('a move of a handoff the hub knows commits in one trip to the database', async () => {
       const counts = countStatements(hub.ctx.database)
       // The hub's timed jobs run statements of their own now and then: the fewest of a few moves
       // is what a move costs.
@@ -60,9 +61,10 @@ for (const store of testStores) {
         fewestCommits = Math.min(fewestCommits, counts.commits - before.commits)
       }
       assert.equal(fewestCommits, 1, 'a move is one durable commit')
-      // PostgreSQL: one autocommit statement locks, moves and writes the history (no BEGIN, no
-      // locked read, no COMMIT); SQLite commits its batch in one transaction, as before.
-      if (store.name === 'postgres') assert.equal(fewest, 1)
+      // One trip to the database moves the handoff and writes its history: PostgreSQL as one
+      // autocommit statement (no BEGIN, no locked read, no COMMIT), SQLite as one script its
+      // writer runs as one transaction.
+      assert.equal(fewest, 1)
       const h = await create(hub)
       const events: BatonEvent[] = []
       const off = hub.ctx.bus.subscribe(`handoff:${h.handoff_id}`, (e) => events.push(e))
@@ -152,6 +154,75 @@ for (const store of testStores) {
       assert.equal(back.body.code, 'transition_not_allowed')
     })
 
+    test('a predicted move that loses a race answers what the careful path answers', async () => {
+      const { handoffs } = hub.ctx
+      const h = await create(hub)
+      const body = (from: string) => ({ from })
+      // Two moves of one handoff in one batch: the statement makes the first; the second,
+      // predicted too, is decided the careful way on what the first committed.
+      const [won, lost] = await Promise.allSettled([
+        handoffs.advance(h.handoff_id, 'accepted', body('offered'), h.receiver_token),
+        handoffs.advance(h.handoff_id, 'working', body('offered'), h.receiver_token),
+      ])
+      assert.equal(won.status, 'fulfilled')
+      assert.equal(won.value.version, 2)
+      assert.equal(lost.status, 'rejected')
+      assert.ok(lost.reason instanceof BatonError)
+      assert.equal(lost.reason.code, 'state_conflict')
+      assert.deepEqual(
+        [lost.reason.context.state, lost.reason.context.version, lost.reason.context.ended],
+        ['accepted', 2, false],
+      )
+      // Predicted before the handoff expired, committed after: the statement moves nothing and
+      // the careful path answers 410, as it would have without the prediction.
+      const late = await create(hub)
+      const expiring = handoffs.advance(
+        late.handoff_id,
+        'accepted',
+        body('offered'),
+        late.receiver_token,
+      )
+      clock.advance(hub.config.handoff.ttlMs)
+      await assert.rejects(expiring, (e: BatonError) => e.code === 'handoff_expired')
+      const rows = await hub.ctx.database.db
+        .selectFrom('handoffs')
+        .select(['id', 'state', 'version'])
+        .where('id', 'in', [h.handoff_id, late.handoff_id])
+        .orderBy('version')
+        .execute()
+      assert.deepEqual(
+        rows.map((r) => [r.id, r.state, r.version]),
+        [
+          [late.handoff_id, 'offered', 1],
+          [h.handoff_id, 'accepted', 2],
+        ],
+      )
+    })
+
+    test('a repeat with the same nonce answers the committed move, in its batch or later', async () => {
+      const { handoffs } = hub.ctx
+      const h = await create(hub)
+      const body = { from: 'offered', nonce: 'same-1' }
+      const [first, again] = await Promise.all([
+        handoffs.advance(h.handoff_id, 'accepted', body, h.receiver_token),
+        handoffs.advance(h.handoff_id, 'accepted', body, h.receiver_token),
+      ])
+      assert.deepEqual(
+        [first.repeated, first.version, again.repeated, again.version],
+        [false, 2, true, 2],
+      )
+      const later = await move(hub, h, 'accepted', body)
+      assert.equal(later.status, 200)
+      assert.equal(later.body.repeated, true)
+      assert.equal(later.body.version, 2)
+      const history = await hub.ctx.database.db
+        .selectFrom('handoff_moves')
+        .select(['version', 'nonce'])
+        .where('handoff_id', '=', h.handoff_id)
+        .execute()
+      assert.deepEqual(history, [{ version: 2, nonce: 'same-1' }])
+    })
+
     test('many moves of many handoffs at once: one winner each, every history row written', async () => {
       const handoffs = await Promise.all(Array.from({ length: 30 }, () => create(hub)))
       const answers = await Promise.all(
@@ -228,6 +299,57 @@ describe('handoff moves across two instances on one PostgreSQL database', {
         [4, 'done', 'receiver'],
       ],
     )
+  })
+})
+
+const sqlite = testStores.find((s) => s.name === 'sqlite')
+
+// The one-trip move gives its batch to the careful path when SQLite refuses its script with a
+// unique violation (as a nonce committed meanwhile would). A trigger refuses the update of a
+// handoff whose history row at its next version already exists, which only the one-trip script
+// does (the careful path updates the handoff first), so the careful path then commits the move.
+describe('a one-trip move SQLite refuses goes the careful way', { skip: !sqlite }, () => {
+  let hub: TestHub
+  before(async () => {
+    hub = await startTestHub(sqlite!)
+  })
+  after(() => hub.close())
+
+  test('the move commits once, by the careful path', async () => {
+    const h = await create(hub)
+    assert.ok(hub.ctx.handoffs.known.get(h.handoff_id), 'a move the hub predicts')
+    const db = hub.ctx.database.db
+    for (const statement of [
+      'create table fault_taken (n integer primary key)',
+      'insert into fault_taken values (1)',
+      `create trigger fault_one_trip before update on handoffs
+        when exists (select 1 from handoff_moves m
+          where m.handoff_id = new.id and m.version = new.version)
+        begin
+          insert into fault_taken values (1);
+        end`,
+    ])
+      await sql.raw(statement).execute(db)
+    try {
+      const counts = countStatements(hub.ctx.database)
+      const before = { ...counts }
+      const res = await move(hub, h, 'accepted', { from: 'offered', nonce: 'n-sqlite' })
+      assert.equal(res.status, 200, JSON.stringify(res.body))
+      assert.equal(res.body.version, 2)
+      assert.equal(res.body.repeated, false)
+      // The refused script, then the careful path's transaction.
+      assert.ok(counts.statements - before.statements > 1)
+      assert.equal(counts.commits - before.commits, 1)
+      const history = await db
+        .selectFrom('handoff_moves')
+        .select(['version', 'to_state', 'nonce'])
+        .where('handoff_id', '=', h.handoff_id)
+        .execute()
+      assert.deepEqual(history, [{ version: 2, to_state: 'accepted', nonce: 'n-sqlite' }])
+    } finally {
+      await sql.raw('drop trigger fault_one_trip').execute(db)
+      await sql.raw('drop table fault_taken').execute(db)
+    }
   })
 })
 

@@ -1,6 +1,6 @@
 import type { HandoffRow } from '../store/schema.js'
 import { allowedNext, isFinal, type Machine } from './machine.js'
-import { matchToken } from './tokens.js'
+import { matchDigest, storedDigest, tokenDigest } from './tokens.js'
 
 /**
  * What never changes about a handoff once it is created: its token hashes, expiry, machine and
@@ -9,8 +9,9 @@ import { matchToken } from './tokens.js'
  * that commits it still checks the state in the database.
  */
 export interface KnownHandoff {
-  ownerHash: string
-  receiverHash: string
+  /** The token digests its stored hashes encode, decoded once. */
+  ownerDigest: Buffer
+  receiverDigest: Buffer
   expiresAt: number
   machine: Machine
   /** The handoff has a notify_url: its moves write signals to the outbox. */
@@ -57,8 +58,8 @@ export class KnownHandoffs {
       if (!oldest.done) this.byId.delete(oldest.value)
     }
     this.byId.set(row.id, {
-      ownerHash: row.owner_token_hash,
-      receiverHash: row.receiver_token_hash,
+      ownerDigest: storedDigest(row.owner_token_hash),
+      receiverDigest: storedDigest(row.receiver_token_hash),
       expiresAt: row.expires_at,
       machine: this.machine(row.machine),
       signalled: row.notify_url !== null,
@@ -97,7 +98,10 @@ export function predictMove(
   if (!Object.hasOwn(machine.transitions, from) || !allowedNext(machine, from).includes(to)) {
     return undefined
   }
-  const actor = matchToken(token, { owner: known.ownerHash, receiver: known.receiverHash })
+  const actor = matchDigest(tokenDigest(token), {
+    owner: known.ownerDigest,
+    receiver: known.receiverDigest,
+  })
   if (!actor) return undefined
   return { actor, machine, ended: isFinal(machine, to) }
 }

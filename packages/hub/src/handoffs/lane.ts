@@ -25,8 +25,9 @@ interface Queued<I, T> {
 }
 
 /**
- * Group commit outside the write batcher, for writes that commit as one autocommit statement: no
- * BEGIN, no COMMIT, no locked read before the write. Inputs that arrive while `inFlight` commits
+ * Group commit outside the write batcher, for writes that commit in one trip to the database (one
+ * autocommit statement, or a script the SQLite writer runs as one transaction): no separate BEGIN
+ * or COMMIT, no locked read before the write. Inputs that arrive while `inFlight` commits
  * are running wait and go together in the next. Every caller is answered after the commit that
  * holds its input, after-commit hooks first; a failed commit rejects each of its inputs.
  */

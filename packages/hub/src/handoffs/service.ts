@@ -91,7 +91,7 @@ export class HandoffService {
 
   constructor(private readonly deps: HandoffDeps) {
     const inFlight = deps.fastMovesInFlight ?? deps.database.caps.writeConcurrency
-    if (deps.database.caps.writableCte && inFlight > 0) {
+    if (deps.database.caps.oneTripWrites && inFlight > 0) {
       this.lane = new AutocommitLane({
         maxBatch: deps.maxBatch ?? 256,
         inFlight,
@@ -241,9 +241,9 @@ export class HandoffService {
   }
 
   /**
-   * Moves predicted to commit (`predictMove`) go first as one autocommit statement per batch,
-   * which moves each handoff still in the stated `from` (one round trip, no locked read); every
-   * move it did not make then goes the careful way below, which decides it exactly.
+   * Moves predicted to commit (`predictMove`) go first in one trip to the database per batch
+   * (`store.moveIfAt`), which moves each handoff still in the stated `from` (no locked read);
+   * every move it did not make then goes the careful way below, which decides it exactly.
    */
   private async moveFast(moves: FastMove[]): Promise<(GroupOutcome<MoveResultView> | undefined)[]> {
     const now = this.deps.clock.now()
@@ -254,6 +254,7 @@ export class HandoffService {
     try {
       moved = await store.moveIfAt(
         this.deps.database.db,
+        this.deps.database.caps.name,
         [...taken.values()].map((m) => ({
           id: m.id,
           from: m.body.from,
@@ -268,8 +269,8 @@ export class HandoffService {
       countCommit(this.deps.database)
     } catch (error) {
       const { caps } = this.deps.database
-      // The statement committed nothing (a deadlock, or a nonce another move committed first):
-      // every move goes the careful way.
+      // The trip committed nothing (a deadlock or a busy database, or a nonce another move
+      // committed first): every move goes the careful way.
       if (caps.isRetryable(error) || caps.isUniqueViolation(error))
         return moves.map(() => undefined)
       throw error

@@ -1,6 +1,7 @@
 import { CompiledQuery, type Kysely, sql } from 'kysely'
 import { namedStatement } from '../store/database.js'
 import type { HandoffMoveRow, HandoffRow, Schema } from '../store/schema.js'
+import { sqliteScript } from '../store/sqlite-driver.js'
 
 /** SQL for handoffs, in the subset both dialects share. Every function takes the db or a tx. */
 
@@ -326,16 +327,59 @@ i as (
 select id, version from u`,
 )
 
+// SQLite has no data-modifying `with`: the same moves are two statements the writer runs as one
+// transaction, in one trip (`sqliteScript`). The moves ride as one JSON array, so both texts are
+// the same for every batch size and each is prepared once. The history rows go first, for each
+// handoff still in `from`, not expired, whose nonce names no committed move (the same rules as
+// above); then exactly the handoffs that just got a history row at their next version move, and
+// answer it. The write lock is held from `begin immediate`, so nothing moves in between.
+const SQLITE_MOVES = `
+  select value ->> 0 as id, value ->> 1 as from_state, value ->> 2 as to_state,
+    value ->> 3 as actor, value ->> 4 as nonce, value ->> 5 as note, value ->> 6 as ended
+  from json_each(?)`
+const SQLITE_MOVE_HISTORY = `
+with v as (${SQLITE_MOVES})
+insert into handoff_moves (handoff_id, version, from_state, to_state, actor, nonce, note, at)
+select h.id, h.version + 1, v.from_state, v.to_state, v.actor, v.nonce, v.note, ?
+from v join handoffs h on h.id = v.id
+where h.state = v.from_state and h.expires_at > ?
+  and (v.nonce is null or not exists (
+    select 1 from handoff_moves m where m.handoff_id = v.id and m.nonce = v.nonce))`
+const SQLITE_MOVE_ROWS = `
+with v as (${SQLITE_MOVES})
+update handoffs
+set state = v.to_state, version = handoffs.version + 1, ended = v.ended, updated_at = ?
+from v
+where handoffs.id = v.id and handoffs.state = v.from_state
+  and exists (select 1 from handoff_moves m
+    where m.handoff_id = handoffs.id and m.version = handoffs.version + 1)
+returning handoffs.id as id, handoffs.version as version`
+
 /**
- * Commits the moves of distinct handoffs that are still where each move says,
- * in one autocommit statement (PostgreSQL: a data-modifying `with`); answers the new version of
- * each handoff that moved. A move that did not is untouched, for the careful path to decide.
+ * Commits the moves of distinct handoffs that are still where each move says, in one trip to the
+ * database and one commit of its own (PostgreSQL: one autocommit statement with a data-modifying
+ * `with`; SQLite: a two-statement script); answers the new version of each handoff that moved.
+ * A move that did not is untouched, for the careful path to decide.
  */
 export async function moveIfAt(
   db: Kysely<Schema>,
+  dialect: 'sqlite' | 'postgres',
   moves: PredictedMoveRow[],
   at: number,
 ): Promise<Map<string, number>> {
+  if (dialect === 'sqlite') {
+    const json = JSON.stringify(
+      moves.map((m) => [m.id, m.from, m.to, m.actor, m.nonce, m.note, m.ended ? 1 : 0]),
+    )
+    const result = await db.executeQuery(
+      sqliteScript([
+        CompiledQuery.raw(SQLITE_MOVE_HISTORY, [json, at, at]),
+        CompiledQuery.raw(SQLITE_MOVE_ROWS, [json, at]),
+      ]),
+    )
+    const rows = (result.rows[1]?.rows ?? []) as { id: string; version: number }[]
+    return new Map(rows.map((r) => [r.id, Number(r.version)]))
+  }
   const result = await db.executeQuery<{ id: string; version: number }>(
     CompiledQuery.raw(MOVE_IF_AT, [
       moves.map((m) => m.id),

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import { createHash, hash, randomBytes, timingSafeEqual } from 'node:crypto'
 
 /** Handoff ids carry 128 random bits; tokens carry 256 and are stored only as hashes. */
 const ID_PATTERN = /^ho_[A-Za-z0-9_-]{22}$/
@@ -23,14 +23,33 @@ export function hashToken(token: string): string {
   return createHash('sha256').update(token).digest('base64url')
 }
 
+/** The SHA-256 digest of a token: the bytes its stored form (`hashToken`) encodes. */
+export function tokenDigest(token: string): Buffer {
+  return hash('sha256', token, 'buffer')
+}
+
+/** The digest a stored token hash encodes, to compare presented digests against. */
+export function storedDigest(stored: string): Buffer {
+  return Buffer.from(stored, 'base64url')
+}
+
 /** Which role a presented token holds, compared in constant time against both stored hashes. */
 export function matchToken(
   token: string,
   hashes: { owner: string; receiver: string },
 ): 'owner' | 'receiver' | undefined {
-  const presented = Buffer.from(hashToken(token))
-  const owner = Buffer.from(hashes.owner)
-  const receiver = Buffer.from(hashes.receiver)
+  return matchDigest(tokenDigest(token), {
+    owner: storedDigest(hashes.owner),
+    receiver: storedDigest(hashes.receiver),
+  })
+}
+
+/** Which role a presented token's digest holds, compared in constant time against both. */
+export function matchDigest(
+  presented: Buffer,
+  digests: { owner: Buffer; receiver: Buffer },
+): 'owner' | 'receiver' | undefined {
+  const { owner, receiver } = digests
   const isOwner = owner.length === presented.length && timingSafeEqual(owner, presented)
   const isReceiver = receiver.length === presented.length && timingSafeEqual(receiver, presented)
   if (isOwner) return 'owner'

@@ -30,6 +30,12 @@ export interface Capabilities {
    * (`with u as (update … returning …) insert …`), so a set-based write commits in one round trip.
    */
   writableCte: boolean
+  /**
+   * Whether a set-based write of several tables can commit in one trip to the database, outside
+   * any transaction: PostgreSQL as one statement with data-modifying WITH clauses, SQLite as a
+   * script the writer runs as one transaction (`sqliteScript`).
+   */
+  oneTripWrites: boolean
 }
 
 const sqliteCaps: Capabilities = {
@@ -46,6 +52,7 @@ const sqliteCaps: Capabilities = {
   lockRowsForUpdate: false,
   writeConcurrency: 1,
   writableCte: false,
+  oneTripWrites: true,
 }
 
 const postgresCaps: Capabilities = {
@@ -59,6 +66,7 @@ const postgresCaps: Capabilities = {
   lockRowsForUpdate: true,
   writeConcurrency: 2,
   writableCte: true,
+  oneTripWrites: true,
 }
 
 // Statement texts each PostgreSQL connection prepares once under a name, then only binds and
@@ -125,6 +133,11 @@ export interface Database {
   caps: Capabilities
   /** A short description safe to log (no password). */
   describe: string
+  /**
+   * SQLite with its writer on a worker thread: the CPU time that thread has run, in
+   * microseconds, where the system tells it (for benchmarks).
+   */
+  writerCpuMicros?: () => Promise<number | undefined>
   close(): Promise<void>
 }
 
@@ -195,6 +208,9 @@ export async function openDatabase(opts: {
       db: new Kysely<Schema>({ dialect: new HubSqliteDialect({ writer, reader }) }),
       caps: sqliteCaps,
       describe: `sqlite:${file}`,
+      ...(writer instanceof SqliteWriterThread
+        ? { writerCpuMicros: () => writer.cpuMicros() }
+        : {}),
       close: async () => {
         await database.db.destroy()
       },

@@ -5,14 +5,29 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import SQLite from 'better-sqlite3'
-import { Kysely, sql } from 'kysely'
+import { CompiledQuery, Kysely, sql } from 'kysely'
 import { openDatabase } from './database.js'
-import { HubSqliteDialect } from './sqlite-driver.js'
+import { HubSqliteDialect, sqliteScript } from './sqlite-driver.js'
 import { SqliteWriterThread } from './sqlite-writer-thread.js'
 import { transaction } from './transaction.js'
 
 interface T {
   items: { id: number; v: string }
+}
+
+/** Runs `fn` inside `begin immediate` ... `commit` on one connection, rolling back on error. */
+async function transactionOf<R>(db: Kysely<T>, fn: (tx: Kysely<T>) => Promise<R>): Promise<R> {
+  return db.connection().execute(async (conn) => {
+    await sql`begin immediate`.execute(conn)
+    try {
+      const value = await fn(conn)
+      await sql`commit`.execute(conn)
+      return value
+    } catch (error) {
+      await sql`rollback`.execute(conn)
+      throw error
+    }
+  })
 }
 
 for (const thread of [false, true])
@@ -56,6 +71,43 @@ for (const thread of [false, true])
     const reset = async () => {
       await db.deleteFrom('items').execute()
     }
+
+    test('a script commits all of its statements in one transaction, or none of them', async () => {
+      await reset()
+      const insert = (id: number, v: string) =>
+        CompiledQuery.raw('insert into items (id, v) values (?, ?)', [id, v])
+      const [first, second, third] = (
+        await db.executeQuery(
+          sqliteScript([
+            insert(1, 'a'),
+            insert(2, 'b'),
+            CompiledQuery.raw("update items set v = v || '!' where id > ? returning id, v", [0]),
+          ]),
+        )
+      ).rows
+      assert.deepEqual([first?.changes, second?.changes], [1, 1])
+      assert.deepEqual(third?.rows, [
+        { id: 1, v: 'a!' },
+        { id: 2, v: 'b!' },
+      ])
+      // The second statement fails (a duplicate key): the first is undone with it.
+      await assert.rejects(
+        db.executeQuery(sqliteScript([insert(3, 'c'), insert(1, 'dup')])),
+        (e: { code?: string }) => e.code === 'SQLITE_CONSTRAINT_PRIMARYKEY',
+      )
+      assert.deepEqual(await rows(), ['a!', 'b!'])
+      // The writer is free again, and what runs next is not inside a transaction left open.
+      await db.insertInto('items').values({ id: 4, v: 'd' }).execute()
+      other.exec('begin immediate')
+      other.exec('rollback')
+      assert.deepEqual(await rows(), ['a!', 'b!', 'd'])
+      // Inside a transaction a script refuses to start: it commits on its own or not at all.
+      await assert.rejects(
+        transactionOf(db, (tx) => tx.executeQuery(sqliteScript([insert(5, 'e')]))),
+        (e: { code?: string }) => e.code === 'SQLITE_ERROR',
+      )
+      assert.deepEqual(await rows(), ['a!', 'b!', 'd'])
+    })
 
     test('a read outside any transaction answers the last commit without waiting for a writer', async () => {
       await reset()

@@ -14,12 +14,26 @@ import {
   SqliteQueryCompiler,
 } from 'kysely'
 
+/** One statement of a script: its SQL text and its parameters. */
+export interface ScriptStatement {
+  sql: string
+  parameters: readonly unknown[]
+}
+
+/** What one statement of a script answered: its rows (a read, or RETURNING) or its changes. */
+export interface ScriptResult {
+  rows: unknown[]
+  changes: number
+}
+
 /** The write connection, in this thread or on a writer thread (`SqliteWriterThread`). */
 export interface WriteConnection {
   execute(
     sql: string,
     params: readonly unknown[],
   ): QueryResult<unknown> | Promise<QueryResult<unknown>>
+  /** Runs statements as one write transaction (`runScript`), in one trip to the connection. */
+  script(statements: readonly ScriptStatement[]): ScriptResult[] | Promise<ScriptResult[]>
   /** Ends a kysely connection's turn: rolls back a transaction it left open. */
   endTurn(): void
   close(): Promise<void>
@@ -68,6 +82,51 @@ export class HubSqliteDialect implements Dialect {
   }
 }
 
+/**
+ * Runs `statements` in order as one write transaction (`begin immediate` ... `commit`) and answers
+ * each one's result; on any error it rolls back, so either all of them commit or none does. Run
+ * where the connection lives (this thread, or the writer thread), it costs one trip however
+ * many statements it holds.
+ */
+export function runScript(
+  db: SQLite.Database,
+  prepare: (source: string) => SQLite.Statement,
+  statements: readonly ScriptStatement[],
+): ScriptResult[] {
+  prepare('begin immediate').run()
+  try {
+    const results = statements.map((s): ScriptResult => {
+      const statement = prepare(s.sql)
+      const parameters = s.parameters as unknown[]
+      if (statement.reader) return { rows: statement.all(parameters), changes: 0 }
+      return { rows: [], changes: statement.run(parameters).changes }
+    })
+    prepare('commit').run()
+    return results
+  } catch (error) {
+    if (db.inTransaction) db.exec('rollback')
+    throw error
+  }
+}
+
+const SCRIPT = Symbol('baton.sqliteScript')
+
+/** A compiled query that stands for a script: what `sqliteScript` makes. */
+type ScriptQuery = CompiledQuery & { [SCRIPT]: readonly ScriptStatement[] }
+
+/**
+ * A query that runs `statements` as one write transaction in one trip to the hub's SQLite writer
+ * (`runScript`), through kysely so it takes the writer in turn like any other write. Its result's
+ * `rows` are the statements' `ScriptResult`s, in order. Only the hub's SQLite dialect runs it.
+ */
+export function sqliteScript(statements: readonly CompiledQuery[]): CompiledQuery<ScriptResult> {
+  const query: ScriptQuery = {
+    ...CompiledQuery.raw(statements.map((s) => s.sql).join(';\n'), []),
+    [SCRIPT]: statements.map((s) => ({ sql: s.sql, parameters: s.parameters })),
+  }
+  return query as CompiledQuery<ScriptResult>
+}
+
 /** Prepared statements of one connection by SQL text, bounded, least recently used out first. */
 class StatementCache {
   private readonly statements = new Map<string, SQLite.Statement>()
@@ -112,6 +171,10 @@ class InThreadWriter implements WriteConnection {
     if (statement.reader) return { rows: statement.all(parameters as unknown[]) }
     const { changes, lastInsertRowid } = statement.run(parameters as unknown[])
     return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] }
+  }
+
+  script(statements: readonly ScriptStatement[]): ScriptResult[] {
+    return runScript(this.db, (source) => this.cache.get(source), statements)
   }
 
   endTurn(): void {
@@ -229,8 +292,10 @@ class HubSqliteDriver implements Driver {
     if (!conn.holdsWriter) return
     conn.holdsWriter = false
     // A transaction left open would swallow the next holder's statements into it: end it, so
-    // what it wrote is undone rather than committed by someone else.
-    this.writer.endTurn()
+    // what it wrote is undone rather than committed by someone else. A turn that ran only
+    // scripts left none open (each commits or rolls back its own).
+    if (conn.ranStatements) this.writer.endTurn()
+    conn.ranStatements = false
     this.lock.release()
   }
 
@@ -243,10 +308,20 @@ class HubSqliteDriver implements Driver {
 /** One kysely connection: borrows the writer on its first statement that needs it. */
 class HubSqliteConnection implements DatabaseConnection {
   holdsWriter = false
+  /** This turn on the writer ran a statement other than a script. */
+  ranStatements = false
 
   constructor(private readonly driver: HubSqliteDriver) {}
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    const script = (query as Partial<ScriptQuery>)[SCRIPT]
+    if (script) {
+      if (!this.holdsWriter) {
+        await this.driver.lock.acquire()
+        this.holdsWriter = true
+      }
+      return { rows: (await this.driver.writer.script(script)) as R[] }
+    }
     const { sql: source, parameters } = query
     if (!this.holdsWriter) {
       const read = this.driver.readStatement(source)
@@ -254,6 +329,7 @@ class HubSqliteConnection implements DatabaseConnection {
       await this.driver.lock.acquire()
       this.holdsWriter = true
     }
+    this.ranStatements = true
     return this.driver.writer.execute(source, parameters) as
       | QueryResult<R>
       | Promise<QueryResult<R>>

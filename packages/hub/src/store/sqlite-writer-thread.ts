@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads'
 import type { QueryResult } from 'kysely'
-import type { WriteConnection } from './sqlite-driver.js'
+import type { ScriptResult, ScriptStatement, WriteConnection } from './sqlite-driver.js'
 import type { WriterAnswer, WriterData, WriterRequest } from './sqlite-writer.js'
 
 const ENTRY = import.meta.url.endsWith('.ts')
@@ -30,7 +30,7 @@ export class SqliteWriterThread implements WriteConnection {
   private readonly worker: Worker
   private readonly pending = new Map<
     number,
-    { resolve: (r: QueryResult<unknown>) => void; reject: (e: unknown) => void }
+    { resolve: (r: WriterAnswer & { ok: true }) => void; reject: (e: unknown) => void }
   >()
   private next = 1
   private failed: Error | undefined
@@ -45,15 +45,7 @@ export class SqliteWriterThread implements WriteConnection {
       this.pending.delete(a.id)
       if (this.pending.size === 0) this.worker.unref()
       if (a.ok) {
-        waiter.resolve(
-          a.rows
-            ? { rows: a.rows }
-            : {
-                numAffectedRows: BigInt(a.changes ?? 0),
-                insertId: BigInt(a.lastInsertRowid ?? 0),
-                rows: [],
-              },
-        )
+        waiter.resolve(a)
       } else {
         waiter.reject(new SqliteThreadError(a.error.code, a.error.message, a.error.name))
       }
@@ -67,7 +59,7 @@ export class SqliteWriterThread implements WriteConnection {
     this.worker.on('exit', (code) => fail(new Error(`the SQLite writer thread exited (${code})`)))
   }
 
-  private send(request: WriterRequest & { id: number }): Promise<QueryResult<unknown>> {
+  private send(request: WriterRequest & { id: number }): Promise<WriterAnswer & { ok: true }> {
     if (this.failed) return Promise.reject(this.failed)
     return new Promise((resolve, reject) => {
       if (this.pending.size === 0) this.worker.ref()
@@ -76,8 +68,25 @@ export class SqliteWriterThread implements WriteConnection {
     })
   }
 
-  execute(sql: string, params: readonly unknown[]): Promise<QueryResult<unknown>> {
-    return this.send({ op: 'exec', id: this.next++, sql, params: params as unknown[] })
+  async execute(sql: string, params: readonly unknown[]): Promise<QueryResult<unknown>> {
+    const a = await this.send({ op: 'exec', id: this.next++, sql, params: params as unknown[] })
+    return a.rows
+      ? { rows: a.rows }
+      : {
+          numAffectedRows: BigInt(a.changes ?? 0),
+          insertId: BigInt(a.lastInsertRowid ?? 0),
+          rows: [],
+        }
+  }
+
+  async script(statements: readonly ScriptStatement[]): Promise<ScriptResult[]> {
+    const a = await this.send({ op: 'script', id: this.next++, statements: [...statements] })
+    return a.results ?? []
+  }
+
+  /** CPU time the writer thread has run, in microseconds, where the system tells it. */
+  async cpuMicros(): Promise<number | undefined> {
+    return (await this.send({ op: 'cpu', id: this.next++ })).cpuMicros
   }
 
   endTurn(): void {

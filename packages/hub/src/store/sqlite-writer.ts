@@ -1,23 +1,48 @@
 // The body of the SQLite writer thread: it owns the write connection and runs the statements the
 // hub's driver sends, one message at a time, in order. See `SqliteWriterThread`.
+import { readFileSync } from 'node:fs'
 import { parentPort, workerData } from 'node:worker_threads'
 import SQLite from 'better-sqlite3'
+import { runScript, type ScriptResult, type ScriptStatement } from './sqlite-driver.js'
 
 /** A statement to run, or the end of a connection's turn (roll back what it left open). */
 export type WriterRequest =
   | { op: 'exec'; id: number; sql: string; params: unknown[] }
   | { op: 'end' }
   | { op: 'close'; id: number }
+  | { op: 'cpu'; id: number }
+  | { op: 'script'; id: number; statements: ScriptStatement[] }
 
 /** What one statement answered, or its error with the SQLite code the capabilities read. */
 export type WriterAnswer =
-  | { id: number; ok: true; rows?: unknown[]; changes?: number; lastInsertRowid?: number }
+  | {
+      id: number
+      ok: true
+      rows?: unknown[]
+      changes?: number
+      lastInsertRowid?: number
+      cpuMicros?: number
+      results?: ScriptResult[]
+    }
   | { id: number; ok: false; error: { name: string; message: string; code?: string } }
 
 export interface WriterData {
   file: string
   pragmas: string[]
   cacheSize: number
+}
+
+/**
+ * CPU time this thread has run, in microseconds, where the system tells a thread's own (Linux:
+ * the first field of its schedstat, in nanoseconds); undefined elsewhere.
+ */
+function threadCpuMicros(): number | undefined {
+  try {
+    const ns = Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0])
+    return Number.isFinite(ns) ? ns / 1000 : undefined
+  } catch {
+    return undefined
+  }
 }
 
 const port = parentPort
@@ -47,6 +72,15 @@ if (port) {
       if (db.inTransaction) db.exec('rollback')
       return
     }
+    if (m.op === 'cpu') {
+      const cpuMicros = threadCpuMicros()
+      port.postMessage({
+        id: m.id,
+        ok: true,
+        ...(cpuMicros === undefined ? {} : { cpuMicros }),
+      } satisfies WriterAnswer)
+      return
+    }
     if (m.op === 'close') {
       db.close()
       port.postMessage({ id: m.id, ok: true } satisfies WriterAnswer)
@@ -54,6 +88,15 @@ if (port) {
     }
     let answer: WriterAnswer
     try {
+      if (m.op === 'script') {
+        const statements = m.statements.map((s) => ({
+          sql: s.sql,
+          parameters: s.parameters.map(revive),
+        }))
+        answer = { id: m.id, ok: true, results: runScript(db, prepare, statements) }
+        port.postMessage(answer)
+        return
+      }
       const statement = prepare(m.sql)
       const params = m.params.map(revive)
       if (statement.reader) {
