@@ -23,6 +23,11 @@ interface ProfileNode {
   hitCount?: number
   children?: number[]
 }
+interface HeapNode {
+  callFrame: { functionName: string; url: string; lineNumber: number }
+  selfSize: number
+  children: HeapNode[]
+}
 interface Profile {
   nodes: ProfileNode[]
   samples: number[]
@@ -85,8 +90,16 @@ try {
   session.connect()
   await session.post('Profiler.enable')
   await session.post('Profiler.setSamplingInterval', { interval: 100 })
-  const profiling = process.env.BENCH_PROFILE !== '0'
+  // BENCH_PROFILE=heap samples allocations instead of CPU.
+  const heap = process.env.BENCH_PROFILE === 'heap'
+  const profiling = process.env.BENCH_PROFILE !== '0' && !heap
   if (profiling) await session.post('Profiler.start')
+  if (heap)
+    await session.post('HeapProfiler.startSampling', {
+      samplingInterval: 4096,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true,
+    })
   const ticks = threadTicks()
   const elu = performance.eventLoopUtilization()
   const cpu = process.cpuUsage()
@@ -94,6 +107,25 @@ try {
   const used = process.cpuUsage(cpu)
   const loop = performance.eventLoopUtilization(elu)
   const ticksAfter = threadTicks()
+  if (heap) {
+    const { profile: h } = (await session.post('HeapProfiler.stopSampling')) as {
+      profile: { head: HeapNode }
+    }
+    const bytes = new Map<string, number>()
+    const walk = (n: HeapNode) => {
+      const f = n.callFrame
+      const file = f.url.replace(/^.*node_modules\//, 'nm:').replace(/^.*\/packages\//, '')
+      const k = `${f.functionName || '(anon)'} ${file}:${f.lineNumber + 1}`
+      bytes.set(k, (bytes.get(k) ?? 0) + n.selfSize)
+      for (const c of n.children) walk(c)
+    }
+    walk(h.head)
+    const all = [...bytes.values()].reduce((a, b) => a + b, 0)
+    console.log(`\nallocated (sampled) ${(all / REQUESTS).toFixed(0)} bytes/req, by function:`)
+    for (const [k, v] of [...bytes].sort((a, b) => b[1] - a[1]).slice(0, TOP)) {
+      console.log(`${(v / REQUESTS).toFixed(0).padStart(7)}  ${k}`)
+    }
+  }
   const { profile } = profiling
     ? ((await session.post('Profiler.stop')) as { profile: Profile })
     : { profile: { nodes: [], samples: [], timeDeltas: [], startTime: 0, endTime: 0 } }
