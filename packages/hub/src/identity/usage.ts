@@ -29,7 +29,7 @@ export async function principalUsage(
   dayStart: number,
   signed?: { nonce: string },
 ): Promise<PrincipalUsage & { admission?: AdmissionRead }> {
-  const messages = sql`(select count from quota_counters
+  const messages = () => sql`(select count from quota_counters
         where scope = ${MESSAGE_QUOTA_SCOPE} and subject = ${principal} and window_start = ${dayStart}) as messages,
       (select stored_bytes from usage_counters where principal = ${principal}) as stored`
   // Both shapes run on every `GET /v1/me`: compiled once (`runShape`), in interpolation order.
@@ -54,7 +54,7 @@ export async function principalUsage(
       () =>
         sql<
           AdmissionColumns & { messages: number | null; stored: number | string | null }
-        >`select ${messages}, ${admissionColumns({
+        >`select ${messages()}, ${admissionColumns({
           keyid: principal,
           nonce: signed.nonce,
           scope: REQUEST_QUOTA_SCOPE,
@@ -82,7 +82,7 @@ export async function principalUsage(
       sql<Row>`select
       (select count from quota_counters
         where scope = ${REQUEST_QUOTA_SCOPE} and subject = ${principal} and window_start = ${dayStart}) as requests,
-      ${messages}`.compile(db),
+      ${messages()}`.compile(db),
   )
   const row = rows[0]!
   return {
