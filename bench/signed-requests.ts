@@ -6,6 +6,7 @@
 //
 //   node --import tsx bench/signed-requests.ts
 import { generateKeyPairSync, sign, verify } from 'node:crypto'
+import { readdirSync, readFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import { performance } from 'node:perf_hooks'
 import { pathToFileURL } from 'node:url'
@@ -51,6 +52,29 @@ function verifierRate(): number {
   return (n / (performance.now() - started)) * 1000
 }
 
+/**
+ * CPU microseconds used so far by this process's main thread and by all its other threads (the
+ * thread pool running the Ed25519 verifies, the SQLite writer, V8's GC helpers), from
+ * /proc/self/task; undefined where there is no /proc (then the split is not printed).
+ */
+export function threadCpuUs(): { main: number; others: number } | undefined {
+  try {
+    let main = 0
+    let others = 0
+    for (const tid of readdirSync('/proc/self/task')) {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8')
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      // utime and stime, in clock ticks of 10 ms (USER_HZ 100).
+      const us = (Number(fields[11]) + Number(fields[12])) * 10_000
+      if (Number(tid) === process.pid) main += us
+      else others += us
+    }
+    return { main, others }
+  } catch {
+    return undefined
+  }
+}
+
 /** Runs the scenario and answers its result rows. */
 export async function run(): Promise<Result[]> {
   const { hub, stop } = await startBenchHub('sig')
@@ -81,13 +105,23 @@ export async function run(): Promise<Result[]> {
   // loop's busy time): less disturbed by other work on a shared machine than a rate is.
   const cpuUs = { signed: [] as number[], unsigned: [] as number[] }
   const loopUs = { signed: [] as number[], unsigned: [] as number[] }
+  // Of that CPU, the main thread's (the event loop's own work, without the time it waited for a
+  // core) and the other threads'; per-thread counters tick in 10 ms, so these are coarse.
+  const mainUs = { signed: [] as number[], unsigned: [] as number[] }
+  const threadsUs = { signed: [] as number[], unsigned: [] as number[] }
   const measured = async (kind: 'signed' | 'unsigned', requests: LoadRequest[]) => {
+    const threads = threadCpuUs()
     const elu = performance.eventLoopUtilization()
     const cpu = process.cpuUsage()
     const result = await load.run({ origin: hub.url, requests, concurrency: CONCURRENCY })
     const used = process.cpuUsage(cpu)
     cpuUs[kind].push((used.user + used.system) / requests.length)
     loopUs[kind].push((performance.eventLoopUtilization(elu).active * 1000) / requests.length)
+    const after = threadCpuUs()
+    if (threads && after) {
+      mainUs[kind].push((after.main - threads.main) / requests.length)
+      threadsUs[kind].push((after.others - threads.others) / requests.length)
+    }
     return result
   }
   // The machine may be shared: the 1-minute load average after each round, printed beside.
@@ -149,6 +183,14 @@ export async function run(): Promise<Result[]> {
         hub_cpu_us_signed: median(cpuUs.signed),
         hub_loop_us_unsigned: median(loopUs.unsigned),
         hub_loop_us_signed: median(loopUs.signed),
+        ...(mainUs.signed.length > 0
+          ? {
+              hub_main_thread_cpu_us_unsigned: median(mainUs.unsigned),
+              hub_main_thread_cpu_us_signed: median(mainUs.signed),
+              hub_other_threads_cpu_us_unsigned: median(threadsUs.unsigned),
+              hub_other_threads_cpu_us_signed: median(threadsUs.signed),
+            }
+          : {}),
       },
     },
     {

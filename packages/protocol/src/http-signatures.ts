@@ -29,44 +29,50 @@ export interface HttpMessage {
 
 const TARGET = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/([^/?#]*)([^?#]*)(\?[^#]*)?$/
 
-/**
- * The value of one covered component of a request (RFC 9421 §2.1 and §2.2). Throws
- * `signature_malformed` for a component Baton does not support and `signature_invalid` for a
- * covered field the message does not have (RFC 9421 §2.5: the base cannot be built).
- */
-export function componentValue(message: HttpMessage, name: string): string {
-  if (name.startsWith('@')) {
-    const m = TARGET.exec(message.targetUri)
-    if (!m) throw new BatonError('signature_malformed', 'The target URI is not absolute')
-    const scheme = m[1]!.toLowerCase()
-    const path = m[3] || '/'
-    const query = m[4] ?? ''
-    switch (name) {
-      case '@method':
-        return message.method
-      case '@target-uri':
-        return message.targetUri
-      case '@scheme':
-        return scheme
-      case '@authority': {
-        // RFC 9421 §2.2.3: lower-cased host, default port omitted.
-        const host = m[2]!.toLowerCase()
-        if (scheme === 'https' && host.endsWith(':443')) return host.slice(0, -4)
-        if (scheme === 'http' && host.endsWith(':80')) return host.slice(0, -3)
-        return host
-      }
-      case '@path':
-        return path
-      case '@query':
-        return query === '' ? '?' : query
-      case '@request-target':
-        return path + query
-      default:
-        throw new BatonError('signature_malformed', `Unsupported derived component ${name}`, {
-          reason: 'component_unsupported',
-        })
+/** The parts of an absolute target URI the derived components are made of. */
+interface TargetParts {
+  scheme: string
+  authority: string
+  path: string
+  query: string
+}
+
+function targetParts(message: HttpMessage): TargetParts {
+  const m = TARGET.exec(message.targetUri)
+  if (!m) throw new BatonError('signature_malformed', 'The target URI is not absolute')
+  return { scheme: m[1]!.toLowerCase(), authority: m[2]!, path: m[3] || '/', query: m[4] ?? '' }
+}
+
+function derivedValue(message: HttpMessage, target: TargetParts, name: string): string {
+  const { scheme, path, query } = target
+  switch (name) {
+    case '@method':
+      return message.method
+    case '@target-uri':
+      return message.targetUri
+    case '@scheme':
+      return scheme
+    case '@authority': {
+      // RFC 9421 §2.2.3: lower-cased host, default port omitted.
+      const host = target.authority.toLowerCase()
+      if (scheme === 'https' && host.endsWith(':443')) return host.slice(0, -4)
+      if (scheme === 'http' && host.endsWith(':80')) return host.slice(0, -3)
+      return host
     }
+    case '@path':
+      return path
+    case '@query':
+      return query === '' ? '?' : query
+    case '@request-target':
+      return path + query
+    default:
+      throw new BatonError('signature_malformed', `Unsupported derived component ${name}`, {
+        reason: 'component_unsupported',
+      })
   }
+}
+
+function fieldValue(message: HttpMessage, name: string): string {
   const raw = message.headers[name]
   if (raw === undefined) {
     throw new BatonError('signature_invalid', `The covered field ${name} is absent`, {
@@ -75,7 +81,18 @@ export function componentValue(message: HttpMessage, name: string): string {
     })
   }
   // RFC 9421 §2.1: each field line's value trimmed, lines joined with ", ".
-  return (Array.isArray(raw) ? raw : [raw]).map((v) => v.trim()).join(', ')
+  return Array.isArray(raw) ? raw.map((v) => v.trim()).join(', ') : raw.trim()
+}
+
+/**
+ * The value of one covered component of a request (RFC 9421 §2.1 and §2.2). Throws
+ * `signature_malformed` for a component Baton does not support and `signature_invalid` for a
+ * covered field the message does not have (RFC 9421 §2.5: the base cannot be built).
+ */
+export function componentValue(message: HttpMessage, name: string): string {
+  return name.startsWith('@')
+    ? derivedValue(message, targetParts(message), name)
+    : fieldValue(message, name)
 }
 
 /**
@@ -85,6 +102,7 @@ export function componentValue(message: HttpMessage, name: string): string {
 export function signatureBase(message: HttpMessage, input: SfInnerList): string {
   const lines: string[] = []
   const seen = new Set<string>()
+  let target: TargetParts | undefined
   for (const item of input.items) {
     if (typeof item.value !== 'string' || item.params.length > 0) {
       throw new BatonError('signature_malformed', 'Covered components must be plain strings', {
@@ -103,7 +121,14 @@ export function signatureBase(message: HttpMessage, input: SfInnerList): string 
       )
     }
     seen.add(name)
-    const value = componentValue(message, name)
+    let value: string
+    if (name.startsWith('@')) {
+      // The target URI is split once for all the derived components it covers.
+      target ??= targetParts(message)
+      value = derivedValue(message, target, name)
+    } else {
+      value = fieldValue(message, name)
+    }
     if (/[\r\n]/.test(value)) {
       throw new BatonError('signature_malformed', `Component ${name} holds a line break`)
     }

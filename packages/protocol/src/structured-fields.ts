@@ -71,6 +71,12 @@ export function serializeInnerList(list: SfInnerList): string {
   return `(${items.join(' ')})${serializeParams(list.params)}`
 }
 
+// Sticky: each matches at the parser's offset, so no rest of the field is sliced off to match.
+const KEY_AT = /[a-z*][a-z0-9_.*-]*/y
+const INTEGER_AT = /-?[0-9]{1,15}/y
+const BYTES_AT = /:([A-Za-z0-9+/]*={0,2}):/y
+const TOKEN_AT = /[A-Za-z*][\x21\x23-\x27\x2a\x2b\x2d-\x3a\x41-\x5a\x5e-\x7a\x7c\x7e]*/y
+
 class Parser {
   i = 0
   constructor(readonly s: string) {}
@@ -86,45 +92,60 @@ class Parser {
   skipOws(): void {
     while (this.s[this.i] === ' ' || this.s[this.i] === '\t') this.i++
   }
+  /** The match of sticky `re` at the current offset, consumed, or undefined. */
+  take(re: RegExp): RegExpExecArray | undefined {
+    re.lastIndex = this.i
+    const m = re.exec(this.s)
+    if (!m) return undefined
+    this.i = re.lastIndex
+    return m
+  }
   key(): string {
-    const m = /^[a-z*][a-z0-9_.*-]*/.exec(this.s.slice(this.i))
+    const m = this.take(KEY_AT)
     if (!m) this.fail('expected a key')
-    this.i += m[0].length
     return m[0]
   }
   bareItem(): SfBareItem {
     const c = this.peek()
-    const rest = this.s.slice(this.i)
     if (c === '-' || (c !== undefined && c >= '0' && c <= '9')) {
-      const m = /^-?[0-9]{1,15}/.exec(rest)
+      const m = this.take(INTEGER_AT)
       if (!m) this.fail('expected an integer')
-      this.i += m[0].length
       if (this.peek() === '.') this.fail('decimals are not accepted')
       return Number(m[0])
     }
     if (c === '"') {
+      // A string without escapes (every one Baton sends) is one slice of the field value.
       let out = ''
-      this.i++
+      let from = ++this.i
       for (;;) {
-        const ch = this.s[this.i++]
-        if (ch === undefined) this.fail('unterminated string')
-        if (ch === '\\') {
-          const next = this.s[this.i++]
-          if (next !== '"' && next !== '\\') this.fail('bad escape in string')
-          out += next
-        } else if (ch === '"') {
-          return out
-        } else if (ch < ' ' || ch > '~') {
-          this.fail('non-printable character in string')
-        } else {
-          out += ch
+        const code = this.s.charCodeAt(this.i)
+        if (Number.isNaN(code)) this.fail('unterminated string')
+        if (code === 0x22) {
+          const value = out + this.s.slice(from, this.i)
+          this.i++
+          return value
         }
+        if (code === 0x5c) {
+          const next = this.s[this.i + 1]
+          if (next !== '"' && next !== '\\') {
+            this.i++
+            this.fail('bad escape in string')
+          }
+          out += this.s.slice(from, this.i) + next
+          this.i += 2
+          from = this.i
+          continue
+        }
+        if (code < 0x20 || code > 0x7e) {
+          this.i++
+          this.fail('non-printable character in string')
+        }
+        this.i++
       }
     }
     if (c === ':') {
-      const m = /^:([A-Za-z0-9+/]*={0,2}):/.exec(rest)
+      const m = this.take(BYTES_AT)
       if (!m || m[1]!.length % 4 !== 0) this.fail('expected a byte sequence')
-      this.i += m[0].length
       return fromBase64(m[1]!)!
     }
     if (c === '?') {
@@ -133,9 +154,8 @@ class Parser {
       this.i += 2
       return v === '1'
     }
-    const m = /^[A-Za-z*][\x21\x23-\x27\x2a\x2b\x2d-\x3a\x41-\x5a\x5e-\x7a\x7c\x7e]*/.exec(rest)
+    const m = this.take(TOKEN_AT)
     if (!m) this.fail('expected an item')
-    this.i += m[0].length
     return { token: m[0] }
   }
   params(): SfParams {

@@ -76,6 +76,9 @@ export function requirePrincipal(req: FastifyRequest): Principal {
 
 const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '[::1]']
 
+/** The authorities naming a hub, by listen host, local address and port (`ownAuthorities`). */
+const authorities = new Map<string, Set<string>>()
+
 /** An address as it appears in an authority: IPv4-mapped IPv6 unwrapped, IPv6 bracketed. */
 function authorityHost(address: string): string {
   const v4 = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)
@@ -103,6 +106,10 @@ export function localOrigin(req: FastifyRequest): string {
 function ownAuthorities(ctx: AppContext, req: FastifyRequest): Set<string> {
   const address = req.socket?.localAddress ?? '127.0.0.1'
   const port = req.socket?.localPort ?? 80
+  // A hub listens on few addresses, and every signed request asks: worked out once for each.
+  const key = `${ctx.config.host} ${address} ${port}`
+  const known = authorities.get(key)
+  if (known) return known
   const hosts = new Set([authorityHost(address)])
   // A wildcard listen address names no host a client could have signed for.
   if (!['0.0.0.0', '::', ''].includes(ctx.config.host)) hosts.add(authorityHost(ctx.config.host))
@@ -112,6 +119,8 @@ function ownAuthorities(ctx: AppContext, req: FastifyRequest): Set<string> {
     out.add(`${host}:${port}`)
     if (port === 80) out.add(host)
   }
+  if (authorities.size >= 64) authorities.clear()
+  authorities.set(key, out)
   return out
 }
 
@@ -226,7 +235,7 @@ export function registerIdentityRoutes(api: Api, ctx: AppContext): void {
     const carriesSignature =
       req.headers['signature-input'] !== undefined || req.headers.signature !== undefined
     if (!signedPath && !carriesSignature) return payload
-    const refuse = () => closeUnread(req, reply)
+    const announcesBody = declaresBody(req)
     try {
       const origin = requestOrigin(ctx, req)
       const message = {
@@ -234,13 +243,15 @@ export function registerIdentityRoutes(api: Api, ctx: AppContext): void {
         targetUri: (origin ?? localOrigin(req)) + req.url,
         headers: req.headers,
       }
-      const sig = await service.verify(message, declaresBody(req))
+      const sig = await service.verify(message, announcesBody)
       if (origin === undefined) {
         throw new BatonError('signature_invalid', 'The request is addressed to another host', {
           reason: 'authority',
         })
       }
-      const limit = req.routeOptions.bodyLimit ?? ctx.config.bodyLimitBytes
+      // fastify builds routeOptions afresh on every read.
+      const route = req.routeOptions
+      const limit = route.bodyLimit ?? ctx.config.bodyLimitBytes
       if (Number(req.headers['content-length']) > limit) throw tooLarge(limit)
       let afterBody: (() => Promise<void>) | undefined
       if (signedPath || isOptionallySignedPath(req.url)) {
@@ -252,43 +263,44 @@ export function registerIdentityRoutes(api: Api, ctx: AppContext): void {
         // operation's request from an enrolled key, or with a body from a new key under open
         // admission, is judged with reads alone (`prepare`), and its nonce, quota charge and
         // enrolment then commit with the operation's own write (`runAdmitted`).
-        const path = req.url.split('?')[0]
         const admission = {
           address: req.ip,
-          admissionExempt: req.method === 'GET' && path === '/v1/me',
+          admissionExempt:
+            req.method === 'GET' && (req.url === '/v1/me' || req.url.startsWith('/v1/me?')),
         }
-        const config = req.routeOptions.config as unknown as Record<string, unknown> | undefined
+        const config = route.config as unknown as Record<string, unknown> | undefined
         let prepared = config?.[CARRIES_ADMISSION]
           ? await service.prepare(sig, admission)
           : undefined
         // A new key's first request without a body writes nothing (or waits, reading its own
         // admission as it goes): it enrols at once, alone, as before it did anything else.
-        if (prepared?.enrols && !declaresBody(req)) {
+        if (prepared?.enrols && !announcesBody) {
           service.abandon(prepared.carry)
           prepared = undefined
         }
-        const admit = async () => {
-          verified.set(req, await service.admit(sig, admission))
-        }
         if (prepared) {
+          const { carry } = prepared
           let held = false
-          const hold = async () => {
+          const hold = () => {
             held = true
             verified.set(req, prepared.principal)
-            pending.set(req, prepared.carry)
+            pending.set(req, carry)
           }
           // However the exchange ends (even a client gone before any answer), the nonce is spent;
-          // but a new key's first request enrols only once its body verified.
+          // but a new key's first request enrols only once its body verified. A carry a batch
+          // already took commits (or fails) there, and its request was answered from it.
           reply.raw.once('close', () => {
-            if (held) void service.settle(prepared.carry).catch(() => {})
-            else service.abandon(prepared.carry)
+            if (!held) service.abandon(carry)
+            else if (!carry.taken) void service.settle(carry).catch(() => {})
           })
-          if (prepared.enrols) afterBody = hold
-          else await hold()
-        } else if (declaresBody(req) && (await service.isNewUnderOpenAdmission(sig))) {
-          afterBody = admit
+          if (prepared.enrols) afterBody = async () => hold()
+          else hold()
+        } else if (announcesBody && (await service.isNewUnderOpenAdmission(sig))) {
+          afterBody = async () => {
+            verified.set(req, await service.admit(sig, admission))
+          }
         } else {
-          await admit()
+          verified.set(req, await service.admit(sig, admission))
         }
       }
       // Outside /v1 a signature is still checked (without enrolment or a nonce), so a signed
@@ -297,24 +309,29 @@ export function registerIdentityRoutes(api: Api, ctx: AppContext): void {
       // nothing uses.
       const digest = req.headers['content-digest']
       // No body announced and no digest: there are no bytes to check, and nothing after them.
-      if (digest === undefined && afterBody === undefined && !declaresBody(req)) return payload
+      if (digest === undefined && afterBody === undefined && !announcesBody) return payload
       return checkedBody(
         payload,
         new BodyDigest(Array.isArray(digest) ? digest.join(', ') : digest),
         limit,
-        refuse,
+        () => closeUnread(req, reply),
         afterBody,
       )
     } catch (error) {
-      refuse()
+      closeUnread(req, reply)
       throw error
     }
   })
 
   // A request refused after its admission was prepared but before its route ran (a body over
   // the limit or off its digest, a malformed body) still spends its nonce before it is answered.
-  api.app.addHook('onSend', async (req) => {
+  // A callback hook, not an async one: every answer passes it, and almost none has to wait.
+  api.app.addHook('onSend', (req, _reply, payload, done) => {
     const carry = pending.get(req)
-    if (carry) await service.settle(carry).catch(() => {})
+    if (!carry) return done(null, payload)
+    service.settle(carry).then(
+      () => done(null, payload),
+      () => done(null, payload),
+    )
   })
 }

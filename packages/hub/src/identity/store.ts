@@ -1,7 +1,46 @@
-import { type Kysely, sql } from 'kysely'
+import { CompiledQuery, type Kysely, type QueryResult, sql } from 'kysely'
+import { namedStatement } from '../store/database.js'
 import type { HubKeyRow, PrincipalRow, Schema } from '../store/schema.js'
 
 /** SQL for principals, nonces and the hub key, in the subset both dialects share. */
+
+// Statements every signed request runs, by dialect and shape: their text depends only on their
+// shape (a batch's row count), so kysely builds and compiles each shape once and later requests
+// run that text with their own parameters. Building them anew was most of the SQL share of a
+// signed request's event-loop time. The bound keeps shapes that never repeat from piling up.
+const SHAPES_PER_DIALECT = 512
+const shapes = new WeakMap<object, Map<string, string>>()
+
+/**
+ * Runs the statement of `shape` with `parameters`, compiling it from `build` (whose parameters
+ * must be `parameters`, in order) only the first time the shape is seen on this dialect. On
+ * PostgreSQL a shape's text is also a named statement, prepared once per connection.
+ */
+export async function runShape<R>(
+  db: Kysely<Schema>,
+  shape: string,
+  parameters: unknown[],
+  build: () => CompiledQuery<R>,
+): Promise<QueryResult<R>> {
+  // The adapter is the dialect's, shared by the database and its transactions.
+  const { adapter } = db.getExecutor()
+  let byShape = shapes.get(adapter)
+  if (!byShape) {
+    byShape = new Map()
+    shapes.set(adapter, byShape)
+  }
+  const text = byShape.get(shape)
+  if (text !== undefined) return db.executeQuery<R>(CompiledQuery.raw(text, parameters))
+  const compiled = build()
+  const same =
+    compiled.parameters.length === parameters.length &&
+    compiled.parameters.every((v, i) => v === parameters[i])
+  // A shape whose parameters kysely orders otherwise is run as built, never cached.
+  if (same && byShape.size < SHAPES_PER_DIALECT) {
+    byShape.set(shape, namedStatement(`baton_identity_${shape}`, compiled.sql))
+  }
+  return db.executeQuery<R>(compiled)
+}
 
 /** Removes nonces whose signatures can no longer be fresh; answers how many. */
 export async function pruneNonces(db: Kysely<Schema>, now: number): Promise<number> {
@@ -104,15 +143,26 @@ export async function insertNonces(
   rows: { keyid: string; nonce: string; expires_at: number }[],
 ): Promise<Set<string>> {
   if (rows.length === 0) return new Set()
-  // One statement whose text follows the batch size: padding it to fixed sizes measured slower
-  // on SQLite (every statement is prepared afresh by the driver; the padded rows cost inserts).
-  const fresh = await db
-    .insertInto('signature_nonces')
-    .values(rows)
-    .onConflict((oc) => oc.columns(['keyid', 'nonce']).doNothing())
-    .returning(['keyid', 'nonce'])
-    .execute()
-  return new Set(fresh.map((r) => `${r.keyid}\0${r.nonce}`))
+  // One statement whose text follows the batch size (at most BATON_MAX_BATCH rows), compiled
+  // once per size: padding it to fixed sizes measured slower on SQLite (the padded rows cost
+  // inserts), and each size's text is prepared once by either driver.
+  const parameters: unknown[] = []
+  for (const r of rows) parameters.push(r.keyid, r.nonce, r.expires_at)
+  const { rows: fresh } = await runShape<{ keyid: string; nonce: string }>(
+    db,
+    `nonces_${rows.length}`,
+    parameters,
+    () =>
+      db
+        .insertInto('signature_nonces')
+        .values(rows.map((r) => ({ keyid: r.keyid, nonce: r.nonce, expires_at: r.expires_at })))
+        .onConflict((oc) => oc.columns(['keyid', 'nonce']).doNothing())
+        .returning(['keyid', 'nonce'])
+        .compile(),
+  )
+  const out = new Set<string>()
+  for (const r of fresh) out.add(`${r.keyid}\0${r.nonce}`)
+  return out
 }
 
 /** The enrolled principals among `principals`. */
@@ -209,7 +259,13 @@ export async function readAdmission(
   db: Kysely<Schema>,
   q: { keyid: string; nonce: string; scope: string; windowStart: number },
 ): Promise<AdmissionRead> {
-  const { rows } = await sql<AdmissionColumns>`select ${admissionColumns(q)}
-    from (select 1 as one) as o left join principals as p on p.principal = ${q.keyid}`.execute(db)
+  const { rows } = await runShape<AdmissionColumns>(
+    db,
+    'admission',
+    [q.keyid, q.nonce, q.scope, q.keyid, q.windowStart, q.keyid],
+    () =>
+      sql<AdmissionColumns>`select ${admissionColumns(q)}
+    from (select 1 as one) as o left join principals as p on p.principal = ${q.keyid}`.compile(db),
+  )
   return toAdmissionRead(rows[0]!)
 }

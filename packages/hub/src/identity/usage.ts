@@ -6,6 +6,7 @@ import {
   type AdmissionColumns,
   type AdmissionRead,
   admissionColumns,
+  runShape,
   toAdmissionRead,
 } from './store.js'
 
@@ -28,19 +29,41 @@ export async function principalUsage(
   dayStart: number,
   signed?: { nonce: string },
 ): Promise<PrincipalUsage & { admission?: AdmissionRead }> {
-  const messages = sql`(select count from quota_counters
+  const messages = () => sql`(select count from quota_counters
         where scope = ${MESSAGE_QUOTA_SCOPE} and subject = ${principal} and window_start = ${dayStart}) as messages,
       (select stored_bytes from usage_counters where principal = ${principal}) as stored`
+  // Both shapes run on every `GET /v1/me`: compiled once (`runShape`), in interpolation order.
   if (signed) {
-    const { rows } = await sql<
+    const { rows } = await runShape<
       AdmissionColumns & { messages: number | null; stored: number | string | null }
-    >`select ${messages}, ${admissionColumns({
-      keyid: principal,
-      nonce: signed.nonce,
-      scope: REQUEST_QUOTA_SCOPE,
-      windowStart: dayStart,
-    })}
-    from (select 1 as one) as o left join principals as p on p.principal = ${principal}`.execute(db)
+    >(
+      db,
+      'usage_signed',
+      [
+        MESSAGE_QUOTA_SCOPE,
+        principal,
+        dayStart,
+        principal,
+        principal,
+        signed.nonce,
+        REQUEST_QUOTA_SCOPE,
+        principal,
+        dayStart,
+        principal,
+      ],
+      () =>
+        sql<
+          AdmissionColumns & { messages: number | null; stored: number | string | null }
+        >`select ${messages()}, ${admissionColumns({
+          keyid: principal,
+          nonce: signed.nonce,
+          scope: REQUEST_QUOTA_SCOPE,
+          windowStart: dayStart,
+        })}
+    from (select 1 as one) as o left join principals as p on p.principal = ${principal}`.compile(
+          db,
+        ),
+    )
     const row = rows[0]!
     const admission = toAdmissionRead(row)
     return {
@@ -50,14 +73,17 @@ export async function principalUsage(
       admission,
     }
   }
-  const { rows } = await sql<{
-    requests: number | null
-    messages: number | null
-    stored: number | string | null
-  }>`select
+  type Row = { requests: number | null; messages: number | null; stored: number | string | null }
+  const { rows } = await runShape<Row>(
+    db,
+    'usage',
+    [REQUEST_QUOTA_SCOPE, principal, dayStart, MESSAGE_QUOTA_SCOPE, principal, dayStart, principal],
+    () =>
+      sql<Row>`select
       (select count from quota_counters
         where scope = ${REQUEST_QUOTA_SCOPE} and subject = ${principal} and window_start = ${dayStart}) as requests,
-      ${messages}`.execute(db)
+      ${messages()}`.compile(db),
+  )
   const row = rows[0]!
   return {
     requestsToday: Number(row.requests ?? 0),
