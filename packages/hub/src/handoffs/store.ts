@@ -1,41 +1,14 @@
 import { CompiledQuery, type Kysely, sql } from 'kysely'
+import { CompiledShapes } from '../store/compiled.js'
 import { namedStatement } from '../store/database.js'
 import type { HandoffMoveRow, HandoffRow, Schema } from '../store/schema.js'
 import { sqliteScript } from '../store/sqlite-driver.js'
 
 /** SQL for handoffs, in the subset both dialects share. Every function takes the db or a tx. */
 
-// The SQL text of the move batch's statements, by dialect and shape. Their text depends only on
-// how many rows a batch has, so kysely builds and compiles each shape once and later batches run
-// that text with their own parameters: building and compiling each statement anew was most of
-// kysely's share of a batch's time. A batch has at most BATON_MAX_BATCH rows; the bound is a
-// backstop against shapes that are never reused.
-const SHAPES_PER_DIALECT = 1024
-const shapes = new WeakMap<object, Map<string, string>>()
-
-/**
- * Runs the statement of shape `key` with `parameters`, compiling it (from `build`, whose
- * parameters must be `parameters` in the same order) only the first time the shape is seen.
- */
-async function runShape<R>(
-  db: Kysely<Schema>,
-  key: string,
-  parameters: readonly unknown[],
-  build: () => CompiledQuery<R>,
-) {
-  // The adapter is the dialect's, shared by the database and its transactions.
-  const { adapter } = db.getExecutor()
-  let byKey = shapes.get(adapter)
-  if (!byKey) {
-    byKey = new Map()
-    shapes.set(adapter, byKey)
-  }
-  const text = byKey.get(key)
-  if (text !== undefined) return db.executeQuery<R>(CompiledQuery.raw(text, [...parameters]))
-  const compiled = build()
-  if (byKey.size < SHAPES_PER_DIALECT) byKey.set(key, compiled.sql)
-  return db.executeQuery<R>(compiled)
-}
+// The move batch's statements, by dialect and shape (how many rows a batch has), compiled once:
+// building and compiling each anew was most of kysely's share of a batch's time.
+const shapes = new CompiledShapes(1024)
 
 export async function insertHandoff(db: Kysely<Schema>, row: HandoffRow): Promise<void> {
   await db.insertInto('handoffs').values(row).execute()
@@ -135,7 +108,7 @@ export async function lockForMoves(
   ids: string[],
   lock: boolean,
 ): Promise<HandoffMoveState[]> {
-  const result = await runShape(db, `lockForMoves:${ids.length}:${lock}`, ids, () =>
+  const result = await shapes.run(db, `lockForMoves:${ids.length}:${lock}`, ids, () =>
     db
       .selectFrom('handoffs')
       .select([
@@ -177,7 +150,7 @@ export async function findMovesByNonces(
  * version; answers how many rows changed.
  */
 export async function applyMoves(db: Kysely<Schema>, rows: MoveApply[]): Promise<number> {
-  const result = await runShape(db, `applyMoves:${rows.length}`, applyParameters(rows), () =>
+  const result = await shapes.run(db, `applyMoves:${rows.length}`, applyParameters(rows), () =>
     sql`
       with v (id, state, version, ended, at, expect) as (values ${applyValues(rows)})
       update handoffs
@@ -230,7 +203,7 @@ export async function writeMoves(
     return applied
   }
   const parameters = [...applyParameters(rows), ...moveParameters(moves)]
-  const result = await runShape<{ applied: number }>(
+  const result = await shapes.run<{ applied: number }>(
     db,
     `writeMoves:${rows.length}:${moves.length}`,
     parameters,
@@ -269,7 +242,7 @@ const MOVE_COLUMNS = [
 /** Inserts many history rows in one statement. */
 export async function insertMoves(db: Kysely<Schema>, rows: HandoffMoveRow[]): Promise<void> {
   if (rows.length === 0) return
-  await runShape(db, `insertMoves:${rows.length}`, moveParameters(rows), () =>
+  await shapes.run(db, `insertMoves:${rows.length}`, moveParameters(rows), () =>
     db
       .insertInto('handoff_moves')
       .values(rows.map((r) => Object.fromEntries(MOVE_COLUMNS.map((c) => [c, r[c]])) as never))

@@ -1,5 +1,6 @@
 import type { HopRecord, ReplayStore } from '@baton/context'
-import { CompiledQuery, type Kysely, sql } from 'kysely'
+import { type Kysely, sql } from 'kysely'
+import { CompiledShapes } from '../store/compiled.js'
 import type { Database } from '../store/database.js'
 import type { HopDeliveryRow, HopReplayRow, HopRow, HopStatusRow, Schema } from '../store/schema.js'
 
@@ -18,8 +19,8 @@ export async function nextSequence(db: Kysely<Schema>): Promise<number> {
   return Number(row.value)
 }
 
-/** The admission statement's text by database and number of principals, compiled once. */
-const admittedTexts = new WeakMap<Kysely<Schema>, Map<number, string>>()
+/** The admission statement, compiled once per number of principals and dialect. */
+const admittedShapes = new CompiledShapes(64)
 
 /**
  * Which of these distinct principals are admitted (approved), in one query whose text is compiled
@@ -35,20 +36,14 @@ export async function admittedAmong(
   principals: readonly string[],
 ): Promise<string[]> {
   if (principals.length === 0) return []
-  let texts = admittedTexts.get(db)
-  if (texts === undefined) {
-    texts = new Map()
-    admittedTexts.set(db, texts)
-  }
-  let text = texts.get(principals.length)
-  if (text === undefined) {
-    text = sql`select principal from principals
+  const { rows } = await admittedShapes.run<{ principal: string }>(
+    db,
+    String(principals.length),
+    principals,
+    () =>
+      sql<{ principal: string }>`select principal from principals
       where principal in (${sql.join(principals)})
-        and case when state = 'approved' then 1 else 0 end = 1`.compile(db).sql
-    if (principals.length <= 64) texts.set(principals.length, text)
-  }
-  const { rows } = await db.executeQuery<{ principal: string }>(
-    CompiledQuery.raw(text, [...principals]),
+        and case when state = 'approved' then 1 else 0 end = 1`.compile(db),
   )
   if (rows.length === principals.length) return [...principals]
   const admitted = new Set(rows.map((r) => r.principal))

@@ -6,7 +6,7 @@ import { transaction } from '../store/transaction.js'
 import { enrolPrincipal, insertNonces, readAdmission } from './store.js'
 
 // The nonce insert and the admission read are compiled once per shape and then run as text with
-// new parameters (`runShape`): the later runs of a shape must answer as the first one did.
+// new parameters (`identityShapes`): the later runs of a shape must answer as the first one did.
 for (const store of testStores) {
   describe(`identity statements compiled once per shape (${store.name})`, () => {
     let database: Database

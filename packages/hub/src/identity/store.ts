@@ -1,46 +1,13 @@
-import { CompiledQuery, type Kysely, type QueryResult, sql } from 'kysely'
-import { namedStatement } from '../store/database.js'
+import { type Kysely, sql } from 'kysely'
+import { CompiledShapes } from '../store/compiled.js'
 import type { HubKeyRow, PrincipalRow, Schema } from '../store/schema.js'
 
 /** SQL for principals, nonces and the hub key, in the subset both dialects share. */
 
-// Statements every signed request runs, by dialect and shape: their text depends only on their
-// shape (a batch's row count), so kysely builds and compiles each shape once and later requests
-// run that text with their own parameters. Building them anew was most of the SQL share of a
-// signed request's event-loop time. The bound keeps shapes that never repeat from piling up.
-const SHAPES_PER_DIALECT = 512
-const shapes = new WeakMap<object, Map<string, string>>()
-
-/**
- * Runs the statement of `shape` with `parameters`, compiling it from `build` (whose parameters
- * must be `parameters`, in order) only the first time the shape is seen on this dialect. On
- * PostgreSQL a shape's text is also a named statement, prepared once per connection.
- */
-export async function runShape<R>(
-  db: Kysely<Schema>,
-  shape: string,
-  parameters: unknown[],
-  build: () => CompiledQuery<R>,
-): Promise<QueryResult<R>> {
-  // The adapter is the dialect's, shared by the database and its transactions.
-  const { adapter } = db.getExecutor()
-  let byShape = shapes.get(adapter)
-  if (!byShape) {
-    byShape = new Map()
-    shapes.set(adapter, byShape)
-  }
-  const text = byShape.get(shape)
-  if (text !== undefined) return db.executeQuery<R>(CompiledQuery.raw(text, parameters))
-  const compiled = build()
-  const same =
-    compiled.parameters.length === parameters.length &&
-    compiled.parameters.every((v, i) => v === parameters[i])
-  // A shape whose parameters kysely orders otherwise is run as built, never cached.
-  if (same && byShape.size < SHAPES_PER_DIALECT) {
-    byShape.set(shape, namedStatement(`baton_identity_${shape}`, compiled.sql))
-  }
-  return db.executeQuery<R>(compiled)
-}
+// Statements every signed request runs, by dialect and shape (a batch's row count): compiled
+// once, and on PostgreSQL each shape prepared once per connection. Building them anew was most of
+// the SQL share of a signed request's event-loop time.
+export const identityShapes = new CompiledShapes(512, 'baton_identity_')
 
 /** Removes nonces whose signatures can no longer be fresh; answers how many. */
 export async function pruneNonces(db: Kysely<Schema>, now: number): Promise<number> {
@@ -148,7 +115,7 @@ export async function insertNonces(
   // inserts), and each size's text is prepared once by either driver.
   const parameters: unknown[] = []
   for (const r of rows) parameters.push(r.keyid, r.nonce, r.expires_at)
-  const { rows: fresh } = await runShape<{ keyid: string; nonce: string }>(
+  const { rows: fresh } = await identityShapes.run<{ keyid: string; nonce: string }>(
     db,
     `nonces_${rows.length}`,
     parameters,
@@ -259,7 +226,7 @@ export async function readAdmission(
   db: Kysely<Schema>,
   q: { keyid: string; nonce: string; scope: string; windowStart: number },
 ): Promise<AdmissionRead> {
-  const { rows } = await runShape<AdmissionColumns>(
+  const { rows } = await identityShapes.run<AdmissionColumns>(
     db,
     'admission',
     [q.keyid, q.nonce, q.scope, q.keyid, q.windowStart, q.keyid],

@@ -6,7 +6,7 @@ import {
   type AdmissionColumns,
   type AdmissionRead,
   admissionColumns,
-  runShape,
+  identityShapes,
   toAdmissionRead,
 } from './store.js'
 
@@ -32,9 +32,9 @@ export async function principalUsage(
   const messages = () => sql`(select count from quota_counters
         where scope = ${MESSAGE_QUOTA_SCOPE} and subject = ${principal} and window_start = ${dayStart}) as messages,
       (select stored_bytes from usage_counters where principal = ${principal}) as stored`
-  // Both shapes run on every `GET /v1/me`: compiled once (`runShape`), in interpolation order.
+  // Both shapes run on every `GET /v1/me`: compiled once (`identityShapes`), in interpolation order.
   if (signed) {
-    const { rows } = await runShape<
+    const { rows } = await identityShapes.run<
       AdmissionColumns & { messages: number | null; stored: number | string | null }
     >(
       db,
@@ -74,7 +74,7 @@ export async function principalUsage(
     }
   }
   type Row = { requests: number | null; messages: number | null; stored: number | string | null }
-  const { rows } = await runShape<Row>(
+  const { rows } = await identityShapes.run<Row>(
     db,
     'usage',
     [REQUEST_QUOTA_SCOPE, principal, dayStart, MESSAGE_QUOTA_SCOPE, principal, dayStart, principal],

@@ -1,4 +1,5 @@
-import { CompiledQuery, type Kysely, type QueryResult, type RawBuilder, sql } from 'kysely'
+import { type Kysely, type RawBuilder, sql } from 'kysely'
+import { CompiledShapes } from '../store/compiled.js'
 import type {
   Schema,
   TransferEventRow,
@@ -11,39 +12,8 @@ import type {
 
 type Db = Kysely<Schema>
 
-/** SQL texts of the hot statements, by dialect (its adapter) and shape. */
-const texts = new WeakMap<object, Map<string, string>>()
-
-/** Shapes a dialect keeps; a batch size is part of a shape, so they are bounded by batch sizes. */
-const MAX_SHAPES = 2048
-
-/**
- * Runs a hot statement whose SQL text depends only on `shape`: kysely builds and compiles it the
- * first time, and later runs send only `params`. The text is kept only if the compiled
- * parameters are exactly `params`, so a shape whose parameters are not what the caller computes
- * is always built afresh. No plugin of the hub's rewrites SQL, so one text serves every builder
- * of a dialect.
- */
-async function runCompiled<R>(
-  db: Db,
-  shape: string,
-  params: unknown[],
-  build: () => CompiledQuery<R>,
-): Promise<QueryResult<R>> {
-  const { adapter } = db.getExecutor()
-  let known = texts.get(adapter)
-  if (!known) {
-    known = new Map()
-    texts.set(adapter, known)
-  }
-  const text = known.get(shape)
-  if (text !== undefined) return db.executeQuery<R>(CompiledQuery.raw(text, params))
-  const query = build()
-  const same =
-    query.parameters.length === params.length && query.parameters.every((p, i) => p === params[i])
-  if (same && known.size < MAX_SHAPES) known.set(shape, query.sql)
-  return db.executeQuery<R>(query)
-}
+/** Hot statements compiled once per shape; a batch size is part of a shape. */
+const shapes = new CompiledShapes(2048)
 
 /** Every column of a row type, in insert order; one left out of the list fails to compile. */
 const allColumns =
@@ -119,7 +89,7 @@ async function insertRows<T extends keyof Schema>(
   columns: readonly (keyof Schema[T])[],
 ): Promise<void> {
   if (rows.length === 0) return
-  await runCompiled(db, `insert ${table} ${rows.length}`, valuesOf(rows, columns), () =>
+  await shapes.run(db, `insert ${table} ${rows.length}`, valuesOf(rows, columns), () =>
     db
       .insertInto(table)
       .values(ordered(rows, columns) as never)
@@ -162,7 +132,7 @@ export async function findByOwnerKeys(
 }
 
 export async function findTransfer(db: Db, id: string): Promise<TransferRow | undefined> {
-  const { rows } = await runCompiled(db, 'find', [id], () =>
+  const { rows } = await shapes.run(db, 'find', [id], () =>
     db.selectFrom('transfers').selectAll().where('id', '=', id).compile(),
   )
   return rows[0]
@@ -270,7 +240,7 @@ export async function lockTransfers(
 ): Promise<LockedTransfer[]> {
   const params = [...(m.tokens ? ['provision', 1, 'activate', 1] : []), ...m.content, ...ids]
   const shape = `lock ${ids.length} ${m.tokens} ${m.content.length} ${m.lock}`
-  const { rows } = await runCompiled(db, shape, params, () => lockQuery(db, ids, m).compile())
+  const { rows } = await shapes.run(db, shape, params, () => lockQuery(db, ids, m).compile())
   return rows as LockedTransfer[]
 }
 
@@ -333,7 +303,7 @@ export async function findUsages(
   keys: string[],
 ): Promise<TransferUsageRow[]> {
   const shape = `usages ${ids.length} ${keys.length}`
-  const { rows } = await runCompiled(db, shape, [...ids, ...keys], () =>
+  const { rows } = await shapes.run(db, shape, [...ids, ...keys], () =>
     db
       .selectFrom('transfer_usage')
       .selectAll()
@@ -354,7 +324,7 @@ export async function applyTransfers(
   readVersion: Map<string, number>,
 ): Promise<number> {
   const params = applyParams(rows, readVersion)
-  const result = await runCompiled(db, `apply ${rows.length}`, params, () =>
+  const result = await shapes.run(db, `apply ${rows.length}`, params, () =>
     applyQuery(rows, readVersion).compile(db),
   )
   return Number(result.numAffectedRows ?? 0n)
@@ -477,7 +447,7 @@ export async function writeGroup(db: Db, g: GroupWrites): Promise<number> {
   insert('g', 'transfer_usage', g.usages, USAGE_COLUMNS)
   if (parts.length === 0) return 0
   const applied = g.changed.length > 0 ? sql`(select count(*) from u)` : sql`0`
-  const result = await runCompiled<{ applied: number | string }>(
+  const result = await shapes.run<{ applied: number | string }>(
     db,
     `group ${parts.map((p) => p[0]).join(' ')}`,
     parts.flatMap((p) => p[1]),
