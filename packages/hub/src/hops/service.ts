@@ -62,9 +62,8 @@ export interface HopDeps {
 /** The event topic of a principal's hop inbox; an event is a hint to re-read. */
 export const hopInboxTopic = (principal: string) => `hops:${principal}`
 
-/** How many compiled trust stores (by the did:keys they hold) and did:key keys are kept. */
+/** How many compiled trust stores (by the did:keys they hold) are kept. */
 const TRUST_CACHE_SIZE = 1000
-const KEY_CACHE_SIZE = 10_000
 /** Thrown inside a status transaction when the hop moved after it was read. */
 const MOVED = new Error('hop moved')
 /** The checks after the replay check: an offer refused by one of them was remembered. */
@@ -94,8 +93,6 @@ export class HopService {
   readonly replay: HubReplayStore
   /** Compiled trust stores by the did:keys they hold, least recently used out first. */
   private readonly trustCache = new Lru<string, TrustStore>(TRUST_CACHE_SIZE)
-  /** Each did:key's trusted keys (its key under both `kid` forms), least recently used out first. */
-  private readonly keyCache = new Lru<string, TrustedKey[] | null>(KEY_CACHE_SIZE)
 
   constructor(private readonly deps: HopDeps) {
     this.replay = new HubReplayStore(deps.database)
@@ -413,28 +410,12 @@ export class HopService {
     if (cached) return cached
     const config: Record<string, TrustedKey[]> = {}
     for (const iss of issuers) {
-      const keys = this.keysOf(iss)
+      const keys = keysOf(iss)
       if (keys) config[iss] = keys
     }
     const trust = new TrustStore(config)
     this.trustCache.set(cacheKey, trust)
     return trust
-  }
-
-  /** A did:key's public key, imported once, under both forms of its `kid`. */
-  private keysOf(iss: string): TrustedKey[] | null {
-    const known = this.keyCache.get(iss)
-    if (known !== undefined) return known
-    const key = didKeyResolver()(iss)
-    const fragment = iss.slice('did:key:'.length)
-    const keys = key
-      ? [
-          { key, kid: iss },
-          { key, kid: `${iss}#${fragment}` },
-        ]
-      : null
-    this.keyCache.set(iss, keys)
-    return keys
   }
 
   private async deliverOffer(
@@ -696,6 +677,20 @@ function toStatusView(row: HopStatusRow) {
     receipt: row.receipt,
     receivedAt: iso(row.created_at),
   }
+}
+
+/** Each did:key's public key; the identity verifier's resolver imports each once and keeps it. */
+const resolveDidKey = didKeyResolver()
+
+/** A did:key's public key under both forms of its `kid`; null for an identifier naming none. */
+function keysOf(iss: string): TrustedKey[] | null {
+  const key = resolveDidKey(iss)
+  if (!key) return null
+  const fragment = iss.slice('did:key:'.length)
+  return [
+    { key, kid: iss },
+    { key, kid: `${iss}#${fragment}` },
+  ]
 }
 
 /** The did:keys the elements' protected `kid`s name, each once, sorted. */
