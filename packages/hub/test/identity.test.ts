@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs'
 import http from 'node:http'
 import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
+import { isDeepStrictEqual } from 'node:util'
 import {
   contentDigest,
   createIdentity,
@@ -11,7 +12,7 @@ import {
   SignedClient,
   signMessage,
 } from '@baton/client'
-import type { DiscoveryDocument, MeView } from '@baton/protocol'
+import { type DiscoveryDocument, type MeView, parseDictionary } from '@baton/protocol'
 import fc from 'fast-check'
 import { ManualClock } from '../src/clock.js'
 import { call, restartableHub, startTestHub, type TestHub, testStores } from './support.js'
@@ -298,11 +299,40 @@ for (const store of testStores) {
             mutated.headers[which] = change(req.headers[which]!, at, c)
           }
           const res = await send(open, mutated)
+          // A change to only the pad bits of the signature's last base64 character spells the
+          // same bytes, which RFC 8941 4.2.7 tells parsers to accept: the very signature, so
+          // the request is admitted and reaches the (missing) route.
+          if (
+            which === 'signature' &&
+            sameValue(req.headers.signature!, mutated.headers.signature!)
+          ) {
+            assert.equal(res.status, 404, `${which}: ${JSON.stringify(res.body)}`)
+            return
+          }
           assert.equal(res.status, 401, `${which}: ${JSON.stringify(res.body)}`)
           assert.ok(SIGNATURE_CODES.has(String(res.body.code)), String(res.body.code))
         }),
         { numRuns: 60 },
       )
+    })
+
+    test('a signature spelled with non-zero pad bits is the same signature (RFC 8941 4.2.7)', async () => {
+      const id = createIdentity('test')
+      const req = signFor(open, id, clock, { method: 'GET', path: '/v1/me' })
+      const signature = req.headers.signature!
+      // An Ed25519 signature is 64 bytes: its base64 ends in one character carrying 2 data bits
+      // and 4 pad bits, then "==". Setting every pad bit keeps the bytes.
+      const at = signature.indexOf('==') - 1
+      const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'
+      const padded = alphabet[alphabet.indexOf(signature[at]!) | 0b1111]!
+      assert.notEqual(padded, signature[at], 'the test needs pad bits to set')
+      const spelled = `${signature.slice(0, at)}${padded}${signature.slice(at + 1)}`
+      assert.ok(sameValue(signature, spelled))
+      const res = await send(open, { ...req, headers: { ...req.headers, signature: spelled } })
+      assert.equal(res.status, 200, JSON.stringify(res.body))
+      // The nonce is the same too: the original spelling is now a replay.
+      const again = await send(open, req)
+      assert.equal(again.status, 401, JSON.stringify(again.body))
     })
 
     test('the request quota answers 429 rate_limited with Retry-After; /v1/me still answers', async () => {
@@ -544,4 +574,13 @@ for (const store of testStores) {
       }
     })
   })
+}
+
+/** Whether two structured-field dictionaries say the same (the same keys, bytes and parameters). */
+function sameValue(a: string, b: string): boolean {
+  try {
+    return isDeepStrictEqual(parseDictionary(a), parseDictionary(b))
+  } catch {
+    return false
+  }
 }
