@@ -1,4 +1,5 @@
-import { type Kysely, sql } from 'kysely'
+import { AsyncLocalStorage } from 'node:async_hooks'
+import { type Kysely, type QueryId, sql } from 'kysely'
 import type { Database } from './database.js'
 import type { Schema } from './schema.js'
 
@@ -18,22 +19,34 @@ export interface StoreCounts {
 }
 
 const counted = new WeakMap<Database, StoreCounts>()
+/** Set while `transaction` runs its work: a write outside it commits on its own (autocommit). */
+const inTransaction = new AsyncLocalStorage<true>()
+const WRITE_NODES = new Set(['InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryNode'])
 
 /**
  * Counts every statement `database.db` executes and every write transaction it commits, for
  * tests and benchmarks that divide them by the requests they sent; call it before anything
- * keeps a reference to `database.db`. Idempotent: answers the live counts.
+ * keeps a reference to `database.db`. A built insert, update or delete run outside `transaction`
+ * commits on its own and counts as a commit too (a write compiled ahead and run alone says so
+ * with `countCommit`). Idempotent: answers the live counts.
  */
 export function countStatements(database: Database): StoreCounts {
   const known = counted.get(database)
   if (known) return known
   const counts: StoreCounts = { statements: 0, commits: 0 }
   counted.set(database, counts)
+  const autocommits = new WeakSet<QueryId>()
   database.db = database.db.withPlugin({
-    transformQuery: (args) => args.node,
+    transformQuery: (args) => {
+      if (WRITE_NODES.has(args.node.kind) && !inTransaction.getStore()) {
+        autocommits.add(args.queryId)
+      }
+      return args.node
+    },
     // Called once per executed statement, compiled ahead or not (transformQuery is per build).
     transformResult: async (args) => {
       counts.statements++
+      if (autocommits.has(args.queryId)) counts.commits++
       return args.result
     },
   })
@@ -54,19 +67,21 @@ export async function transaction<T>(database: Database, fn: (tx: Tx) => Promise
   for (let attempt = 1; ; attempt++) {
     const hooks: (() => void)[] = []
     try {
-      const result = await database.db.connection().execute(async (conn) => {
-        await sql.raw(database.caps.beginWrite).execute(conn)
-        try {
-          const value = await fn({ db: conn, afterCommit: (h) => hooks.push(h) })
-          await sql`commit`.execute(conn)
-          const counts = counted.get(database)
-          if (counts) counts.commits++
-          return value
-        } catch (error) {
-          await sql`rollback`.execute(conn).catch(() => {})
-          throw error
-        }
-      })
+      const result = await database.db.connection().execute((conn) =>
+        inTransaction.run(true, async () => {
+          await sql.raw(database.caps.beginWrite).execute(conn)
+          try {
+            const value = await fn({ db: conn, afterCommit: (h) => hooks.push(h) })
+            await sql`commit`.execute(conn)
+            const counts = counted.get(database)
+            if (counts) counts.commits++
+            return value
+          } catch (error) {
+            await sql`rollback`.execute(conn).catch(() => {})
+            throw error
+          }
+        }),
+      )
       runHooks(hooks)
       return result
     } catch (error) {
