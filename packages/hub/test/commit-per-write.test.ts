@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
-import { canonicalJson, HopClient, type SignedClient } from '@baton/client'
+import { canonicalJson, HopClient, hopSigner, type SignedClient } from '@baton/client'
+import { signOffer } from '@baton/context'
+import { sql } from 'kysely'
 import { countStatements } from '../src/store/transaction.js'
 import { call, signedAgent, startTestHub, type TestHub, testStores } from './support.js'
 
@@ -200,6 +202,121 @@ for (const store of testStores) {
       await hub.ctx.batcher.flush()
       assert.equal(answered.answer.hop.state, 'accepted')
       assert.equal(counts.commits - before, 1, 'the answer commits once')
+    })
+
+    /** Runs `fn` on an otherwise idle hub; answers its outcome and the commits it made. */
+    async function commitsOf<T>(fn: () => Promise<T>): Promise<{ value: T; commits: number }> {
+      await hub.ctx.batcher.flush()
+      const counts = countStatements(hub.ctx.database)
+      const before = counts.commits
+      const value = await fn()
+      await hub.ctx.batcher.flush()
+      return { value, commits: counts.commits - before }
+    }
+
+    /** The code and reason of a refused call. */
+    async function refusedWith(p: Promise<unknown>): Promise<string> {
+      try {
+        await p
+      } catch (error) {
+        const e = error as { code: string; context: Record<string, unknown> }
+        return `${e.code}:${e.context.reason}`
+      }
+      assert.fail('the call was not refused')
+    }
+
+    // seed 003 check 4 remembers (iss, hop) with its digest: that record commits with the
+    // offer's delivery (or its refusal, or the equivocation report) and the request's nonce.
+    test('every path of a hop offer commits once, its replay record with it', async () => {
+      const hops = new HopClient(alice)
+      const signer = await hopSigner(alice.identity)
+      const offered = await commitsOf(() => hops.offer({ to: bob.principal, dialog: 'commit-all' }))
+      assert.equal(offered.value.answer.retransmission, false)
+      assert.equal(offered.commits, 1, 'a delivered offer')
+      const again = await commitsOf(() => hops.send(bob.principal, offered.value.handoff))
+      assert.equal(again.value.retransmission, true)
+      assert.equal(again.commits, 1, 'a retransmission')
+      const other = signOffer({
+        signer,
+        aud: bob.principal,
+        dialog: 'commit-all',
+        task: 'other-octets',
+        hop: offered.value.signed.claims.hop,
+      })
+      const equivocation = await commitsOf(() =>
+        refusedWith(hops.send(bob.principal, { offer: other.element })),
+      )
+      assert.equal(equivocation.value, 'hop_refused:equivocation')
+      assert.equal(equivocation.commits, 1, 'an equivocation and its report')
+      // A chain whose prev does not name its element is refused after the replay check.
+      const upstream = await new HopClient(runtime).offer({
+        to: alice.principal,
+        dialog: 'commit-all',
+      })
+      const stray = signOffer({ signer, aud: bob.principal, dialog: 'commit-all' })
+      const broken = {
+        offer: signOffer({ signer, aud: bob.principal, dialog: 'commit-all', prev: stray.element })
+          .element,
+        chain: [upstream.handoff.offer],
+      }
+      const refused = await commitsOf(() => refusedWith(hops.send(bob.principal, broken)))
+      assert.equal(refused.value, 'hop_refused:broken-chain')
+      assert.equal(refused.commits, 1, 'an offer refused after the replay check')
+      const replayed = await commitsOf(() => refusedWith(hops.send(bob.principal, broken)))
+      assert.equal(replayed.value, 'hop_refused:replay', 'its refusal was remembered')
+      assert.equal(replayed.commits, 1)
+      const answered = await commitsOf(() =>
+        new HopClient(bob).answer(offered.value.handoff.offer as string, 'accepted'),
+      )
+      assert.equal(answered.value.answer.hop.state, 'accepted')
+      assert.equal(answered.commits, 1, 'a status')
+    })
+
+    test('a delivery that fails leaves no replay record: the same offer is then delivered', async () => {
+      const { db, caps } = hub.ctx.database
+      const create =
+        caps.name === 'sqlite'
+          ? [
+              `create trigger crash_delivery before insert on hop_deliveries
+               begin select raise(abort, 'crash'); end`,
+            ]
+          : [
+              `create function crash_delivery() returns trigger language plpgsql as
+               $$ begin raise exception 'crash'; end $$`,
+              `create trigger crash_delivery before insert on hop_deliveries
+               for each row execute function crash_delivery()`,
+            ]
+      const drop =
+        caps.name === 'sqlite'
+          ? ['drop trigger crash_delivery']
+          : ['drop trigger crash_delivery on hop_deliveries', 'drop function crash_delivery()']
+      const hops = new HopClient(alice)
+      const signed = signOffer({
+        signer: await hopSigner(alice.identity),
+        aud: bob.principal,
+        dialog: 'commit-crash',
+      })
+      const { hop } = signed.claims
+      const replayRows = async () =>
+        (
+          await db
+            .selectFrom('hop_replay')
+            .select('digest')
+            .where('iss', '=', alice.principal)
+            .where('hop', '=', hop)
+            .execute()
+        ).length
+      for (const text of create) await sql.raw(text).execute(db)
+      try {
+        await assert.rejects(hops.send(bob.principal, { offer: signed.element }))
+      } finally {
+        for (const text of drop) await sql.raw(text).execute(db)
+      }
+      assert.equal(await replayRows(), 0, 'the replay record rolled back with the delivery')
+      const sent = await hops.send(bob.principal, { offer: signed.element })
+      assert.equal(sent.retransmission, false, 'delivered as new, not a replay')
+      assert.equal(sent.hop.state, 'offered')
+      assert.equal(await replayRows(), 1)
     })
   })
 }
