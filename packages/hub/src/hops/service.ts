@@ -5,6 +5,7 @@ import {
   grantDigest,
   type Handoff,
   type HandoffVerification,
+  type HopRecord,
   isNonterminalRejection,
   isStatusClaims,
   type ParsedElement,
@@ -40,7 +41,7 @@ import { findPrincipal } from '../identity/store.js'
 import { didKeyResolver } from '../identity/verify.js'
 import type { Database } from '../store/database.js'
 import type { HopDeliveryRow, HopRow, HopStatusRow } from '../store/schema.js'
-import type { Carrying, WriteBatcher } from '../store/transaction.js'
+import type { Carrying, Tx, WriteBatcher } from '../store/transaction.js'
 import { parseInput } from '../validation.js'
 import * as store from './store.js'
 import { HubReplayStore } from './store.js'
@@ -116,35 +117,84 @@ export class HopService {
         field: 'to',
       })
     }
-    const now = () => this.deps.clock.now()
     const options = this.verifyOptions(sender, to)
-    const result = await verifyHandoff(handoff, { ...options, replay: this.replay })
-    if (result.ok) {
-      return { hop: await this.deliverOffer(handoff, result, carry), retransmission: false }
-    }
+    // The checks only read the replay store; what they would remember commits below, in the
+    // transaction of the offer's outcome, with the request's nonce: one commit on every path.
+    const replay = this.replay.noting()
+    const result = await verifyHandoff(handoff, { ...options, replay })
+    if (result.ok) return this.settle(handoff, result, replay.noted, carry)
     if (result.reason === 'replay' && result.retransmission === true && result.digest) {
       const known = await store.findHop(this.deps.database.db, result.digest)
       if (known)
         return { hop: await this.toView(this.deps.database.db, known), retransmission: true }
-      const record = await this.replay.get(result.claims!.iss, result.claims!.hop, now())
+      const record = await this.replay.get(
+        result.claims!.iss,
+        result.claims!.hop,
+        this.deps.clock.now(),
+      )
       // seed 003: the hop was seen and refused; its identical octets are not processed again
       if (record?.data?.refused !== undefined) throw refusal(result)
-      // Remembered but never delivered (the delivery failed, or another instance is delivering):
-      // the identical octets are checked again, without the replay check that remembered them.
+      // Remembered but never delivered (by another writer of the store, or another instance is
+      // delivering): the identical octets are checked again, without the replay check.
       const again = await verifyHandoff(handoff, options)
       if (!again.ok) throw refusal(again)
-      return { hop: await this.deliverOffer(handoff, again, carry), retransmission: true }
+      return this.settle(handoff, again, undefined, carry)
     }
     if (result.reason === 'equivocation' && result.firstDigest) {
-      await this.reportEquivocation(result.firstDigest, handoff.offer, carry)
-    } else if (AFTER_REPLAY.has(result.check) && result.claims) {
+      const { firstDigest } = result
+      await this.deps.batcher
+        .carrying(carry)
+        .run((tx) => this.reportEquivocation(tx, firstDigest, handoff.offer as string))
+    } else if (AFTER_REPLAY.has(result.check) && replay.noted?.digest === result.digest) {
       // Remembered by the replay check, then refused: a retransmission answers `replay`.
-      const record = await this.replay.get(result.claims.iss, result.claims.hop, now())
-      if (record && record.digest === result.digest) {
-        await this.replay.put({ ...record, data: { refused: result.reason } })
-      }
+      return this.settle(handoff, result, replay.noted, carry)
     }
     throw refusal(result)
+  }
+
+  /**
+   * The transaction of an offer's outcome, with the request's nonce: the replay record the
+   * checks noted (marked refused for an offer a later check refused), written conditionally,
+   * and the delivery. When another writer (another instance) remembered the (iss, hop) first,
+   * the offer is decided again from the record found, as if it had been found by the checks.
+   */
+  private async settle(
+    handoff: Handoff,
+    result: HandoffVerification,
+    noted: HopRecord | undefined,
+    carry: Carrying['carry'],
+  ): Promise<OfferedHopView> {
+    const digest = result.digest!
+    const outcome = await this.deps.batcher.carrying(carry).run(
+      async (tx): Promise<{ hop: HopRow; retransmission: boolean } | { error: BatonError }> => {
+        const now = this.deps.clock.now()
+        let prior: HopRecord | undefined
+        if (noted) {
+          const record = result.ok ? noted : { ...noted, data: { refused: result.reason } }
+          prior = await store.claimReplay(tx.db, record, now)
+          // seed 003: same sender and hop with different octets is equivocation
+          if (prior && prior.digest !== digest) {
+            await this.reportEquivocation(tx, prior.digest, handoff.offer as string)
+            return { error: replayRefusal('equivocation', { firstDigest: prior.digest, digest }) }
+          }
+          if (!prior && !result.ok) return { error: refusal(result) }
+        }
+        const retransmission = noted === undefined || prior !== undefined
+        const existing = await store.findHop(tx.db, digest)
+        if (existing) return { hop: existing, retransmission }
+        if (prior?.data?.refused !== undefined)
+          return { error: replayRefusal('replay', { digest }) }
+        if (!result.ok) return { error: refusal(result) }
+        return { hop: await this.insertOffer(tx, handoff, result, now), retransmission }
+      },
+      // The same offer delivered at once on two instances: the loser's re-run finds the winner's.
+      { rerunOnUniqueViolation: true },
+    )
+    if ('error' in outcome) throw outcome.error
+    return {
+      hop: await this.toView(this.deps.database.db, outcome.hop),
+      retransmission: outcome.retransmission,
+    }
   }
 
   /**
@@ -418,84 +468,70 @@ export class HopService {
     return trust
   }
 
-  private async deliverOffer(
+  /** Delivers a verified offer and keeps its hop, in the caller's transaction. */
+  private async insertOffer(
+    tx: Tx,
     handoff: Handoff,
     verified: Extract<HandoffVerification, { ok: true }>,
-    carry: Carrying['carry'],
-  ): Promise<HopView> {
+    now: number,
+  ): Promise<HopRow> {
     const c = verified.claims
     const element = handoff.offer as string
-    // The same offer delivered at once on two instances: the loser's re-run finds the winner's hop.
-    const row = await this.deps.batcher.carrying(carry).run(
-      async (tx) => {
-        const existing = await store.findHop(tx.db, verified.digest)
-        if (existing) return existing
-        const now = this.deps.clock.now()
-        const [delivered] = await this.deliver(
-          tx,
-          [{ recipient: c.aud, kind: 'offer', offer: verified.digest, element }],
-          now,
-        )
-        const row: HopRow = {
-          digest: verified.digest,
-          iss: c.iss,
-          hop: c.hop,
-          aud: c.aud,
-          dialog: c.dialog,
-          task: c.task ?? null,
-          prev: c.prev ?? null,
-          element,
-          chain: JSON.stringify(handoff.chain ?? []),
-          refs: JSON.stringify(verified.refs satisfies readonly RefResult[]),
-          state: 'offered',
-          version: 1,
-          receipt: delivered!.receipt,
-          flags: JSON.stringify(verified.partial && c.prev ? ['partial-chain'] : []),
-          iat: c.iat,
-          exp: c.exp,
-          created_at: now,
-          updated_at: now,
-        }
-        await store.insertHop(tx.db, row)
-        return row
-      },
-      { rerunOnUniqueViolation: true },
+    const [delivered] = await this.deliver(
+      tx,
+      [{ recipient: c.aud, kind: 'offer', offer: verified.digest, element }],
+      now,
     )
-    return this.toView(this.deps.database.db, row)
+    const row: HopRow = {
+      digest: verified.digest,
+      iss: c.iss,
+      hop: c.hop,
+      aud: c.aud,
+      dialog: c.dialog,
+      task: c.task ?? null,
+      prev: c.prev ?? null,
+      element,
+      chain: JSON.stringify(handoff.chain ?? []),
+      refs: JSON.stringify(verified.refs satisfies readonly RefResult[]),
+      state: 'offered',
+      version: 1,
+      receipt: delivered!.receipt,
+      flags: JSON.stringify(verified.partial && c.prev ? ['partial-chain'] : []),
+      iat: c.iat,
+      exp: c.exp,
+      created_at: now,
+      updated_at: now,
+    }
+    await store.insertHop(tx.db, row)
+    return row
   }
 
   /**
    * seed 003: a receiver that sees a second offer with the same sender and hop must not accept
    * it; the hub flags the first hop and tells both of its parties, with the conflicting octets.
    */
-  private async reportEquivocation(
-    firstDigest: string,
-    second: string,
-    carry: Carrying['carry'],
-  ): Promise<void> {
-    await this.deps.batcher.carrying(carry).run(async (tx) => {
-      const first = await store.findHop(tx.db, firstDigest)
-      if (!first) return
-      const flags = JSON.parse(first.flags) as string[]
-      const now = this.deps.clock.now()
-      if (!flags.includes('equivocation')) {
-        flags.push('equivocation')
-        await store.updateHop(tx.db, first.digest, first.version, {
-          flags: JSON.stringify(flags),
-          updated_at: now,
-        })
-      }
-      await this.deliver(
-        tx,
-        [first.iss, first.aud].map((recipient) => ({
-          recipient,
-          kind: 'equivocation' as const,
-          offer: first.digest,
-          element: second,
-        })),
-        now,
-      )
-    })
+  private async reportEquivocation(tx: Tx, firstDigest: string, second: string): Promise<void> {
+    const first = await store.findHop(tx.db, firstDigest)
+    if (!first) return
+    const flags = JSON.parse(first.flags) as string[]
+    const now = this.deps.clock.now()
+    if (!flags.includes('equivocation')) {
+      flags.push('equivocation')
+      await store.updateHop(tx.db, first.digest, first.version, {
+        flags: JSON.stringify(flags),
+        updated_at: now,
+      })
+    }
+    await this.deliver(
+      tx,
+      [first.iss, first.aud].map((recipient) => ({
+        recipient,
+        kind: 'equivocation' as const,
+        offer: first.digest,
+        element: second,
+      })),
+      now,
+    )
   }
 
   /**
@@ -749,6 +785,11 @@ function refusal(r: Extract<HandoffVerification, { ok: false }>): BatonError {
     ...(r.firstDigest === undefined ? {} : { firstDigest: r.firstDigest }),
     ...(r.digest === undefined ? {} : { digest: r.digest }),
   })
+}
+
+/** The refusal of the replay check, for an offer decided again inside its transaction. */
+function replayRefusal(reason: 'replay' | 'equivocation', extra: Record<string, unknown>) {
+  return refused(reason, 'replay', 'The hub refused the offer', extra)
 }
 
 function refused(

@@ -190,6 +190,52 @@ function toRow(record: HopRecord): HopReplayRow {
 }
 
 /**
+ * Remembers a record in `db` (the database or a transaction) unless a live one exists for its
+ * (iss, hop): one conditional insert, or one conditional replacement of an expired record, so
+ * two writers racing on one (iss, hop) see exactly one winner. Answers the live record otherwise.
+ */
+export async function claimReplay(
+  db: Kysely<Schema>,
+  record: HopRecord,
+  nowMs: number,
+): Promise<HopRecord | undefined> {
+  const row = toRow(record)
+  const inserted = await db
+    .insertInto('hop_replay')
+    .values(row)
+    .onConflict((oc) => oc.columns(['iss', 'hop']).doNothing())
+    .executeTakeFirst()
+  if (Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1) return undefined
+  const replaced = await db
+    .updateTable('hop_replay')
+    .set({ digest: row.digest, expires_at: row.expires_at, data: row.data })
+    .where('iss', '=', row.iss)
+    .where('hop', '=', row.hop)
+    .where('expires_at', '<=', nowMs)
+    .executeTakeFirst()
+  if (Number(replaced.numUpdatedRows) === 1) return undefined
+  const live = await liveReplay(db, record.iss, record.hop, nowMs)
+  // A live record that expired between the two statements is replaced on the next attempt.
+  return live ?? claimReplay(db, record, nowMs)
+}
+
+async function liveReplay(
+  db: Kysely<Schema>,
+  iss: string,
+  hop: string,
+  nowMs: number,
+): Promise<HopRecord | undefined> {
+  const row = await db
+    .selectFrom('hop_replay')
+    .selectAll()
+    .where('iss', '=', iss)
+    .where('hop', '=', hop)
+    .where('expires_at', '>', nowMs)
+    .executeTakeFirst()
+  return row && toRecord(row)
+}
+
+/**
  * The library's ReplayStore over the hub's database: every instance shares it, and it survives a
  * restart. `remember` is one conditional insert, or one conditional replacement of an expired
  * record, so two instances racing on one (iss, hop) see exactly one winner.
@@ -204,35 +250,20 @@ export class HubReplayStore implements ReplayStore {
   }
 
   async remember(record: HopRecord, nowMs: number): Promise<HopRecord | undefined> {
-    const row = toRow(record)
-    const inserted = await this.db
-      .insertInto('hop_replay')
-      .values(row)
-      .onConflict((oc) => oc.columns(['iss', 'hop']).doNothing())
-      .executeTakeFirst()
-    if (Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1) return undefined
-    const replaced = await this.db
-      .updateTable('hop_replay')
-      .set({ digest: row.digest, expires_at: row.expires_at, data: row.data })
-      .where('iss', '=', row.iss)
-      .where('hop', '=', row.hop)
-      .where('expires_at', '<=', nowMs)
-      .executeTakeFirst()
-    if (Number(replaced.numUpdatedRows) === 1) return undefined
-    const live = await this.get(record.iss, record.hop, nowMs)
-    // A live record that expired between the two statements is replaced on the next attempt.
-    return live ?? this.remember(record, nowMs)
+    return claimReplay(this.db, record, nowMs)
+  }
+
+  /**
+   * A replay store for one offer's checks that only reads: it answers a live record as
+   * `remember` would and otherwise notes the record it would remember, for the caller to write
+   * with `claimReplay` in the transaction of the offer's outcome (one commit with its nonce).
+   */
+  noting(): NotingReplayStore {
+    return new NotingReplayStore(this)
   }
 
   async get(iss: string, hop: string, nowMs: number): Promise<HopRecord | undefined> {
-    const row = await this.db
-      .selectFrom('hop_replay')
-      .selectAll()
-      .where('iss', '=', iss)
-      .where('hop', '=', hop)
-      .where('expires_at', '>', nowMs)
-      .executeTakeFirst()
-    return row && toRecord(row)
+    return liveReplay(this.db, iss, hop, nowMs)
   }
 
   async put(record: HopRecord): Promise<void> {
@@ -265,5 +296,40 @@ export class HubReplayStore implements ReplayStore {
   }
 
   /** The database belongs to the hub, which closes it. */
+  async close(): Promise<void> {}
+}
+
+/**
+ * One offer's view of the hub's replay store: `remember` reads and notes, writing nothing, so
+ * the record commits with the offer's outcome; every other method is the hub store's own.
+ */
+export class NotingReplayStore implements ReplayStore {
+  /** The record the checks would have remembered, once they found no live one. */
+  noted: HopRecord | undefined
+
+  constructor(private readonly store: HubReplayStore) {}
+
+  async remember(record: HopRecord, nowMs: number): Promise<HopRecord | undefined> {
+    const live = await this.store.get(record.iss, record.hop, nowMs)
+    if (live === undefined) this.noted = record
+    return live
+  }
+
+  get(iss: string, hop: string, nowMs: number): Promise<HopRecord | undefined> {
+    return this.store.get(iss, hop, nowMs)
+  }
+
+  put(record: HopRecord): Promise<void> {
+    return this.store.put(record)
+  }
+
+  list(nowMs: number): Promise<HopRecord[]> {
+    return this.store.list(nowMs)
+  }
+
+  sweep(nowMs: number): Promise<number> {
+    return this.store.sweep(nowMs)
+  }
+
   async close(): Promise<void> {}
 }
