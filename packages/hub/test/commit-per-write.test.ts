@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
-import { canonicalJson, HopClient, hopSigner, type SignedClient } from '@baton/client'
+import { canonicalJson, HopClient, hopSigner, type SignedClient, signedFetch } from '@baton/client'
 import { signOffer } from '@baton/context'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { sql } from 'kysely'
 import { countStatements } from '../src/store/transaction.js'
 import { call, signedAgent, startTestHub, type TestHub, testStores } from './support.js'
@@ -317,6 +319,48 @@ for (const store of testStores) {
       assert.equal(sent.retransmission, false, 'delivered as new, not a replay')
       assert.equal(sent.hop.state, 'offered')
       assert.equal(await replayRows(), 1)
+    })
+
+    // push_state without a checksum reads the snapshot, then pushes: one tool call, one request,
+    // so its nonce commits with the push, not alone after the read.
+    test('an MCP tool call that reads and then writes commits once', async () => {
+      const staged = await alice.request<Body>('POST', '/v1/transfers', {
+        snapshot: {
+          systemPrompt: 'You hand work on.',
+          messages: [{ role: 'user', content: 'mcp commits' }],
+          toolState: {},
+          mcpConfig: { servers: [] },
+        },
+      })
+      const id = staged.body!.transferId as string
+      const minted = await call(hub, 'POST', `/admin/v1/transfers/${id}/tokens`, {
+        body: { scope: 'provision', ...TIER },
+        token: ADMIN,
+      })
+      const provisioned = await alice.request('POST', `/v1/transfers/${id}/provision`, {
+        ...TIER,
+        token: minted.body.token,
+      })
+      assert.equal(provisioned.status, 200)
+      assert.equal((await runtime.request('POST', `/v1/transfers/${id}/claim`)).status, 200)
+      const sign = signedFetch(runtime.identity)
+      // No event stream after initialize, so only the tool call reaches the hub.
+      const fetchNoStream: typeof fetch = async (input, init) =>
+        init?.method === 'GET' ? new Response(null, { status: 405 }) : sign(input, init)
+      const client = new Client({ name: 'commits', version: '1.0.0' })
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`${hub.url}/mcp`), { fetch: fetchNoStream }),
+      )
+      try {
+        const pushed = await commitsOf(() =>
+          client.callTool({ name: 'push_state', arguments: { transferId: id } }),
+        )
+        assert.equal(pushed.value.isError, undefined, JSON.stringify(pushed.value.content))
+        assert.equal((pushed.value.structuredContent as Body).state, 'pushed')
+        assert.equal(pushed.commits, 1, 'the read, the push and the nonce')
+      } finally {
+        await client.close()
+      }
     })
   })
 }
