@@ -10,9 +10,10 @@ import { principalTopic } from '../identity/admission.js'
 import { CARRIES_ADMISSION, pendingAdmission, verifiedPrincipal } from '../identity/http.js'
 import type { AdmissionCarry, Principal } from '../identity/service.js'
 import { localInvoke } from '../ops/local.js'
-import { carryingAuth, type Invoke } from '../ops/mcp.js'
+import { carryingAuth } from '../ops/mcp.js'
 import type { ExtraPath } from '../ops/openapi.js'
 import type { Auth } from '../ops/operation.js'
+import type { Carry } from '../store/transaction.js'
 import { assertAllowedHostAndOrigin, hostPolicy } from './rebinding.js'
 import { SESSION_LIMITS, type SessionLimits, SessionTable } from './sessions.js'
 
@@ -81,24 +82,13 @@ function isToolCall(body: unknown): boolean {
 }
 
 /**
- * `invoke`, answering a tool call only once the pending admission of the request it serves
- * (`caller.carry`) is durable: committed with the call's first write, or alone after the call
- * (a refused call spends its nonce). The admission's refusal (a replay another instance
- * committed first) wins.
+ * Answers a tool call only once the pending admission of the request it serves (its carry) is
+ * durable: committed with the call's first write, or alone after the call (a refused call spends
+ * its nonce). The admission's refusal (a replay another instance committed first) wins.
  */
-function settlingInvoke(ctx: AppContext, invoke: Invoke): Invoke {
-  return async (op, input, caller) => {
-    const carry = caller.carry as AdmissionCarry | undefined
-    if (!carry) return invoke(op, input, caller)
-    let result: unknown
-    try {
-      result = await invoke(op, input, caller)
-    } catch (error) {
-      await ctx.identity.settle(carry)
-      throw error
-    }
-    await ctx.identity.settle(carry)
-    return result
+function settling(ctx: AppContext): (carry: Carry) => Promise<void> {
+  return async (carry) => {
+    await ctx.identity.settle(carry as AdmissionCarry)
   }
 }
 
@@ -126,7 +116,8 @@ export function registerMcpRoute(
     const { createMcpServer, StreamableHTTPServerTransport } = await loadMcp()
     const server = createMcpServer(
       {
-        invoke: settlingInvoke(ctx, localInvoke(ctx, { ip: req.ip, principal })),
+        invoke: localInvoke(ctx, { ip: req.ip, principal }),
+        settle: settling(ctx),
         auths: principal ? SIGNED : UNSIGNED,
         log: req.log,
       },
@@ -147,7 +138,8 @@ export function registerMcpRoute(
     const { busWatch, createMcpServer, StreamableHTTPServerTransport } = await loadMcp()
     const server = createMcpServer(
       {
-        invoke: settlingInvoke(ctx, localInvoke(ctx, { ip: req.ip, principal })),
+        invoke: localInvoke(ctx, { ip: req.ip, principal }),
+        settle: settling(ctx),
         auths: SIGNED,
         log: ctx.log,
         watch: busWatch(ctx.bus, who),
@@ -195,7 +187,7 @@ export function registerMcpRoute(
 
   const handle = async (req: FastifyRequest, reply: FastifyReply) => {
     // A signed request's admission (nonce, quota charge) commits with the first write of its
-    // tool call (`settlingInvoke`); any other request can write nothing, and it commits alone
+    // tool call (`settling`); any other request can write nothing, and it commits alone
     // first. A tool call the MCP SDK refuses before it reaches an operation (an unknown tool)
     // spends its nonce as its connection closes.
     const carry = pendingAdmission(req)

@@ -3,6 +3,7 @@ import type { Logger } from 'pino'
 import { type Invoke, registerOperationTools } from '../ops/mcp.js'
 import type { Auth } from '../ops/operation.js'
 import { COMPOSITE_TOOLS, OPERATIONS } from '../ops/registry.js'
+import type { Carry } from '../store/transaction.js'
 import { registerResources, type Watch } from './resources.js'
 
 /** Every operation the MCP tools reach, by feature. */
@@ -12,6 +13,8 @@ export interface McpOps {
   /** The kinds of auth this session can satisfy; it is offered the tools of those operations. */
   auths: ReadonlySet<Auth>
   log?: Pick<Logger, 'error'>
+  /** Makes a tool call's carried write durable before it is answered (`registerOperationTools`). */
+  settle?: ((carry: Carry) => Promise<void>) | undefined
   /** How resource subscriptions notice changes; a session without one offers no `subscribe`. */
   watch?: Watch | undefined
 }
@@ -32,6 +35,7 @@ export function createMcpServer(ops: McpOps, version: string): McpServer {
     auths: ops.auths,
     invoke: ops.invoke,
     ...(ops.log ? { log: ops.log } : {}),
+    ...(ops.settle ? { settle: ops.settle } : {}),
   })
   registerResources(server, {
     auths: ops.auths,

@@ -153,8 +153,27 @@ export function registerOperationTools(
     auths: ReadonlySet<Auth>
     invoke: Invoke
     log?: Pick<Logger, 'error'>
+    /**
+     * Makes a tool call's carried write (`Caller.carry`) durable before the call is answered:
+     * once per call, after all of its invokes, so a composite tool that reads and then writes
+     * commits its carried write with that write.
+     */
+    settle?: (carry: Carry) => Promise<void>
   },
 ): void {
+  const settled = async <T>(carry: Carry | undefined, fn: () => Promise<T>): Promise<T> => {
+    const settle = opts.settle
+    if (!carry || !settle) return fn()
+    let value: T
+    try {
+      value = await fn()
+    } catch (error) {
+      await settle(carry)
+      throw error
+    }
+    await settle(carry)
+    return value
+  }
   for (const op of opts.ops) {
     if (!offeredAsTool(op, opts.auths) || op.tool === false) continue
     const tool = op.tool
@@ -168,16 +187,21 @@ export function registerOperationTools(
         ...(tool.annotations ? { annotations: tool.annotations } : {}),
       },
       async (args: Record<string, unknown>, extra: ToolExtra) => {
-        const result = await toolResult(() => {
-          const carried = tool.meta && extra._meta ? tool.meta.read(args, extra._meta) : args
-          const { input, token } = splitToolArgs(op, carried)
-          return opts.invoke(op, input, {
-            token,
-            signal: extra.signal,
-            progress: progressOf(extra),
-            carry: carryOf(extra),
-          })
-        }, opts.log)
+        const carry = carryOf(extra)
+        const result = await toolResult(
+          () =>
+            settled(carry, () => {
+              const carried = tool.meta && extra._meta ? tool.meta.read(args, extra._meta) : args
+              const { input, token } = splitToolArgs(op, carried)
+              return opts.invoke(op, input, {
+                token,
+                signal: extra.signal,
+                progress: progressOf(extra),
+                carry,
+              })
+            }),
+          opts.log,
+        )
         const meta = result.isError ? undefined : tool.meta?.write(result.structuredContent)
         return meta === undefined ? result : { ...result, _meta: meta }
       },
@@ -195,15 +219,12 @@ export function registerOperationTools(
         ...(c.annotations ? { annotations: c.annotations } : {}),
       },
       async (args: Record<string, unknown>, extra: ToolExtra) =>
-        toolResult(
-          () =>
-            c.call(opts.invoke, args, {
-              signal: extra.signal,
-              progress: progressOf(extra),
-              carry: carryOf(extra),
-            }),
-          opts.log,
-        ),
+        toolResult(() => {
+          const carry = carryOf(extra)
+          return settled(carry, () =>
+            c.call(opts.invoke, args, { signal: extra.signal, progress: progressOf(extra), carry }),
+          )
+        }, opts.log),
     )
   }
 }
