@@ -868,6 +868,78 @@ describe('statuses racing on two instances (postgres)', () => {
   })
 })
 
+// seed 003: two offers with the same sender and hop but different octets are equivocation; the
+// replay record commits with the delivery, so two instances racing on one (iss, hop) decide it
+// inside their transactions: exactly one offer is delivered, the other is equivocation.
+describe('offers racing on two instances (postgres)', () => {
+  const store = testStores.find((s) => s.name === 'postgres')!
+  test('one (iss, hop) with different octets at once: one delivered, one equivocation', async () => {
+    const clock = new ManualClock(Date.now())
+    const now = () => clock.now()
+    const db = await restartableHub(store, OPEN, clock)
+    const a = await db.start()
+    const b = await db.start()
+    try {
+      const planner = await agent(a, clock)
+      const coder = await agent(a, clock)
+      const plannerOnB = new HopClient(await signedAgentAs(b, planner, clock))
+      const signer = await hopSigner(planner.client.identity)
+      const pairs = Array.from({ length: 12 }, (_, i) => {
+        const first = signOffer({
+          signer,
+          aud: coder.principal,
+          dialog: 'ctx-race',
+          task: `a${i}`,
+          now,
+        })
+        const other = signOffer({
+          signer,
+          aud: coder.principal,
+          dialog: 'ctx-race',
+          task: `b${i}`,
+          hop: first.claims.hop,
+          now,
+        })
+        return [first, other] as const
+      })
+      const answers = await Promise.all(
+        pairs.map(([first, other]) =>
+          Promise.allSettled([
+            planner.hops.send(coder.principal, { offer: first.element }),
+            plannerOnB.send(coder.principal, { offer: other.element }),
+          ]),
+        ),
+      )
+      for (const [i, settled] of answers.entries()) {
+        const delivered = settled.filter((r) => r.status === 'fulfilled')
+        const refused = settled.filter((r) => r.status === 'rejected')
+        assert.equal(delivered.length, 1, `pair ${i}: one delivered`)
+        assert.equal(refused.length, 1, `pair ${i}: one refused`)
+        const hop = (delivered[0] as PromiseFulfilledResult<{ hop: HopView }>).value.hop
+        const err = (refused[0] as PromiseRejectedResult).reason as {
+          code: string
+          context: Record<string, unknown>
+        }
+        assert.equal(err.code, 'hop_refused')
+        assert.equal(err.context.reason, 'equivocation')
+        assert.equal(err.context.firstDigest, hop.digest)
+        assert.ok(pairs[i]!.some((o) => o.digest === hop.digest))
+        const rows = await a.ctx.database.db
+          .selectFrom('hops')
+          .select('digest')
+          .where('iss', '=', planner.principal)
+          .where('hop', '=', pairs[i]![0].claims.hop)
+          .execute()
+        assert.deepEqual(rows, [{ digest: hop.digest }], `pair ${i}: one hop kept`)
+      }
+    } finally {
+      await a.stop()
+      await b.stop()
+      await db.drop()
+    }
+  })
+})
+
 /** The same identity, signing to another hub instance on the same database. */
 async function signedAgentAs(hub: { url: string }, who: Agent, clock: ManualClock) {
   const { SignedClient } = await import('@baton/client')
