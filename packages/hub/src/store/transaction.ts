@@ -1,5 +1,4 @@
-import { AsyncLocalStorage } from 'node:async_hooks'
-import { type Kysely, type QueryId, sql } from 'kysely'
+import { type Kysely, type QueryId, type RootOperationNode, sql } from 'kysely'
 import type { Database } from './database.js'
 import type { Schema } from './schema.js'
 
@@ -19,8 +18,19 @@ export interface StoreCounts {
 }
 
 const counted = new WeakMap<Database, StoreCounts>()
-/** Set while `transaction` runs its work: a write outside it commits on its own (autocommit). */
-const inTransaction = new AsyncLocalStorage<true>()
+/**
+ * The queries `transaction` ran on its connection while counting: a counted write not among them
+ * committed on its own (autocommit). Marked by a plugin on the transaction's connection only, so
+ * an uncounted hub pays nothing for it.
+ */
+const inTransaction = new WeakSet<QueryId>()
+const inTransactionPlugin = {
+  transformQuery: (args: { node: RootOperationNode; queryId: QueryId }) => {
+    inTransaction.add(args.queryId)
+    return args.node
+  },
+  transformResult: async <R>(args: { result: R }) => args.result,
+}
 const WRITE_NODES = new Set(['InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryNode'])
 
 /**
@@ -35,18 +45,17 @@ export function countStatements(database: Database): StoreCounts {
   if (known) return known
   const counts: StoreCounts = { statements: 0, commits: 0 }
   counted.set(database, counts)
-  const autocommits = new WeakSet<QueryId>()
+  const writes = new WeakSet<QueryId>()
   database.db = database.db.withPlugin({
     transformQuery: (args) => {
-      if (WRITE_NODES.has(args.node.kind) && !inTransaction.getStore()) {
-        autocommits.add(args.queryId)
-      }
+      if (WRITE_NODES.has(args.node.kind)) writes.add(args.queryId)
       return args.node
     },
-    // Called once per executed statement, compiled ahead or not (transformQuery is per build).
+    // Called once per executed statement, compiled ahead or not (transformQuery is per build),
+    // after every plugin's transformQuery, so the transaction's mark is in place by now.
     transformResult: async (args) => {
       counts.statements++
-      if (autocommits.has(args.queryId)) counts.commits++
+      if (writes.has(args.queryId) && !inTransaction.has(args.queryId)) counts.commits++
       return args.result
     },
   })
@@ -67,21 +76,20 @@ export async function transaction<T>(database: Database, fn: (tx: Tx) => Promise
   for (let attempt = 1; ; attempt++) {
     const hooks: (() => void)[] = []
     try {
-      const result = await database.db.connection().execute((conn) =>
-        inTransaction.run(true, async () => {
-          await sql.raw(database.caps.beginWrite).execute(conn)
-          try {
-            const value = await fn({ db: conn, afterCommit: (h) => hooks.push(h) })
-            await sql`commit`.execute(conn)
-            const counts = counted.get(database)
-            if (counts) counts.commits++
-            return value
-          } catch (error) {
-            await sql`rollback`.execute(conn).catch(() => {})
-            throw error
-          }
-        }),
-      )
+      const counts = counted.get(database)
+      const result = await database.db.connection().execute(async (bare) => {
+        const conn = counts ? bare.withPlugin(inTransactionPlugin) : bare
+        await sql.raw(database.caps.beginWrite).execute(conn)
+        try {
+          const value = await fn({ db: conn, afterCommit: (h) => hooks.push(h) })
+          await sql`commit`.execute(conn)
+          if (counts) counts.commits++
+          return value
+        } catch (error) {
+          await sql`rollback`.execute(conn).catch(() => {})
+          throw error
+        }
+      })
       runHooks(hooks)
       return result
     } catch (error) {
