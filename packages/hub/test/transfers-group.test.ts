@@ -119,6 +119,31 @@ for (const store of testStores) {
       assertLog(view)
     })
 
+    test('usage on many transfers in one group: each finds its own committed report', async () => {
+      const [a, b, c] = await Promise.all([toActive(), toActive(), toActive()])
+      await Promise.all([
+        svc.usage(RUNTIME, a!, { idempotencyKey: 'same', amountMicros: 100 }),
+        svc.usage(RUNTIME, b!, { idempotencyKey: 'same', amountMicros: 200 }),
+      ])
+      const results = await settle([
+        svc.usage(RUNTIME, a!, { idempotencyKey: 'same', amountMicros: 100 }),
+        svc.usage(RUNTIME, b!, { idempotencyKey: 'same', amountMicros: 100 }),
+        svc.usage(RUNTIME, c!, { idempotencyKey: 'same', amountMicros: 300 }),
+      ])
+      assert.deepEqual(
+        results.map((r) => {
+          const u = r as { code?: string; repeated?: boolean; spentMicros?: number }
+          return u.code ?? [u.repeated, u.spentMicros]
+        }),
+        [[true, 100], 'idempotency_conflict', [false, 300]],
+      )
+      const spent = await Promise.all([a!, b!, c!].map((id) => svc.get(OWNER, id)))
+      assert.deepEqual(
+        spent.map((v) => v.spentMicros),
+        [100, 200, 300],
+      )
+    })
+
     test('a group of different steps on many transfers answers each from its own rows', async () => {
       const staged = await Promise.all([stage(), stage(), stage()])
       const tokens = await Promise.all(staged.map(provisionToken))

@@ -93,6 +93,21 @@ const ownerKey = (owner: string, key: string) => `${owner}\0${key}`
 
 const fail = (error: BatonError): Outcome<never> => ({ ok: false, error })
 
+/**
+ * The usage reports of a group as (transfer, key) pairs, when no transfer has two keys among
+ * them, so each report is read with its row; undefined when one has (they are read apart).
+ */
+function usagePairs(inputs: TransferWrite[]): [string, string][] | undefined {
+  const keys = new Map<string, string>()
+  for (const m of inputs) {
+    if (m.kind !== 'usage') continue
+    const known = keys.get(m.id)
+    if (known !== undefined && known !== m.key) return undefined
+    keys.set(m.id, m.key)
+  }
+  return [...keys]
+}
+
 function replayed(row?: TransferRow): BatonError {
   return new BatonError('transfer_token_replayed', 'This transfer token was already used', {
     ...(row ? { state: row.state, version: row.version } : {}),
@@ -165,6 +180,7 @@ export class TransferLifecycle {
     const ids = [...new Set(inputs.filter((m) => m.kind !== 'create').map((m) => m.id))].sort()
     const tokens = inputs.some((m) => m.kind === 'provision' || m.kind === 'activate')
     const content = [...new Set(inputs.filter((m) => m.kind === 'push').map((m) => m.id))]
+    const asked = usagePairs(inputs)
     const rows =
       ids.length === 0
         ? []
@@ -172,14 +188,19 @@ export class TransferLifecycle {
             lock: this.deps.database.caps.lockRowsForUpdate,
             tokens,
             content,
+            usage: asked ?? [],
           })
-    for (const { provision_jti, activate_jti, content: text, ...r } of rows) {
+    for (const { provision_jti, activate_jti, content: text, usage_amount, ...r } of rows) {
       w.rows.set(r.id, r)
       w.readVersion.set(r.id, r.version)
       // A token is bound to its transfer and scope, so these are the only uses it can collide with.
       if (provision_jti) w.usedJtis.add(provision_jti)
       if (activate_jti) w.usedJtis.add(activate_jti)
       if (typeof text === 'string') w.snapshots.set(r.id, text)
+      if (usage_amount !== undefined && usage_amount !== null) {
+        const key = asked!.find(([id]) => id === r.id)![1]
+        w.usage.set(usageKey(r.id, key), { amount_micros: Number(usage_amount) })
+      }
     }
     const present = (kinds: Set<TransferWrite['kind']>) => [
       ...new Set(inputs.filter((m) => kinds.has(m.kind) && w.rows.has(m.id)).map((m) => m.id)),
@@ -187,7 +208,7 @@ export class TransferLifecycle {
     const reports = inputs.filter(
       (m): m is TransferWrite & { kind: 'usage' } => m.kind === 'usage' && w.rows.has(m.id),
     )
-    if (reports.length > 0) {
+    if (reports.length > 0 && asked === undefined) {
       const found = await store.findUsages(
         db,
         [...new Set(reports.map((m) => m.id))],

@@ -43,7 +43,8 @@ export class WriteSet {
   readonly events: TransferEventRow[] = []
   readonly tokenUses: { jti: string; transfer_id: string; scope: string; used_at: number }[] = []
   readonly usedJtis = new Set<string>()
-  readonly usage = new Map<string, TransferUsageRow>()
+  /** Usage reports by transfer and key, as read and as reported by the group. */
+  readonly usage = new Map<string, Pick<TransferUsageRow, 'amount_micros'>>()
   readonly newUsage: TransferUsageRow[] = []
   readonly snapshots = new Map<string, string>()
   /** Transfers staged by the group, with their snapshot content. */

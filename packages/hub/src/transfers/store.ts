@@ -226,29 +226,41 @@ export interface LockedTransfer extends TransferRow {
   activate_jti?: string | null
   /** The snapshot's canonical content, when asked for. */
   content?: string | null
+  /** The amount of the usage report asked for under this transfer's key, if there is one. */
+  usage_amount?: number | null
+}
+
+/** What a group's read of its transfers takes beside the rows. */
+export interface LockExtras {
+  lock: boolean
+  tokens: boolean
+  content: string[]
+  /** One usage key per transfer at most: each pair's report is read with its row. */
+  usage: (readonly [id: string, key: string])[]
 }
 
 /**
  * The transfers of a group of writes, in id order, locked for update where rows lock; with the
- * tokens used on them when `tokens`, and the snapshot content of those in `content`, so a group
- * reads what it decides on in one statement.
+ * tokens used on them when `tokens`, the snapshot content of those in `content`, and the amount
+ * of each `usage` pair's report, so a group reads what it decides on in one statement.
  */
 export async function lockTransfers(
   db: Db,
   ids: string[],
-  m: { lock: boolean; tokens: boolean; content: string[] },
+  m: LockExtras,
 ): Promise<LockedTransfer[]> {
-  const params = [...(m.tokens ? ['provision', 1, 'activate', 1] : []), ...m.content, ...ids]
-  const shape = `lock ${ids.length} ${m.tokens} ${m.content.length} ${m.lock}`
+  const params = [
+    ...(m.tokens ? ['provision', 1, 'activate', 1] : []),
+    ...m.content,
+    ...m.usage.flat(),
+    ...ids,
+  ]
+  const shape = `lock ${ids.length} ${m.tokens} ${m.content.length} ${m.usage.length} ${m.lock}`
   const { rows } = await shapes.run(db, shape, params, () => lockQuery(db, ids, m).compile())
   return rows as LockedTransfer[]
 }
 
-function lockQuery(
-  db: Db,
-  ids: string[],
-  m: { lock: boolean; tokens: boolean; content: string[] },
-) {
+function lockQuery(db: Db, ids: string[], m: LockExtras) {
   return db
     .selectFrom('transfers')
     .selectAll('transfers')
@@ -278,6 +290,19 @@ function lockQuery(
           )
           .end()
           .as('content'),
+      ),
+    )
+    .$if(m.usage.length > 0, (qb) =>
+      qb.select(
+        sql<number | null>`case ${sql.join(
+          m.usage.map(
+            ([id, key]) =>
+              sql`when transfers.id = ${id} then (select transfer_usage.amount_micros
+                from transfer_usage where transfer_usage.transfer_id = transfers.id
+                and transfer_usage.idempotency_key = ${key})`,
+          ),
+          sql` `,
+        )} end`.as('usage_amount'),
       ),
     )
     .where('transfers.id', 'in', ids)
