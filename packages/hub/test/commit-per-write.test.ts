@@ -6,6 +6,7 @@ import { signOffer } from '@baton/context'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { sql } from 'kysely'
+import { ManualClock } from '../src/clock.js'
 import { countStatements } from '../src/store/transaction.js'
 import { call, signedAgent, startTestHub, type TestHub, testStores } from './support.js'
 
@@ -361,6 +362,52 @@ for (const store of testStores) {
       } finally {
         await client.close()
       }
+    })
+  })
+}
+
+// A read that finds a transfer past its TTL writes its expiry; on a long poll that write carries
+// the request's nonce, as a plain status read's does.
+for (const store of testStores) {
+  describe(`a read that writes an expiry commits once (${store.name})`, () => {
+    let hub: TestHub
+    let alice: SignedClient
+    const clock = new ManualClock(Date.UTC(2026, 10, 30, 12))
+    before(async () => {
+      hub = await startTestHub(
+        store,
+        { BATON_ADMISSION: 'open', BATON_TRANSFER_TTL_SECONDS: '60' },
+        { clock },
+      )
+      alice = await signedAgent(hub, { clock })
+    })
+    after(() => hub.close())
+
+    const stage = async () => {
+      const res = await alice.request<Body>('POST', '/v1/transfers', {
+        snapshot: { systemPrompt: 'x', messages: [], toolState: {}, mcpConfig: { servers: [] } },
+      })
+      assert.equal(res.status, 201, JSON.stringify(res.body))
+      return res.body!.transferId as string
+    }
+    const commitsOf = async (path: string) => {
+      await hub.ctx.batcher.flush()
+      const counts = countStatements(hub.ctx.database)
+      const before = counts.commits
+      const res = await alice.request<Body>('GET', path)
+      await hub.ctx.batcher.flush()
+      assert.equal(res.status, 200, JSON.stringify(res.body))
+      assert.equal(res.body!.state, 'terminated')
+      assert.equal(res.body!.endReason, 'expired')
+      return counts.commits - before
+    }
+
+    test('a status read and a wait that expire the transfer each commit once', async () => {
+      const read = await stage()
+      const waited = await stage()
+      clock.advance(61_000)
+      assert.equal(await commitsOf(`/v1/transfers/${read}`), 1, 'status read')
+      assert.equal(await commitsOf(`/v1/transfers/${waited}/wait?seconds=0`), 1, 'wait')
     })
   })
 }

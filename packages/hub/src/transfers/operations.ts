@@ -180,6 +180,7 @@ export const waitTransfer = defineOperation({
         query.version,
         caller.signal,
         caller.ip,
+        caller,
       ),
     ),
 })

@@ -28,7 +28,7 @@ import type { WaitRegistry, WaitSignal } from '../events/wait.js'
 import { assertAdmitted, principalTopic } from '../identity/admission.js'
 import type { Database } from '../store/database.js'
 import type { TransferRow } from '../store/schema.js'
-import type { Carrying, WriteBatcher } from '../store/transaction.js'
+import type { Carry, Carrying, WriteBatcher } from '../store/transaction.js'
 import { parseInput } from '../validation.js'
 import { TransferLifecycle } from './lifecycle.js'
 import { assertNoSecrets } from './secrets.js'
@@ -64,6 +64,8 @@ interface TransferWaiter {
   id: string
   seen: number | undefined
   waitMs: number
+  /** The request's pending admission: a read that writes an expiry commits it with that write. */
+  carry: Carry | undefined
 }
 
 /** Whether the transfer moved past what the waiter had seen (the version given, else its first read). */
@@ -361,6 +363,7 @@ export class TransferService {
     seenVersion?: unknown,
     signal?: WaitSignal,
     address?: string,
+    { carry }: Carrying = {},
   ): Promise<TransferWaitView> {
     const secs = wholeNumber(seconds ?? 0, 'seconds')
     const seen = seenVersion === undefined ? undefined : wholeNumber(seenVersion, 'version')
@@ -368,7 +371,7 @@ export class TransferService {
     if (!isTransferId(id)) throw notFound(id)
     const topics: [string, ...string[]] = [transferTopic(id)]
     if (caller !== OPERATOR) topics.push(principalTopic(caller))
-    const data: TransferWaiter = { caller, id, seen, waitMs }
+    const data: TransferWaiter = { caller, id, seen, waitMs, carry }
     const { first, last } = await this.deps.waits.wait({
       key: `${transferTopic(id)} ${caller}`,
       topics,
@@ -382,9 +385,9 @@ export class TransferService {
 
   // The functions of every transfer wait, made once: a waiter is only its `TransferWaiter` record.
   private readonly waitFns = {
-    read: async ({ caller, id }: TransferWaiter) => {
+    read: async ({ caller, id, carry }: TransferWaiter) => {
       if (caller !== OPERATOR) await assertAdmitted(this.deps.database.db, caller)
-      return this.get(caller, id)
+      return this.get(caller, id, { carry })
     },
     view: (v: TransferView) => v,
     ready: (v: TransferView, first: TransferView, w: TransferWaiter) =>
