@@ -3,15 +3,18 @@
 // so only the hub's checks are sampled. Fresh chains by default (every element parsed for the
 // first time); BENCH_PROFILE_SEEN=1 checks one chain N times instead. Prints self time by
 // function and by file, per chain, and the inclusive time of the signature verifies.
+// BENCH_PROFILE=0 runs no profiler and prints the never-seen CPU ratio against raw verifies.
 //
 //   node --import tsx bench/profile-hops.ts
 //   BENCH_PROFILE_SEEN=1 BENCH_CHAINS=400 node --import tsx bench/profile-hops.ts
+import { createPublicKey, verify } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
+import { loadavg } from 'node:os'
 import { Session } from 'node:inspector/promises'
 import { setImmediate } from 'node:timers/promises'
 import { pathToFileURL } from 'node:url'
 import { createIdentity, hopSigner, SignedClient } from '@baton/client'
-import { type Handoff, signOffer, toHandoff } from '@baton/context'
+import { type Handoff, parseJws, signOffer, toHandoff } from '@baton/context'
 import { startBenchHub } from './hub.js'
 
 const CHAINS = Number(process.env.BENCH_CHAINS ?? 300)
@@ -52,6 +55,7 @@ async function profileHops(): Promise<void> {
       }
       return upstream!
     }
+    const keys = agents.map((a) => createPublicKey(a.privateKey))
     const sender = agents[HOPS - 1]!.principal
     const to = agents[HOPS]!.principal
     const check = async (h: Handoff) => {
@@ -61,6 +65,41 @@ async function profileHops(): Promise<void> {
     for (let i = 0; i < 50; i++) await check(signChain(`warm-${i}`))
     const one = signChain('seen')
     const chains = Array.from({ length: CHAINS }, (_, i) => (SEEN ? one : signChain(`cold-${i}`)))
+    if (process.env.BENCH_PROFILE === '0') {
+      // No profiler: the CPU per chain beside 16 raw verifies of the same signatures, rounds of
+      // fresh chains alternating which side goes first, the median of the rounds' ratios.
+      const ratios: number[] = []
+      for (let round = 0; round < 7; round++) {
+        const batch = Array.from({ length: 100 }, (_, i) => signChain(`r-${round}-${i}`))
+        const raws = batch.map((h) =>
+          [...h.chain!, h.offer].map((e, i) => {
+            const jws = parseJws(e as string)
+            return { data: jws.signingInput, sig: jws.signature, key: keys[i]! }
+          }),
+        )
+        const rawSide = () => {
+          const c = process.cpuUsage()
+          for (const r of raws) for (const x of r) if (!verify(null, x.data, x.key, x.sig)) throw 0
+          const u = process.cpuUsage(c)
+          return u.user + u.system
+        }
+        const hubSide = async () => {
+          const c = process.cpuUsage()
+          for (const h of batch) {
+            await setImmediate()
+            await check(h)
+          }
+          const u = process.cpuUsage(c)
+          return u.user + u.system
+        }
+        const [r, h] = round % 2 === 0 ? [rawSide(), await hubSide()] : [0, 0]
+        const [h2, r2] = round % 2 === 1 ? [await hubSide(), rawSide()] : [h, r]
+        ratios.push(h2 / r2)
+      }
+      ratios.sort((a, b) => a - b)
+      console.log(`never-seen cpu ratio ${ratios[3]!.toFixed(3)} load ${loadavg()[0]!.toFixed(2)}`)
+      return
+    }
     const session = new Session()
     session.connect()
     await session.post('Profiler.enable')

@@ -46,7 +46,7 @@ export function parseElement(
 
 /** A signed element's parse and handoff digest, both functions of its octets alone. */
 export interface ReadElement {
-  /** The parsed element (frozen when it came from the cache of JWS texts). */
+  /** The parsed element (frozen when it came from the cache of JWS elements seen before). */
   readonly parsed: ParsedElement
   /** The element's handoff digest. */
   readonly digest: string
@@ -55,25 +55,37 @@ export interface ReadElement {
 /** How many parsed JWS elements are kept, and the longest text kept (elements are ~1 KB). */
 const READ_CACHE_SIZE = 1024
 const READ_CACHE_MAX_CHARS = 4096
+/** How many digests of elements met once are kept, waiting for a second sighting. */
+const SEEN_ONCE_SIZE = 4096
 const readCache = new Map<string, ReadElement>()
+const seenOnce = new Set<string>()
 
 /**
- * Parses a JWS element and digests it, or answers the parse of the identical text seen before: a
+ * Parses a JWS element and digests it, or answers the parse of the identical octets seen before: a
  * chain re-presents every earlier offer at each later hop, so a receiver meets the same octets
- * again and again. Only the parse is reused, frozen so no caller can change what the next one
- * reads; the trusted key, the signature and every check run again each time. Bounded, oldest
- * entry out first.
+ * again and again. The cache is keyed by the handoff digest, computed anyway and cheaper to look
+ * up than the whole text, and keeps a parse only from its second sighting on: an element met once
+ * costs no kept copy (which the garbage collector would promote, then collect), only its digest.
+ * Only the parse is reused, frozen so no caller can change what the next one reads; the trusted
+ * key, the signature and every check run again each time. Bounded, oldest entry out first.
  */
+// Equal digests mean equal octets (SHA-256), and a cached parse is of a valid JWS, all ASCII:
+// text whose UTF-8 octets equal those is that very text.
 function readJws(raw: string): ReadElement {
-  const known = readCache.get(raw)
+  const digest = handoffDigest(raw)
+  const known = readCache.get(digest)
   if (known !== undefined) return known
   const parsed = parseJwsElement(raw)
-  deepFreeze(parsed.payload)
-  const read: ReadElement = { parsed: Object.freeze(parsed), digest: handoffDigest(raw) }
-  if (raw.length <= READ_CACHE_MAX_CHARS) {
-    if (readCache.size >= READ_CACHE_SIZE) readCache.delete(readCache.keys().next().value!)
-    readCache.set(raw, read)
+  if (raw.length > READ_CACHE_MAX_CHARS) return { parsed, digest }
+  if (!seenOnce.delete(digest)) {
+    if (seenOnce.size >= SEEN_ONCE_SIZE) seenOnce.delete(seenOnce.values().next().value!)
+    seenOnce.add(digest)
+    return { parsed, digest }
   }
+  deepFreeze(parsed.payload)
+  const read: ReadElement = { parsed: Object.freeze(parsed), digest }
+  if (readCache.size >= READ_CACHE_SIZE) readCache.delete(readCache.keys().next().value!)
+  readCache.set(digest, read)
   return read
 }
 
