@@ -9,8 +9,8 @@
 //   BENCH_PROFILE_SEEN=1 BENCH_CHAINS=400 node --import tsx bench/profile-hops.ts
 import { createPublicKey, verify } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
-import { loadavg } from 'node:os'
 import { Session } from 'node:inspector/promises'
+import { loadavg } from 'node:os'
 import { setImmediate } from 'node:timers/promises'
 import { pathToFileURL } from 'node:url'
 import { createIdentity, hopSigner, SignedClient } from '@baton/client'
