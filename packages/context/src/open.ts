@@ -61,21 +61,19 @@ const readCache = new Map<string, ReadElement>()
 const seenOnce = new Set<string>()
 
 /**
- * Parses a JWS element and digests it, or answers the parse of the identical octets seen before: a
+ * Parses a JWS element and digests it, or answers the parse of the identical text seen before: a
  * chain re-presents every earlier offer at each later hop, so a receiver meets the same octets
- * again and again. The cache is keyed by the handoff digest, computed anyway and cheaper to look
- * up than the whole text, and keeps a parse only from its second sighting on: an element met once
- * costs no kept copy (which the garbage collector would promote, then collect), only its digest.
- * Only the parse is reused, frozen so no caller can change what the next one reads; the trusted
- * key, the signature and every check run again each time. Bounded, oldest entry out first.
+ * again and again. A parse is kept only from an element's second sighting on (its digest marks
+ * the first): an element met once, as every element of a chain never seen is, leaves no kept copy
+ * for the garbage collector to promote and then collect. Only the parse is reused, frozen so no
+ * caller can change what the next one reads; the trusted key, the signature and every check run
+ * again each time. Bounded, oldest entry out first.
  */
-// Equal digests mean equal octets (SHA-256), and a cached parse is of a valid JWS, all ASCII:
-// text whose UTF-8 octets equal those is that very text.
 function readJws(raw: string): ReadElement {
-  const digest = handoffDigest(raw)
-  const known = readCache.get(digest)
+  const known = readCache.get(raw)
   if (known !== undefined) return known
   const parsed = parseJwsElement(raw)
+  const digest = handoffDigest(raw)
   if (raw.length > READ_CACHE_MAX_CHARS) return { parsed, digest }
   if (!seenOnce.delete(digest)) {
     if (seenOnce.size >= SEEN_ONCE_SIZE) seenOnce.delete(seenOnce.values().next().value!)
@@ -85,7 +83,7 @@ function readJws(raw: string): ReadElement {
   deepFreeze(parsed.payload)
   const read: ReadElement = { parsed: Object.freeze(parsed), digest }
   if (readCache.size >= READ_CACHE_SIZE) readCache.delete(readCache.keys().next().value!)
-  readCache.set(digest, read)
+  readCache.set(raw, read)
   return read
 }
 
