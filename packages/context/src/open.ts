@@ -46,7 +46,7 @@ export function parseElement(
 
 /** A signed element's parse and handoff digest, both functions of its octets alone. */
 export interface ReadElement {
-  /** The parsed element (frozen when it came from the cache of JWS texts). */
+  /** The parsed element (frozen when it came from the cache of JWS elements seen before). */
   readonly parsed: ParsedElement
   /** The element's handoff digest. */
   readonly digest: string
@@ -55,25 +55,35 @@ export interface ReadElement {
 /** How many parsed JWS elements are kept, and the longest text kept (elements are ~1 KB). */
 const READ_CACHE_SIZE = 1024
 const READ_CACHE_MAX_CHARS = 4096
+/** How many digests of elements met once are kept, waiting for a second sighting. */
+const SEEN_ONCE_SIZE = 4096
 const readCache = new Map<string, ReadElement>()
+const seenOnce = new Set<string>()
 
 /**
  * Parses a JWS element and digests it, or answers the parse of the identical text seen before: a
  * chain re-presents every earlier offer at each later hop, so a receiver meets the same octets
- * again and again. Only the parse is reused, frozen so no caller can change what the next one
- * reads; the trusted key, the signature and every check run again each time. Bounded, oldest
- * entry out first.
+ * again and again. A parse is kept only from an element's second sighting on (its digest marks
+ * the first): an element met once, as every element of a chain never seen is, leaves no kept copy
+ * for the garbage collector to promote and then collect. Only the parse is reused, frozen so no
+ * caller can change what the next one reads; the trusted key, the signature and every check run
+ * again each time. Bounded, oldest entry out first.
  */
 function readJws(raw: string): ReadElement {
   const known = readCache.get(raw)
   if (known !== undefined) return known
   const parsed = parseJwsElement(raw)
-  deepFreeze(parsed.payload)
-  const read: ReadElement = { parsed: Object.freeze(parsed), digest: handoffDigest(raw) }
-  if (raw.length <= READ_CACHE_MAX_CHARS) {
-    if (readCache.size >= READ_CACHE_SIZE) readCache.delete(readCache.keys().next().value!)
-    readCache.set(raw, read)
+  const digest = handoffDigest(raw)
+  if (raw.length > READ_CACHE_MAX_CHARS) return { parsed, digest }
+  if (!seenOnce.delete(digest)) {
+    if (seenOnce.size >= SEEN_ONCE_SIZE) seenOnce.delete(seenOnce.values().next().value!)
+    seenOnce.add(digest)
+    return { parsed, digest }
   }
+  deepFreeze(parsed.payload)
+  const read: ReadElement = { parsed: Object.freeze(parsed), digest }
+  if (readCache.size >= READ_CACHE_SIZE) readCache.delete(readCache.keys().next().value!)
+  readCache.set(raw, read)
   return read
 }
 

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { agents, buildChain, clockAt, T0, trustOf } from '../test/fixtures.js'
 import { signOffer, toHandoff } from './offer.js'
+import { readElement } from './open.js'
 import { createDigestRef } from './refs.js'
 import { MemoryReplayStore } from './replay-store.js'
 import { assertHandoff, verifyHandoff } from './verify.js'
@@ -320,5 +321,37 @@ describe('verifyHandoff: signatures on the thread pool answer as the sequential 
     assert.equal(asked[0]!.length, 7)
     assert.equal((await both(h, { trust })).ok, true)
     assert.equal(asked[2]!.length, 8)
+  })
+})
+
+describe('the cache of parsed elements', () => {
+  test('keeps a parse from the second sighting on, frozen, and never a verdict', async () => {
+    const once = signOffer({ signer: planner.signer, aud: C, dialog: 'once', now: clockAt(T0) })
+    const first = readElement(once.element)
+    const second = readElement(once.element)
+    const third = readElement(once.element)
+    assert.equal(Object.isFrozen(first.parsed), false)
+    assert.equal(Object.isFrozen(second.parsed.payload), true)
+    assert.equal(third, second)
+    assert.equal(second.digest, first.digest)
+    const h = buildChain([assistant, planner], C)
+    for (let i = 0; i < 3; i++) assert.equal((await verifyHandoff(h, base)).ok, true)
+    // the same octets from an issuer the receiver no longer trusts, or no longer admits
+    const untrusted = await verifyHandoff(h, { ...base, trust: trustOf([list[0]!]) })
+    assert.equal(!untrusted.ok && untrusted.reason, 'untrusted-key')
+    const unadmitted = await verifyHandoff(h, { ...base, admitted: () => new Set([A]) })
+    assert.equal(!unadmitted.ok && unadmitted.reason, 'untrusted-key')
+  })
+
+  test('stays bounded: an element pushed out is parsed afresh', () => {
+    const h = buildChain([assistant, planner], C)
+    readElement(h.offer)
+    const kept = readElement(h.offer)
+    for (let i = 0; i < 1100; i++) {
+      const o = signOffer({ signer: assistant.signer, aud: C, dialog: `d-${i}`, now: clockAt(T0) })
+      readElement(o.element)
+      readElement(o.element)
+    }
+    assert.notEqual(readElement(h.offer), kept)
   })
 })
