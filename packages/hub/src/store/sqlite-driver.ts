@@ -220,6 +220,9 @@ class WriteLock {
 /** An SQL identifier, quoted as kysely's SQLite compiler quotes one. */
 const quoteName = (name: string) => `"${name.replaceAll('"', '""')}"`
 
+/** A whole statement that ends the connection's transaction, whatever was open. */
+const ENDS_TRANSACTION = /^\s*(commit|end|rollback)(\s+transaction)?\s*;?\s*$/i
+
 /** Only SQL that starts so can be a plain read; anything else goes to the writer unasked. */
 const READ_PREFIX = /^\s*(select|with)\s/i
 
@@ -293,9 +296,10 @@ class HubSqliteDriver implements Driver {
     conn.holdsWriter = false
     // A transaction left open would swallow the next holder's statements into it: end it, so
     // what it wrote is undone rather than committed by someone else. A turn that ran only
-    // scripts left none open (each commits or rolls back its own).
-    if (conn.ranStatements) this.writer.endTurn()
-    conn.ranStatements = false
+    // scripts, or whose last statement was a commit or rollback that succeeded, left none open;
+    // on the writer thread, ending the turn anyway would cost a message per turn.
+    if (conn.mayLeaveOpen) this.writer.endTurn()
+    conn.mayLeaveOpen = false
     this.lock.release()
   }
 
@@ -308,8 +312,11 @@ class HubSqliteDriver implements Driver {
 /** One kysely connection: borrows the writer on its first statement that needs it. */
 class HubSqliteConnection implements DatabaseConnection {
   holdsWriter = false
-  /** This turn on the writer ran a statement other than a script. */
-  ranStatements = false
+  /**
+   * This turn on the writer may have left a transaction open: it ran a statement other than a
+   * script, and not a successful `commit` or `rollback` after it.
+   */
+  mayLeaveOpen = false
 
   constructor(private readonly driver: HubSqliteDriver) {}
 
@@ -329,10 +336,11 @@ class HubSqliteConnection implements DatabaseConnection {
       await this.driver.lock.acquire()
       this.holdsWriter = true
     }
-    this.ranStatements = true
-    return this.driver.writer.execute(source, parameters) as
-      | QueryResult<R>
-      | Promise<QueryResult<R>>
+    this.mayLeaveOpen = true
+    const result = (await this.driver.writer.execute(source, parameters)) as QueryResult<R>
+    // Either one ends any transaction when it succeeds (a failed commit may leave it open).
+    if (ENDS_TRANSACTION.test(source)) this.mayLeaveOpen = false
+    return result
   }
 
   async *streamQuery<R>(query: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
