@@ -243,51 +243,58 @@ for (const thread of [false, true])
   })
 
 describe('the SQLite writer thread at the end of a turn', () => {
-  /** The writer thread, counting the turns the driver asks it to end (one message each). */
-  class CountingWriter extends SqliteWriterThread {
-    ends = 0
-    override endTurn(): void {
-      this.ends++
-      super.endTurn()
-    }
-  }
-
-  test('is asked to roll back only a turn that may have left a transaction open', async () => {
+  test('is sent a message to roll back only for a turn that left a transaction open', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'baton-driver-turns-'))
     const file = path.join(dir, 'db.sqlite')
     const setup = new SQLite(file)
     setup.pragma('journal_mode = WAL')
     setup.exec('create table items (id integer primary key, v text not null)')
     setup.close()
-    const writer = new CountingWriter({ file, pragmas: ['busy_timeout = 0'], cacheSize: 16 })
+    const writer = new SqliteWriterThread({ file, pragmas: ['busy_timeout = 0'], cacheSize: 16 })
     const db = new Kysely<T>({ dialect: new HubSqliteDialect({ writer }) })
+    /** The messages `turn` sends to the writer thread. */
+    const messages = async (turn: () => Promise<unknown>) => {
+      const before = writer.messagesSent
+      await turn().catch(() => {})
+      return writer.messagesSent - before
+    }
     try {
-      await db.transaction().execute(async (trx) => {
-        await trx.insertInto('items').values({ id: 1, v: 'committed' }).execute()
-      })
-      await assert.rejects(
+      // begin, insert, commit
+      const committed = await messages(() =>
+        db
+          .transaction()
+          .execute((trx) => trx.insertInto('items').values({ id: 1, v: 'committed' }).execute()),
+      )
+      assert.equal(committed, 3)
+      // begin, insert, rollback
+      const refused = await messages(() =>
         db.transaction().execute(async (trx) => {
           await trx.insertInto('items').values({ id: 2, v: 'rolled-back' }).execute()
           throw new Error('refused')
         }),
       )
-      await transactionOf(db, (tx) => tx.insertInto('items').values({ id: 3, v: 'also' }).execute())
-      assert.equal(writer.ends, 0, 'each turn ended with its own commit or rollback')
-      await db.insertInto('items').values({ id: 4, v: 'autocommit' }).execute()
-      await db.connection().execute(async (conn) => {
-        await sql`begin immediate`.execute(conn)
-        await conn.insertInto('items').values({ id: 5, v: 'half' }).execute()
-      })
-      assert.equal(
-        writer.ends,
-        2,
-        'a turn not ended by a commit or rollback is ended by the driver',
+      assert.equal(refused, 3)
+      const autocommit = await messages(() =>
+        db.insertInto('items').values({ id: 3, v: 'autocommit' }).execute(),
       )
-      await db.insertInto('items').values({ id: 6, v: 'next' }).execute()
+      assert.equal(autocommit, 1)
+      const conflict = await messages(() =>
+        db.insertInto('items').values({ id: 3, v: 'duplicate' }).execute(),
+      )
+      assert.equal(conflict, 1)
+      // begin, insert, and the end of the turn that rolls them back
+      const leftOpen = await messages(() =>
+        db.connection().execute(async (conn) => {
+          await sql`begin immediate`.execute(conn)
+          await conn.insertInto('items').values({ id: 4, v: 'half' }).execute()
+        }),
+      )
+      assert.equal(leftOpen, 3)
+      await db.insertInto('items').values({ id: 5, v: 'next' }).execute()
       const left = await db.selectFrom('items').select('v').orderBy('id').execute()
       assert.deepEqual(
         left.map((r) => r.v),
-        ['committed', 'also', 'autocommit', 'next'],
+        ['committed', 'autocommit', 'next'],
       )
     } finally {
       await db.destroy()

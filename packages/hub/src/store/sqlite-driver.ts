@@ -34,7 +34,10 @@ export interface WriteConnection {
   ): QueryResult<unknown> | Promise<QueryResult<unknown>>
   /** Runs statements as one write transaction (`runScript`), in one trip to the connection. */
   script(statements: readonly ScriptStatement[]): ScriptResult[] | Promise<ScriptResult[]>
-  /** Ends a kysely connection's turn: rolls back a transaction it left open. */
+  /**
+   * Ends a kysely connection's turn: rolls back a transaction it left open. Called only once the
+   * turn's statements have all been answered.
+   */
   endTurn(): void
   close(): Promise<void>
 }
@@ -220,9 +223,6 @@ class WriteLock {
 /** An SQL identifier, quoted as kysely's SQLite compiler quotes one. */
 const quoteName = (name: string) => `"${name.replaceAll('"', '""')}"`
 
-/** A whole statement that ends the connection's transaction, whatever was open. */
-const ENDS_TRANSACTION = /^\s*(commit|end|rollback)(\s+transaction)?\s*;?\s*$/i
-
 /** Only SQL that starts so can be a plain read; anything else goes to the writer unasked. */
 const READ_PREFIX = /^\s*(select|with)\s/i
 
@@ -296,10 +296,9 @@ class HubSqliteDriver implements Driver {
     conn.holdsWriter = false
     // A transaction left open would swallow the next holder's statements into it: end it, so
     // what it wrote is undone rather than committed by someone else. A turn that ran only
-    // scripts, or whose last statement was a commit or rollback that succeeded, left none open;
-    // on the writer thread, ending the turn anyway would cost a message per turn.
-    if (conn.mayLeaveOpen) this.writer.endTurn()
-    conn.mayLeaveOpen = false
+    // scripts left none open (each commits or rolls back its own).
+    if (conn.ranStatements) this.writer.endTurn()
+    conn.ranStatements = false
     this.lock.release()
   }
 
@@ -312,11 +311,8 @@ class HubSqliteDriver implements Driver {
 /** One kysely connection: borrows the writer on its first statement that needs it. */
 class HubSqliteConnection implements DatabaseConnection {
   holdsWriter = false
-  /**
-   * This turn on the writer may have left a transaction open: it ran a statement other than a
-   * script, and not a successful `commit` or `rollback` after it.
-   */
-  mayLeaveOpen = false
+  /** This turn on the writer ran a statement other than a script. */
+  ranStatements = false
 
   constructor(private readonly driver: HubSqliteDriver) {}
 
@@ -336,11 +332,10 @@ class HubSqliteConnection implements DatabaseConnection {
       await this.driver.lock.acquire()
       this.holdsWriter = true
     }
-    this.mayLeaveOpen = true
-    const result = (await this.driver.writer.execute(source, parameters)) as QueryResult<R>
-    // Either one ends any transaction when it succeeds (a failed commit may leave it open).
-    if (ENDS_TRANSACTION.test(source)) this.mayLeaveOpen = false
-    return result
+    this.ranStatements = true
+    return this.driver.writer.execute(source, parameters) as
+      | QueryResult<R>
+      | Promise<QueryResult<R>>
   }
 
   async *streamQuery<R>(query: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
