@@ -242,6 +242,67 @@ for (const thread of [false, true])
     })
   })
 
+describe('the SQLite writer thread at the end of a turn', () => {
+  test('is sent a message to roll back only for a turn that left a transaction open', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'baton-driver-turns-'))
+    const file = path.join(dir, 'db.sqlite')
+    const setup = new SQLite(file)
+    setup.pragma('journal_mode = WAL')
+    setup.exec('create table items (id integer primary key, v text not null)')
+    setup.close()
+    const writer = new SqliteWriterThread({ file, pragmas: ['busy_timeout = 0'], cacheSize: 16 })
+    const db = new Kysely<T>({ dialect: new HubSqliteDialect({ writer }) })
+    /** The messages `turn` sends to the writer thread. */
+    const messages = async (turn: () => Promise<unknown>) => {
+      const before = writer.messagesSent
+      await turn().catch(() => {})
+      return writer.messagesSent - before
+    }
+    try {
+      // begin, insert, commit
+      const committed = await messages(() =>
+        db
+          .transaction()
+          .execute((trx) => trx.insertInto('items').values({ id: 1, v: 'committed' }).execute()),
+      )
+      assert.equal(committed, 3)
+      // begin, insert, rollback
+      const refused = await messages(() =>
+        db.transaction().execute(async (trx) => {
+          await trx.insertInto('items').values({ id: 2, v: 'rolled-back' }).execute()
+          throw new Error('refused')
+        }),
+      )
+      assert.equal(refused, 3)
+      const autocommit = await messages(() =>
+        db.insertInto('items').values({ id: 3, v: 'autocommit' }).execute(),
+      )
+      assert.equal(autocommit, 1)
+      const conflict = await messages(() =>
+        db.insertInto('items').values({ id: 3, v: 'duplicate' }).execute(),
+      )
+      assert.equal(conflict, 1)
+      // begin, insert, and the end of the turn that rolls them back
+      const leftOpen = await messages(() =>
+        db.connection().execute(async (conn) => {
+          await sql`begin immediate`.execute(conn)
+          await conn.insertInto('items').values({ id: 4, v: 'half' }).execute()
+        }),
+      )
+      assert.equal(leftOpen, 3)
+      await db.insertInto('items').values({ id: 5, v: 'next' }).execute()
+      const left = await db.selectFrom('items').select('v').orderBy('id').execute()
+      assert.deepEqual(
+        left.map((r) => r.v),
+        ['committed', 'autocommit', 'next'],
+      )
+    } finally {
+      await db.destroy()
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
+
 describe("the hub's SQLite database", () => {
   for (const thread of [false, true])
     test(`its capabilities recognise unique errors raised through the driver (writer thread: ${thread})`, async () => {

@@ -34,7 +34,10 @@ export interface WriteConnection {
   ): QueryResult<unknown> | Promise<QueryResult<unknown>>
   /** Runs statements as one write transaction (`runScript`), in one trip to the connection. */
   script(statements: readonly ScriptStatement[]): ScriptResult[] | Promise<ScriptResult[]>
-  /** Ends a kysely connection's turn: rolls back a transaction it left open. */
+  /**
+   * Ends a kysely connection's turn: rolls back a transaction it left open. Called only once the
+   * turn's statements have all been answered.
+   */
   endTurn(): void
   close(): Promise<void>
 }

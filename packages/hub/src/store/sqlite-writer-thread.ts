@@ -33,13 +33,18 @@ export class SqliteWriterThread implements WriteConnection {
     { resolve: (r: WriterAnswer & { ok: true }) => void; reject: (e: unknown) => void }
   >()
   private next = 1
+  /** Messages posted to the thread so far: each one wakes it. */
+  messagesSent = 0
   private failed: Error | undefined
+  /** Whether the connection was inside a transaction after the last statement it answered. */
+  private open = false
 
   constructor(data: WriterData) {
     this.worker = new Worker(ENTRY, { workerData: data, execArgv: [] })
     // Only answers still owed keep the process alive.
     this.worker.unref()
     this.worker.on('message', (a: WriterAnswer) => {
+      if (a.open !== undefined) this.open = a.open
       const waiter = this.pending.get(a.id)
       if (!waiter) return
       this.pending.delete(a.id)
@@ -64,6 +69,7 @@ export class SqliteWriterThread implements WriteConnection {
     return new Promise((resolve, reject) => {
       if (this.pending.size === 0) this.worker.ref()
       this.pending.set(request.id, { resolve, reject })
+      this.messagesSent++
       this.worker.postMessage(request)
     })
   }
@@ -90,7 +96,12 @@ export class SqliteWriterThread implements WriteConnection {
   }
 
   endTurn(): void {
-    if (!this.failed) this.worker.postMessage({ op: 'end' } satisfies WriterRequest)
+    // The turn's holder has had every statement answered, so the last answer tells whether it
+    // left a transaction open; a turn that left none costs no message.
+    if (this.failed || (!this.open && this.pending.size === 0)) return
+    this.open = false
+    this.messagesSent++
+    this.worker.postMessage({ op: 'end' } satisfies WriterRequest)
   }
 
   async close(): Promise<void> {

@@ -23,8 +23,15 @@ export type WriterAnswer =
       lastInsertRowid?: number
       cpuMicros?: number
       results?: ScriptResult[]
+      /** Whether the connection is inside a transaction once the statement has run. */
+      open?: boolean
     }
-  | { id: number; ok: false; error: { name: string; message: string; code?: string } }
+  | {
+      id: number
+      ok: false
+      error: { name: string; message: string; code?: string }
+      open?: boolean
+    }
 
 export interface WriterData {
   file: string
@@ -117,6 +124,7 @@ if (port) {
         },
       }
     }
+    answer.open = db.inTransaction
     port.postMessage(answer)
   })
 }
