@@ -15,29 +15,13 @@ const pending = new WeakMap<FastifyRequest, AdmissionCarry>()
  */
 export const CARRIES_ADMISSION = 'carriesAdmission'
 
-/**
- * Runs a route's work for a request and answers only once its pending admission is durable:
- * committed with the first write the work queued (the work takes it from `pendingAdmission`,
- * as `Caller.carry`), or alone when the work wrote nothing or was refused first (a refused
- * request spends its nonce). The admission's refusal (a replay another instance committed
- * first) wins over the work's answer.
- */
-export async function runAdmitted<T>(
+/** Runs a route's work and answers only once the request's admission is durable (`settleAfter`). */
+export function runAdmitted<T>(
   ctx: AppContext,
   req: FastifyRequest,
   work: () => Promise<T>,
 ): Promise<T> {
-  const carry = pending.get(req)
-  if (!carry) return work()
-  let result: T
-  try {
-    result = await work()
-  } catch (error) {
-    await ctx.identity.settle(carry)
-    throw error
-  }
-  await ctx.identity.settle(carry)
-  return result
+  return ctx.identity.settleAfter(pending.get(req), work)
 }
 
 /** The admission of a request that `runAdmitted` (or the MCP route) is still to settle. */

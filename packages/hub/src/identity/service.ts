@@ -518,6 +518,25 @@ export class IdentityService {
     if (refusal) throw refusal
   }
 
+  /**
+   * Runs a request's work and answers only once its pending admission is durable: committed with
+   * the first write the work queued (the work takes it as `carry`), or alone when the work wrote
+   * nothing or was refused first (a refused request spends its nonce). The admission's refusal
+   * (a replay another instance committed first) wins over the work's answer.
+   */
+  async settleAfter<T>(carry: AdmissionCarry | undefined, work: () => Promise<T>): Promise<T> {
+    if (!carry) return work()
+    let result: T
+    try {
+      result = await work()
+    } catch (error) {
+      await this.settle(carry)
+      throw error
+    }
+    await this.settle(carry)
+    return result
+  }
+
   /** `GET /v1/me`: the principal, its admission state, quotas and usage. */
   async me(p: Principal): Promise<MeView> {
     const { quotas } = this.deps.config

@@ -10,10 +10,9 @@ import { principalTopic } from '../identity/admission.js'
 import { CARRIES_ADMISSION, pendingAdmission, verifiedPrincipal } from '../identity/http.js'
 import type { AdmissionCarry, Principal } from '../identity/service.js'
 import { localInvoke } from '../ops/local.js'
-import { carryingAuth } from '../ops/mcp.js'
+import { carryingAuth, type Settling } from '../ops/mcp.js'
 import type { ExtraPath } from '../ops/openapi.js'
 import type { Auth } from '../ops/operation.js'
-import type { Carry } from '../store/transaction.js'
 import { assertAllowedHostAndOrigin, hostPolicy } from './rebinding.js'
 import { SESSION_LIMITS, type SessionLimits, SessionTable } from './sessions.js'
 
@@ -81,15 +80,9 @@ function isToolCall(body: unknown): boolean {
   )
 }
 
-/**
- * Answers a tool call only once the pending admission of the request it serves (its carry) is
- * durable: committed with the call's first write, or alone after the call (a refused call spends
- * its nonce). The admission's refusal (a replay another instance committed first) wins.
- */
-function settling(ctx: AppContext): (carry: Carry) => Promise<void> {
-  return async (carry) => {
-    await ctx.identity.settle(carry as AdmissionCarry)
-  }
+/** Answers a tool call only once the pending admission of the request it serves is durable. */
+function settling(ctx: AppContext): Settling {
+  return (carry, work) => ctx.identity.settleAfter(carry as AdmissionCarry | undefined, work)
 }
 
 /**
@@ -117,7 +110,7 @@ export function registerMcpRoute(
     const server = createMcpServer(
       {
         invoke: localInvoke(ctx, { ip: req.ip, principal }),
-        settle: settling(ctx),
+        settleAfter: settling(ctx),
         auths: principal ? SIGNED : UNSIGNED,
         log: req.log,
       },
@@ -139,7 +132,7 @@ export function registerMcpRoute(
     const server = createMcpServer(
       {
         invoke: localInvoke(ctx, { ip: req.ip, principal }),
-        settle: settling(ctx),
+        settleAfter: settling(ctx),
         auths: SIGNED,
         log: ctx.log,
         watch: busWatch(ctx.bus, who),

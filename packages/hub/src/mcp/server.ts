@@ -1,9 +1,8 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import type { Logger } from 'pino'
-import { type Invoke, registerOperationTools } from '../ops/mcp.js'
+import { type Invoke, registerOperationTools, type Settling } from '../ops/mcp.js'
 import type { Auth } from '../ops/operation.js'
 import { COMPOSITE_TOOLS, OPERATIONS } from '../ops/registry.js'
-import type { Carry } from '../store/transaction.js'
 import { registerResources, type Watch } from './resources.js'
 
 /** Every operation the MCP tools reach, by feature. */
@@ -13,8 +12,8 @@ export interface McpOps {
   /** The kinds of auth this session can satisfy; it is offered the tools of those operations. */
   auths: ReadonlySet<Auth>
   log?: Pick<Logger, 'error'>
-  /** Makes a tool call's carried write durable before it is answered (`registerOperationTools`). */
-  settle?: ((carry: Carry) => Promise<void>) | undefined
+  /** Runs a tool call and answers once its carried write is durable (`registerOperationTools`). */
+  settleAfter?: Settling | undefined
   /** How resource subscriptions notice changes; a session without one offers no `subscribe`. */
   watch?: Watch | undefined
 }
@@ -35,7 +34,7 @@ export function createMcpServer(ops: McpOps, version: string): McpServer {
     auths: ops.auths,
     invoke: ops.invoke,
     ...(ops.log ? { log: ops.log } : {}),
-    ...(ops.settle ? { settle: ops.settle } : {}),
+    ...(ops.settleAfter ? { settleAfter: ops.settleAfter } : {}),
   })
   registerResources(server, {
     auths: ops.auths,

@@ -145,6 +145,9 @@ export function offeredAsTool(op: Operation, auths: ReadonlySet<Auth>): boolean 
  * Registers every operation (and composite tool) a session may reach as an MCP tool, with its
  * input and output schemas; minting tokens and admission (operator auth) are never tools.
  */
+/** Runs a call's work and answers once its carried write is durable. */
+export type Settling = <T>(carry: Carry | undefined, work: () => Promise<T>) => Promise<T>
+
 export function registerOperationTools(
   server: McpServer,
   opts: {
@@ -154,26 +157,15 @@ export function registerOperationTools(
     invoke: Invoke
     log?: Pick<Logger, 'error'>
     /**
-     * Makes a tool call's carried write (`Caller.carry`) durable before the call is answered:
-     * once per call, after all of its invokes, so a composite tool that reads and then writes
-     * commits its carried write with that write.
+     * Runs a tool call and makes its carried write (`Caller.carry`) durable before the call is
+     * answered: once per call, after all of its invokes, so a composite tool that reads and then
+     * writes commits its carried write with that write.
      */
-    settle?: (carry: Carry) => Promise<void>
+    settleAfter?: Settling
   },
 ): void {
-  const settled = async <T>(carry: Carry | undefined, fn: () => Promise<T>): Promise<T> => {
-    const settle = opts.settle
-    if (!carry || !settle) return fn()
-    let value: T
-    try {
-      value = await fn()
-    } catch (error) {
-      await settle(carry)
-      throw error
-    }
-    await settle(carry)
-    return value
-  }
+  const settled = <T>(carry: Carry | undefined, fn: () => Promise<T>): Promise<T> =>
+    opts.settleAfter ? opts.settleAfter(carry, fn) : fn()
   for (const op of opts.ops) {
     if (!offeredAsTool(op, opts.auths) || op.tool === false) continue
     const tool = op.tool
