@@ -28,6 +28,7 @@ import {
   signedAgent,
   startTestHub,
   type TestHub,
+  type TestStore,
   testStores,
 } from './support.js'
 
@@ -825,15 +826,30 @@ for (const store of testStores) {
   })
 }
 
+type Instance = Awaited<ReturnType<Awaited<ReturnType<typeof restartableHub>>['start']>>
+
+/** Two hub instances on one fresh PostgreSQL database, with one manual clock; stopped after. */
+async function onTwoInstances(
+  store: TestStore,
+  run: (h: { a: Instance; b: Instance; clock: ManualClock; now: () => number }) => Promise<void>,
+): Promise<void> {
+  const clock = new ManualClock(Date.now())
+  const db = await restartableHub(store, OPEN, clock)
+  const a = await db.start()
+  const b = await db.start()
+  try {
+    await run({ a, b, clock, now: () => clock.now() })
+  } finally {
+    await a.stop()
+    await b.stop()
+    await db.drop()
+  }
+}
+
 describe('statuses racing on two instances (postgres)', () => {
   const store = testStores.find((s) => s.name === 'postgres')!
-  test('accepted and completed sent at once to two instances both count', async () => {
-    const clock = new ManualClock(Date.now())
-    const now = () => clock.now()
-    const db = await restartableHub(store, OPEN, clock)
-    const a = await db.start()
-    const b = await db.start()
-    try {
+  test('accepted and completed sent at once to two instances both count', () =>
+    onTwoInstances(store, async ({ a, b, clock, now }) => {
       const planner = await agent(a, clock)
       const coder = await agent(a, clock)
       const coderOnB = new HopClient(await signedAgentAs(b, coder, clock))
@@ -860,12 +876,7 @@ describe('statuses racing on two instances (postgres)', () => {
         assert.equal(hop.state, 'completed')
         assert.equal(hop.statuses.length, 2)
       }
-    } finally {
-      await a.stop()
-      await b.stop()
-      await db.drop()
-    }
-  })
+    }))
 })
 
 // seed 003: two offers with the same sender and hop but different octets are equivocation; the
@@ -873,13 +884,8 @@ describe('statuses racing on two instances (postgres)', () => {
 // inside their transactions: exactly one offer is delivered, the other is equivocation.
 describe('offers racing on two instances (postgres)', () => {
   const store = testStores.find((s) => s.name === 'postgres')!
-  test('one (iss, hop) with different octets at once: one delivered, one equivocation', async () => {
-    const clock = new ManualClock(Date.now())
-    const now = () => clock.now()
-    const db = await restartableHub(store, OPEN, clock)
-    const a = await db.start()
-    const b = await db.start()
-    try {
+  test('one (iss, hop) with different octets at once: one delivered, one equivocation', () =>
+    onTwoInstances(store, async ({ a, b, clock, now }) => {
       const planner = await agent(a, clock)
       const coder = await agent(a, clock)
       const plannerOnB = new HopClient(await signedAgentAs(b, planner, clock))
@@ -932,12 +938,7 @@ describe('offers racing on two instances (postgres)', () => {
           .execute()
         assert.deepEqual(rows, [{ digest: hop.digest }], `pair ${i}: one hop kept`)
       }
-    } finally {
-      await a.stop()
-      await b.stop()
-      await db.drop()
-    }
-  })
+    }))
 })
 
 /** The same identity, signing to another hub instance on the same database. */
