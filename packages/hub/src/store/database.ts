@@ -8,6 +8,7 @@ import { migrate } from './migrations.js'
 import type { Schema } from './schema.js'
 import { HubSqliteDialect } from './sqlite-driver.js'
 import { SqliteWriterThread } from './sqlite-writer-thread.js'
+import type { StoreCounting } from './transaction.js'
 
 /** What differs between the two dialects, in one place; features never branch on the dialect. */
 export interface Capabilities {
@@ -138,6 +139,8 @@ export interface Database {
    * microseconds, where the system tells it (for benchmarks).
    */
   writerCpuMicros?: () => Promise<number | undefined>
+  /** Statement and commit counting, once `countStatements` has started it. */
+  counting?: StoreCounting
   close(): Promise<void>
 }
 

@@ -136,6 +136,20 @@ for (const store of testStores) {
       assert.equal(await count('carried'), before.carried + 2)
     })
 
+    test('a second copy of this module counts into the same numbers', async () => {
+      // A benchmark counts from the sources while the hub runs from its build: two copies.
+      const copy = (await import(
+        `${new URL('./transaction.ts', import.meta.url).href}?copy`
+      )) as typeof import('./transaction.js')
+      const counts = countStatements(database)
+      assert.equal(copy.countStatements(database), counts)
+      const before = { ...counts }
+      await copy.transaction(database, bump('copied'))
+      await bump('copied')(database)
+      assert.equal(counts.commits - before.commits, 2, 'one transaction, one autocommit')
+      assert.equal(counts.statements - before.statements, 4, 'begin, insert, commit; insert')
+    })
+
     test('rerunOnUniqueViolation runs a write once more after a unique violation', async () => {
       const batcher = new WriteBatcher(database)
       let runs = 0

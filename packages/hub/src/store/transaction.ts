@@ -1,4 +1,4 @@
-import { type Kysely, type QueryId, type RootOperationNode, sql } from 'kysely'
+import { type Kysely, type KyselyPlugin, type QueryId, sql } from 'kysely'
 import type { Database } from './database.js'
 import type { Schema } from './schema.js'
 
@@ -17,20 +17,18 @@ export interface StoreCounts {
   commits: number
 }
 
-const counted = new WeakMap<Database, StoreCounts>()
 /**
- * The queries `transaction` ran on its connection while counting: a counted write not among them
- * committed on its own (autocommit). Marked by a plugin on the transaction's connection only, so
- * an uncounted hub pays nothing for it.
+ * A database's counting state, kept on the database itself so that every copy of this module (a
+ * benchmark's sources beside the hub's build) counts into the same numbers. `inTransaction` holds
+ * the queries `transaction` ran on its connection: a counted write not among them committed on its
+ * own (autocommit). They are marked by `mark`, a plugin on the transaction's connection only.
  */
-const inTransaction = new WeakSet<QueryId>()
-const inTransactionPlugin = {
-  transformQuery: (args: { node: RootOperationNode; queryId: QueryId }) => {
-    inTransaction.add(args.queryId)
-    return args.node
-  },
-  transformResult: async <R>(args: { result: R }) => args.result,
+export interface StoreCounting {
+  readonly counts: StoreCounts
+  readonly inTransaction: WeakSet<QueryId>
+  readonly mark: KyselyPlugin
 }
+
 const WRITE_NODES = new Set(['InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryNode'])
 
 /**
@@ -41,10 +39,17 @@ const WRITE_NODES = new Set(['InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryN
  * with `countCommit`). Idempotent: answers the live counts.
  */
 export function countStatements(database: Database): StoreCounts {
-  const known = counted.get(database)
-  if (known) return known
+  if (database.counting) return database.counting.counts
   const counts: StoreCounts = { statements: 0, commits: 0 }
-  counted.set(database, counts)
+  const inTransaction = new WeakSet<QueryId>()
+  const mark: KyselyPlugin = {
+    transformQuery: (args) => {
+      inTransaction.add(args.queryId)
+      return args.node
+    },
+    transformResult: async (args) => args.result,
+  }
+  database.counting = { counts, inTransaction, mark }
   const writes = new WeakSet<QueryId>()
   database.db = database.db.withPlugin({
     transformQuery: (args) => {
@@ -64,7 +69,7 @@ export function countStatements(database: Database): StoreCounts {
 
 /** Counts a write committed outside `transaction`, as one autocommit statement, where counted. */
 export function countCommit(database: Database): void {
-  const counts = counted.get(database)
+  const counts = database.counting?.counts
   if (counts) counts.commits++
 }
 
@@ -76,9 +81,10 @@ export async function transaction<T>(database: Database, fn: (tx: Tx) => Promise
   for (let attempt = 1; ; attempt++) {
     const hooks: (() => void)[] = []
     try {
-      const counts = counted.get(database)
+      const counting = database.counting
+      const counts = counting?.counts
       const result = await database.db.connection().execute(async (bare) => {
-        const conn = counts ? bare.withPlugin(inTransactionPlugin) : bare
+        const conn = counting ? bare.withPlugin(counting.mark) : bare
         await sql.raw(database.caps.beginWrite).execute(conn)
         try {
           const value = await fn({ db: conn, afterCommit: (h) => hooks.push(h) })
