@@ -16,6 +16,7 @@ import {
   hubPolicy,
   verifySignedRequest,
 } from '../packages/hub/src/identity/verify.js'
+import { countStatements } from '../packages/hub/src/store/transaction.js'
 import { startBenchHub } from './hub.js'
 import { type LoadRequest, median, type Result, startLoadClient } from './lib.js'
 
@@ -109,14 +110,25 @@ export async function run(): Promise<Result[]> {
   // core) and the other threads'; per-thread counters tick in 10 ms, so these are coarse.
   const mainUs = { signed: [] as number[], unsigned: [] as number[] }
   const threadsUs = { signed: [] as number[], unsigned: [] as number[] }
+  // What the signed path asks of the store under this load: messages to the SQLite writer thread
+  // (each wakes it) and commits, per request.
+  const counts = countStatements(hub.ctx.database)
+  const messages = hub.ctx.database.writerMessages
+  const perRequest = { messages: [] as number[], commits: [] as number[] }
   const measured = async (kind: 'signed' | 'unsigned', requests: LoadRequest[]) => {
     const threads = threadCpuUs()
+    const sent = messages?.() ?? 0
+    const commits = counts.commits
     const elu = performance.eventLoopUtilization()
     const cpu = process.cpuUsage()
     const result = await load.run({ origin: hub.url, requests, concurrency: CONCURRENCY })
     const used = process.cpuUsage(cpu)
     cpuUs[kind].push((used.user + used.system) / requests.length)
     loopUs[kind].push((performance.eventLoopUtilization(elu).active * 1000) / requests.length)
+    if (kind === 'signed') {
+      if (messages) perRequest.messages.push(((messages() ?? 0) - sent) / requests.length)
+      perRequest.commits.push((counts.commits - commits) / requests.length)
+    }
     const after = threadCpuUs()
     if (threads && after) {
       mainUs[kind].push((after.main - threads.main) / requests.length)
@@ -183,6 +195,10 @@ export async function run(): Promise<Result[]> {
         hub_cpu_us_signed: median(cpuUs.signed),
         hub_loop_us_unsigned: median(loopUs.unsigned),
         hub_loop_us_signed: median(loopUs.signed),
+        commits_per_signed_request: Number(median(perRequest.commits).toFixed(3)),
+        ...(perRequest.messages.length > 0
+          ? { writer_messages_per_signed_request: Number(median(perRequest.messages).toFixed(3)) }
+          : {}),
         ...(mainUs.signed.length > 0
           ? {
               hub_main_thread_cpu_us_unsigned: median(mainUs.unsigned),

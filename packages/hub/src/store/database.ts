@@ -139,6 +139,8 @@ export interface Database {
    * microseconds, where the system tells it (for benchmarks).
    */
   writerCpuMicros?: () => Promise<number | undefined>
+  /** SQLite with its writer on a worker thread: the messages sent to that thread so far. */
+  writerMessages?: () => number
   /** Statement and commit counting, once `countStatements` has started it. */
   counting?: StoreCounting
   close(): Promise<void>
@@ -212,7 +214,7 @@ export async function openDatabase(opts: {
       caps: sqliteCaps,
       describe: `sqlite:${file}`,
       ...(writer instanceof SqliteWriterThread
-        ? { writerCpuMicros: () => writer.cpuMicros() }
+        ? { writerCpuMicros: () => writer.cpuMicros(), writerMessages: () => writer.messagesSent }
         : {}),
       close: async () => {
         await database.db.destroy()
