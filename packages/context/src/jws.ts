@@ -53,12 +53,23 @@ export function signJws(
   return `${input}.${sig.toString('base64url')}`
 }
 
+/** The checked parts of a JWS Compact Serialization, before its payload is decoded. */
+interface SplitJws {
+  readonly header: Readonly<JwsHeader>
+  /** The payload's base64url text. */
+  readonly payload: string
+  /** The end of the signing input (the second dot). */
+  readonly inputEnd: number
+  /** The signature's base64url text. */
+  readonly signature: string
+}
+
 /**
  * Splits a JWS Compact Serialization strictly: exactly three canonical base64url parts, a JSON
  * object header, an allowed `alg`, no `crit`. Throws ContextError('bad-signature') otherwise.
  */
 // seed 003: an unsigned or undecodable element is treated as absent, so malformed is bad-signature
-export function parseJws(compact: string): ParsedJws {
+function splitJws(compact: string): SplitJws {
   if (typeof compact !== 'string') throw new ContextError('bad-signature', 'not a string')
   const d1 = compact.indexOf('.')
   const d2 = d1 < 0 ? -1 : compact.indexOf('.', d1 + 1)
@@ -71,14 +82,38 @@ export function parseJws(compact: string): ParsedJws {
   if (!isCanonicalB64u(h) || !isCanonicalB64u(p) || s.length === 0 || !isCanonicalB64u(s)) {
     throw new ContextError('bad-signature', 'not canonical base64url')
   }
-  const hd = parseHeader(h)
+  return { header: parseHeader(h), payload: p, inputEnd: d2, signature: s }
+}
+
+/**
+ * Splits a JWS Compact Serialization strictly: exactly three canonical base64url parts, a JSON
+ * object header, an allowed `alg`, no `crit`. Throws ContextError('bad-signature') otherwise.
+ */
+export function parseJws(compact: string): ParsedJws {
+  const split = splitJws(compact)
   return {
-    header: hd,
-    alg: hd.alg as Algorithm,
-    payload: Buffer.from(p, 'base64url'),
-    signingInput: Buffer.from(compact.slice(0, d2), 'latin1'),
-    signature: Buffer.from(s, 'base64url'),
+    header: split.header,
+    alg: split.header.alg as Algorithm,
+    payload: Buffer.from(split.payload, 'base64url'),
+    signingInput: Buffer.from(compact.slice(0, split.inputEnd), 'latin1'),
+    signature: Buffer.from(split.signature, 'base64url'),
   }
+}
+
+/**
+ * Where payloads up to its size are decoded on their way to text: the octets are only ever read
+ * as UTF-8 right after they are written, so one buffer serves every parse.
+ */
+const payloadScratch = Buffer.allocUnsafe(12 * 1024)
+
+/** A payload's base64url text decoded, as UTF-8 text. */
+function payloadText(b64: string): string {
+  // base64url's decoded length is at most three quarters of its text
+  if ((b64.length * 3) >> 2 > payloadScratch.length) {
+    return Buffer.from(b64, 'base64url').toString('utf8')
+  }
+  const n = payloadScratch.write(b64, 0, 'base64url')
+  return payloadScratch.toString('utf8', 0, n)
 }
 
 const headers = new Map<string, JwsHeader>()
@@ -126,18 +161,18 @@ export function verifyJwsAsync(parsed: ParsedJws, key: KeyObject): Promise<boole
  * Throws ContextError('bad-signature') on any structural fault.
  */
 export function parseJwsElement(compact: string): ParsedElement {
-  const jws = parseJws(compact)
-  const kid = jws.header.kid
+  const split = splitJws(compact)
+  const kid = split.header.kid
   if (typeof kid !== 'string' || kid.length === 0) {
     throw new ContextError('bad-signature', 'kid missing')
   }
-  const typ = jws.header.typ
+  const typ = split.header.typ
   if (typ !== undefined && typeof typ !== 'string') {
     throw new ContextError('bad-signature', 'typ is not a string')
   }
   let payload: unknown
   try {
-    payload = JSON.parse(jws.payload.toString('utf8'))
+    payload = JSON.parse(payloadText(split.payload))
   } catch (cause) {
     throw new ContextError('bad-signature', 'payload is not JSON', { cause })
   }
@@ -147,11 +182,11 @@ export function parseJwsElement(compact: string): ParsedElement {
   return {
     form: 'jws',
     raw: compact,
-    alg: jws.alg,
+    alg: split.header.alg as Algorithm,
     kid,
     typ,
-    signingInput: jws.signingInput,
-    signature: jws.signature,
+    signingInput: Buffer.from(compact.slice(0, split.inputEnd), 'latin1'),
+    signature: Buffer.from(split.signature, 'base64url'),
     payload: payload as Record<string, unknown>,
   }
 }
