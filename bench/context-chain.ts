@@ -27,6 +27,8 @@ interface Fixture {
   trust: TrustStore
   audience: string
   raw: { data: Buffer; sig: Buffer; key: KeyObject }[]
+  /** Signs another chain over the same hops, its octets never seen before (`dialog` differs). */
+  another(dialog: string): { handoff: Handoff; raw: Fixture['raw'] }
 }
 
 async function fixture(): Promise<Fixture> {
@@ -39,26 +41,32 @@ async function fixture(): Promise<Fixture> {
     keys[iss] = pair.publicJwk
   }
   const audience = 'spiffe://bench.example/agent/receiver'
-  let handoff: Handoff | undefined
-  for (let i = 0; i < HOPS; i++) {
-    const offer = signOffer({
-      signer: signers[i]!,
-      aud: i === HOPS - 1 ? audience : signers[i + 1]!.iss,
-      dialog: 'ctx-7c1e',
-      task: 'task-42',
-      iat: T0 + i,
-      ...(handoff === undefined ? {} : { prev: handoff.offer }),
+  const publicKeys = signers.map((signer) =>
+    createPublicKey({ key: keys[signer.iss]!, format: 'jwk' }),
+  )
+  const another = (dialog: string) => {
+    let handoff: Handoff | undefined
+    for (let i = 0; i < HOPS; i++) {
+      const offer = signOffer({
+        signer: signers[i]!,
+        aud: i === HOPS - 1 ? audience : signers[i + 1]!.iss,
+        dialog,
+        task: 'task-42',
+        iat: T0 + i,
+        ...(handoff === undefined ? {} : { prev: handoff.offer }),
+      })
+      handoff = toHandoff(offer, handoff === undefined ? {} : { after: handoff, chain: true })
+    }
+    // as a receiver meets it off the wire: strings of its own, not the signer's objects
+    const h = JSON.parse(JSON.stringify(handoff)) as Handoff
+    const raw = [...(h.chain ?? []), h.offer].map((e, i) => {
+      const p = parseJws(e as string)
+      return { data: p.signingInput, sig: p.signature, key: publicKeys[i]! }
     })
-    handoff = toHandoff(offer, handoff === undefined ? {} : { after: handoff, chain: true })
+    return { handoff: h, raw }
   }
-  const h = handoff!
-  const elements = [...(h.chain ?? []), h.offer] as string[]
-  const raw = elements.map((e, i) => {
-    const p = parseJws(e)
-    const key = createPublicKey({ key: keys[signers[i]!.iss]!, format: 'jwk' })
-    return { data: p.signingInput, sig: p.signature, key }
-  })
-  return { handoff: h, trust: new TrustStore(keys), audience, raw }
+  const { handoff, raw } = another('ctx-7c1e')
+  return { handoff, trust: new TrustStore(keys), audience, raw, another }
 }
 
 function median(xs: number[]): number {
@@ -73,55 +81,72 @@ export async function run(): Promise<
 > {
   const f = await fixture()
   const options = { trust: f.trust, audience: f.audience, now: () => (T0 + HOPS + 5) * 1000 }
-  const rawChain = (): void => {
-    for (const r of f.raw) if (!verify(null, r.data, r.key, r.sig)) throw new Error('raw verify')
+  const rawChain = (raw: Fixture['raw']): void => {
+    for (const r of raw) if (!verify(null, r.data, r.key, r.sig)) throw new Error('raw verify')
   }
-  const libChain = async (): Promise<void> => {
-    const r = await verifyHandoff(f.handoff, options)
+  const libChain = async (handoff: Handoff): Promise<void> => {
+    const r = await verifyHandoff(handoff, options)
     if (!r.ok) throw new Error(`library verify: ${r.reason}`)
   }
   for (let i = 0; i < 100; i++) {
-    rawChain()
-    await libChain()
+    rawChain(f.raw)
+    await libChain(f.handoff)
+    const fresh = f.another(`warm-${i}`)
+    await libChain(fresh.handoff)
   }
-  const raws: number[] = []
-  const libs: number[] = []
-  const ratios: number[] = []
-  for (let round = 0; round < ROUNDS; round++) {
-    // pairs interleaved one chain at a time, alternating which side goes first, so the load of a
-    // shared machine falls on both sides alike
-    let raw = 0
-    let lib = 0
-    for (let i = 0; i < BATCH; i++) {
-      if (i % 2 === 0) {
-        const a = process.hrtime.bigint()
-        rawChain()
-        const b = process.hrtime.bigint()
-        await libChain()
-        const c = process.hrtime.bigint()
-        raw += Number(b - a)
-        lib += Number(c - b)
-      } else {
-        const a = process.hrtime.bigint()
-        await libChain()
-        const b = process.hrtime.bigint()
-        rawChain()
-        const c = process.hrtime.bigint()
-        lib += Number(b - a)
-        raw += Number(c - b)
+  /**
+   * Rounds of pairs interleaved one chain at a time, alternating which side goes first, so the
+   * load of a shared machine falls on both sides alike; `chains` gives each round's chains.
+   */
+  const measure = async (chains: (round: number) => ReturnType<Fixture['another']>[]) => {
+    const raws: number[] = []
+    const libs: number[] = []
+    const ratios: number[] = []
+    for (let round = 0; round < ROUNDS; round++) {
+      const batch = chains(round)
+      let raw = 0
+      let lib = 0
+      for (let i = 0; i < BATCH; i++) {
+        const { handoff, raw: sigs } = batch[i]!
+        if (i % 2 === 0) {
+          const a = process.hrtime.bigint()
+          rawChain(sigs)
+          const b = process.hrtime.bigint()
+          await libChain(handoff)
+          const c = process.hrtime.bigint()
+          raw += Number(b - a)
+          lib += Number(c - b)
+        } else {
+          const a = process.hrtime.bigint()
+          await libChain(handoff)
+          const b = process.hrtime.bigint()
+          rawChain(sigs)
+          const c = process.hrtime.bigint()
+          lib += Number(b - a)
+          raw += Number(c - b)
+        }
       }
+      raws.push(raw / BATCH / 1000)
+      libs.push(lib / BATCH / 1000)
+      ratios.push(lib / raw)
     }
-    raws.push(raw / BATCH / 1000)
-    libs.push(lib / BATCH / 1000)
-    ratios.push(lib / raw)
+    return { baseline: median(raws), value: median(libs), ratio: median(ratios) }
   }
+  const seen = await measure(() => Array.from({ length: BATCH }, () => f))
+  // every chain signed before its round, so only the checks are timed
+  const never = await measure((round) =>
+    Array.from({ length: BATCH }, (_, i) => f.another(`never-${round}-${i}`)),
+  )
   return [
     {
       name: `context: verify a ${HOPS}-hop chain vs ${HOPS} raw Ed25519 verifies`,
-      baseline: median(raws),
-      value: median(libs),
-      ratio: median(ratios),
       unit: 'us/chain',
+      ...seen,
+    },
+    {
+      name: `context: verify a never-seen ${HOPS}-hop chain, fresh octets off the wire, vs ${HOPS} raw Ed25519 verifies`,
+      unit: 'us/chain',
+      ...never,
     },
   ]
 }
