@@ -11,11 +11,10 @@ import {
   type Handoff,
   parseJws,
   type Signer,
-  signOffer,
   TrustStore,
-  toHandoff,
   verifyHandoff,
 } from '@baton/context'
+import { signChain } from './chains.js'
 
 const HOPS = 16
 const ROUNDS = 15
@@ -44,21 +43,14 @@ async function fixture(): Promise<Fixture> {
   const publicKeys = signers.map((signer) =>
     createPublicKey({ key: keys[signer.iss]!, format: 'jwk' }),
   )
+  const hops = signers.map((signer, i) => ({
+    signer,
+    aud: i === HOPS - 1 ? audience : signers[i + 1]!.iss,
+  }))
   const another = (dialog: string) => {
-    let handoff: Handoff | undefined
-    for (let i = 0; i < HOPS; i++) {
-      const offer = signOffer({
-        signer: signers[i]!,
-        aud: i === HOPS - 1 ? audience : signers[i + 1]!.iss,
-        dialog,
-        task: 'task-42',
-        iat: T0 + i,
-        ...(handoff === undefined ? {} : { prev: handoff.offer }),
-      })
-      handoff = toHandoff(offer, handoff === undefined ? {} : { after: handoff, chain: true })
-    }
+    const signed = signChain(hops, (i) => ({ dialog, task: 'task-42', iat: T0 + i }))
     // as a receiver meets it off the wire: strings of its own, not the signer's objects
-    const h = JSON.parse(JSON.stringify(handoff)) as Handoff
+    const h = JSON.parse(JSON.stringify(signed)) as Handoff
     const raw = [...(h.chain ?? []), h.offer].map((e, i) => {
       const p = parseJws(e as string)
       return { data: p.signingInput, sig: p.signature, key: publicKeys[i]! }

@@ -28,7 +28,8 @@ import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
 import { setImmediate } from 'node:timers/promises'
 import { pathToFileURL } from 'node:url'
 import { createIdentity, hopSigner, SignedClient } from '@baton/client'
-import { type Handoff, parseJws, signOffer, toHandoff } from '@baton/context'
+import { type Handoff, parseJws, signOffer } from '@baton/context'
+import { signChain } from './chains.js'
 import { startBenchHub } from './hub.js'
 import {
   assertAllAnswered,
@@ -102,27 +103,11 @@ export async function run(): Promise<Result[]> {
     // last of them to a seventeenth agent, admitted too.
     const last = createIdentity(discoveryUrl)
     await (await SignedClient.connect(discoveryUrl, last)).me()
-    const signChain = (dialog: string): Handoff => {
-      let upstream: Handoff | undefined
-      for (let i = 0; i < AGENTS - 1; i++) {
-        const offer = signOffer({
-          signer: signers[i]!,
-          aud: agents[i + 1]!.principal,
-          dialog,
-          ttlS: 300,
-          ...(upstream ? { prev: upstream.offer } : {}),
-        })
-        upstream = toHandoff(offer, upstream ? { after: upstream, chain: true } : {})
-      }
-      const tail = signOffer({
-        signer: signers[AGENTS - 1]!,
-        aud: last.principal,
-        dialog,
-        ttlS: 300,
-        prev: upstream!.offer,
-      })
-      return toHandoff(tail, { after: upstream!, chain: true })
-    }
+    const hops = signers.map((signer, i) => ({
+      signer,
+      aud: (agents[i + 1] ?? last).principal,
+    }))
+    const chainOf = (dialog: string): Handoff => signChain(hops, () => ({ dialog, ttlS: 300 }))
     const sender = agents[AGENTS - 1]!.principal
     const rawOf = (h: Handoff) =>
       [...h.chain!, h.offer].map((e, i) => {
@@ -168,7 +153,7 @@ export async function run(): Promise<Result[]> {
     // The same chain again and again, as the hub meets a chain's earlier offers at every later
     // hop; and chains never seen before (signed outside the timing), whose every element the hub
     // parses for the first time. Both beside 16 raw verifies of the very signatures checked.
-    const chain = signChain('bench-chain')
+    const chain = chainOf('bench-chain')
     const same = Array.from({ length: CHAIN_BATCH }, () => chain)
     const chainRaw = rawOf(chain)
     const sameRaw = same.map(() => chainRaw)
@@ -180,7 +165,7 @@ export async function run(): Promise<Result[]> {
     const inlineRatios: number[] = []
     const inlineColdRatios: number[] = []
     const freshChains = (label: string) => {
-      const chains = Array.from({ length: COLD_BATCH }, (_, i) => signChain(`${label}-${i}`))
+      const chains = Array.from({ length: COLD_BATCH }, (_, i) => chainOf(`${label}-${i}`))
       return { chains, raws: chains.map(rawOf) }
     }
     for (let round = 0; round < CHAIN_ROUNDS; round++) {
@@ -248,7 +233,7 @@ export async function run(): Promise<Result[]> {
       }
     }
     const freshBatch = (label: string): Batch => {
-      const chains = Array.from({ length: CPU_BATCH }, (_, i) => signChain(`${label}-${i}`))
+      const chains = Array.from({ length: CPU_BATCH }, (_, i) => chainOf(`${label}-${i}`))
       return { chains, raws: chains.map(rawOf) }
     }
     const sameBatch: Batch = {

@@ -14,7 +14,8 @@ import { loadavg } from 'node:os'
 import { setImmediate } from 'node:timers/promises'
 import { pathToFileURL } from 'node:url'
 import { createIdentity, hopSigner, SignedClient } from '@baton/client'
-import { type Handoff, parseJws, signOffer, toHandoff } from '@baton/context'
+import { type Handoff, parseJws } from '@baton/context'
+import { signChain } from './chains.js'
 import { startBenchHub } from './hub.js'
 
 const CHAINS = Number(process.env.BENCH_CHAINS ?? 300)
@@ -41,20 +42,10 @@ async function profileHops(): Promise<void> {
     const agents = Array.from({ length: HOPS + 1 }, () => createIdentity(discoveryUrl))
     for (const id of agents) await (await SignedClient.connect(discoveryUrl, id)).me()
     const signers = await Promise.all(agents.map((a) => hopSigner(a)))
-    const signChain = (dialog: string): Handoff => {
-      let upstream: Handoff | undefined
-      for (let i = 0; i < HOPS; i++) {
-        const offer = signOffer({
-          signer: signers[i]!,
-          aud: agents[i + 1]!.principal,
-          dialog,
-          ttlS: 300,
-          ...(upstream ? { prev: upstream.offer } : {}),
-        })
-        upstream = upstream ? toHandoff(offer, { after: upstream, chain: true }) : toHandoff(offer)
-      }
-      return upstream!
-    }
+    const hops = signers
+      .slice(0, HOPS)
+      .map((signer, i) => ({ signer, aud: agents[i + 1]!.principal }))
+    const chainOf = (dialog: string): Handoff => signChain(hops, () => ({ dialog, ttlS: 300 }))
     const keys = agents.map((a) => createPublicKey(a.privateKey))
     const sender = agents[HOPS - 1]!.principal
     const to = agents[HOPS]!.principal
@@ -62,15 +53,15 @@ async function profileHops(): Promise<void> {
       const r = await hub.ctx.hops.check(sender, to, h, { offload: false })
       if (!r.ok) throw new Error(`the chain does not verify: ${r.reason}`)
     }
-    for (let i = 0; i < 50; i++) await check(signChain(`warm-${i}`))
-    const one = signChain('seen')
-    const chains = Array.from({ length: CHAINS }, (_, i) => (SEEN ? one : signChain(`cold-${i}`)))
+    for (let i = 0; i < 50; i++) await check(chainOf(`warm-${i}`))
+    const one = chainOf('seen')
+    const chains = Array.from({ length: CHAINS }, (_, i) => (SEEN ? one : chainOf(`cold-${i}`)))
     if (process.env.BENCH_PROFILE === '0') {
       // No profiler: the CPU per chain beside 16 raw verifies of the same signatures, rounds of
       // fresh chains alternating which side goes first, the median of the rounds' ratios.
       const ratios: number[] = []
       for (let round = 0; round < 7; round++) {
-        const batch = Array.from({ length: 100 }, (_, i) => signChain(`r-${round}-${i}`))
+        const batch = Array.from({ length: 100 }, (_, i) => chainOf(`r-${round}-${i}`))
         const raws = batch.map((h) =>
           [...h.chain!, h.offer].map((e, i) => {
             const jws = parseJws(e as string)
