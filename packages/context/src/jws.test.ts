@@ -17,6 +17,19 @@ describe('strict JWS parsing', () => {
     assert.equal(isCanonicalB64u('Q'), false)
   })
 
+  test('a payload of any size decodes to the octets signed, as UTF-8', () => {
+    // around the 12 KiB the parser decodes in place, and far beyond it
+    for (const octets of [0, 1, 2, 12 * 1024 - 1, 12 * 1024, 12 * 1024 + 1, 40_000]) {
+      const text = 'é'.repeat(Math.max(0, (octets - 9) >> 1))
+      const payload = Buffer.from(JSON.stringify({ t: text }), 'utf8')
+      const jws = signJws({ alg: 'EdDSA', kid: 'k' }, payload, 'EdDSA', key)
+      const parsed = parseJwsElement(jws)
+      assert.deepEqual(parsed.payload, { t: text })
+      assert.deepEqual(parseJws(jws).payload, payload)
+      assert.equal(verifyJws(parseJws(jws), toPublicKey(kp.publicJwk)), true)
+    }
+  })
+
   test('exactly three parts', () => {
     const jws = signJws({ alg: 'EdDSA' }, Buffer.from('{}'), 'EdDSA', key)
     for (const bad of [

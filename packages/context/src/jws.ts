@@ -105,13 +105,12 @@ export function parseJws(compact: string): ParsedJws {
  * as UTF-8 right after they are written, so one buffer serves every parse.
  */
 const payloadScratch = Buffer.allocUnsafe(12 * 1024)
+/** The longest base64url text the scratch buffer holds decoded (four characters, three octets). */
+const SCRATCH_B64_CHARS = (payloadScratch.length / 3) * 4
 
 /** A payload's base64url text decoded, as UTF-8 text. */
 function payloadText(b64: string): string {
-  // base64url's decoded length is at most three quarters of its text
-  if ((b64.length * 3) >> 2 > payloadScratch.length) {
-    return Buffer.from(b64, 'base64url').toString('utf8')
-  }
+  if (b64.length > SCRATCH_B64_CHARS) return Buffer.from(b64, 'base64url').toString('utf8')
   const n = payloadScratch.write(b64, 0, 'base64url')
   return payloadScratch.toString('utf8', 0, n)
 }
