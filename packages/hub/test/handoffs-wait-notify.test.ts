@@ -63,6 +63,39 @@ for (const store of testStores) {
       assert.ok(Date.now() - started < 10_000, 'woken by the move, not by the timeout')
     })
 
+    test('the waiters one move wakes get the same JSON octets, per token', async () => {
+      const h = await create(hub)
+      const waitFor = (token: string) =>
+        fetch(`${hub.url}${H}/${h.handoff_id}/wait/20`, {
+          headers: { authorization: `Bearer ${token}` },
+        }).then(async (res) => ({
+          status: res.status,
+          type: res.headers.get('content-type'),
+          length: Number(res.headers.get('content-length')),
+          text: await res.text(),
+        }))
+      const owners = Array.from({ length: 12 }, () => waitFor(h.owner_token))
+      const receivers = Array.from({ length: 12 }, () => waitFor(h.receiver_token))
+      while (hub.ctx.waits.waiting < 24) await new Promise((r) => setTimeout(r, 20))
+      await call(hub, 'POST', `${H}/${h.handoff_id}/accepted`, {
+        token: h.receiver_token,
+        body: { from: 'offered' },
+      })
+      for (const group of [await Promise.all(owners), await Promise.all(receivers)]) {
+        for (const answer of group) {
+          assert.equal(answer.status, 200)
+          assert.equal(answer.type, 'application/json; charset=utf-8')
+          assert.equal(answer.length, Buffer.byteLength(answer.text))
+          assert.equal(answer.text, group[0]!.text)
+        }
+        const body = JSON.parse(group[0]!.text)
+        assert.deepEqual([body.state, body.version, body.changed], ['accepted', 2, true])
+        // the same fields as a plain read of the handoff, and `changed`
+        const read = await call(hub, 'GET', `${H}/${h.handoff_id}`, { token: h.owner_token })
+        assert.deepEqual(Object.keys(body).sort(), [...Object.keys(read.body), 'changed'].sort())
+      }
+    })
+
     test('a change between read and wait is not missed: version answers at once', async () => {
       const h = await create(hub)
       await call(hub, 'POST', `${H}/${h.handoff_id}/accepted`, {

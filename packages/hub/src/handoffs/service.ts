@@ -12,6 +12,7 @@ import {
 import type { Clock } from '../clock.js'
 import type { Config } from '../config.js'
 import type { EventBus } from '../events/bus.js'
+import { shareAnswer } from '../events/shared-answer.js'
 import type { WaitRegistry, WaitSignal } from '../events/wait.js'
 import type { Database } from '../store/database.js'
 import { onceByKey } from '../store/idempotency.js'
@@ -482,7 +483,8 @@ export class HandoffService {
       this.answers.set(last, byChanged)
     }
     const key = changed ? 'true' : 'false'
-    byChanged[key] ??= { ...last, changed }
+    // Every waiter woken with this view gets this one object, encoded once for all of them.
+    byChanged[key] ??= shareAnswer({ ...last, changed })
     return byChanged[key]
   }
 

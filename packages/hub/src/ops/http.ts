@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http'
 import { BatonError } from '@baton/protocol'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { AppContext } from '../app.js'
+import { sharedAnswerBytes } from '../events/shared-answer.js'
 import type { WaitAbortEvent, WaitSignal } from '../events/wait.js'
 import { bearerToken } from '../http/bearer.js'
 import {
@@ -133,6 +134,9 @@ export function registerHttpOperations(
         )
         if (reply.sent) return reply
         reply.code(op.status ?? 200)
+        // An answer many replies share goes as the octets its first reply encoded.
+        const bytes = sharedAnswerBytes(result)
+        if (bytes) return reply.type('application/json; charset=utf-8').send(bytes)
         return result
       },
     })
