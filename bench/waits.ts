@@ -56,7 +56,15 @@ interface Child {
 async function startChild(kind: Kind, store: Store): Promise<Child> {
   // Each child holds one socket per waiter; its soft descriptor limit is raised to the hard one.
   // Plain node, no loader and no source condition: the built hub, as a user runs it.
-  const args = [server, kind === 'other' ? 'hub' : kind, store]
+  // BENCH_WAITS_PROFILE_DIR: each server writes a CPU profile of its whole run there.
+  const profile = env.BENCH_WAITS_PROFILE_DIR
+    ? [
+        '--cpu-prof',
+        `--cpu-prof-dir=${env.BENCH_WAITS_PROFILE_DIR}`,
+        `--cpu-prof-name=${kind}.cpuprofile`,
+      ]
+    : []
+  const args = [...profile, server, kind === 'other' ? 'hub' : kind, store]
   const child: ChildProcess = spawn(
     '/bin/sh',
     ['-c', 'ulimit -n "$(ulimit -Hn)"; exec "$0" "$@"', process.execPath, ...args],
