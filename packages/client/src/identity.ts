@@ -1,5 +1,6 @@
-import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto'
+import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto'
 import { open, readFile, stat } from 'node:fs/promises'
+import { generateKeyPair } from '@baton/context'
 import {
   BatonError,
   IdentityFile,
@@ -37,8 +38,9 @@ export interface Identity {
 
 /** Makes a new Ed25519 identity for a hub (named by its discovery URL). */
 export function createIdentity(hub: string, now: Date = new Date()): Identity {
-  const { publicKey, privateKey } = generateKeyPairSync('ed25519')
-  const privateKeyJwk = privateKey.export({ format: 'jwk' }) as PrivateJwk
+  const privateKeyJwk = generateKeyPair('EdDSA').privateJwk as PrivateJwk
+  const privateKey = createPrivateKey({ key: privateKeyJwk, format: 'jwk' })
+  const publicKey = createPublicKey(privateKey)
   const publicKeyJwk: PublicJwk = { kty: 'OKP', crv: 'Ed25519', x: privateKeyJwk.x }
   return {
     principal: principalOf(Buffer.from(publicKeyJwk.x, 'base64url')),

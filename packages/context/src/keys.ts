@@ -143,19 +143,27 @@ export async function thumbprint(key: KeyInput): Promise<string> {
   return calculateJwkThumbprint(jwk, 'sha256')
 }
 
-/** Generates a fresh key pair as JWKs (private and public), for tests, tools and set-up. */
+/**
+ * Generates a fresh key pair as JWKs (private and public), for identities, tools and set-up.
+ * The generator encodes the JWKs itself: exporting a freshly generated KeyObject instead can
+ * deadlock Node, when a collection during the export destroys the generator's job, whose
+ * destructor takes the key's lock the export holds. Make KeyObjects from the JWKs.
+ */
 export function generateKeyPair(alg: Algorithm = 'EdDSA'): {
   privateJwk: JsonWebKey
   publicJwk: JsonWebKey
 } {
+  const encoding = { publicKeyEncoding: { format: 'jwk' }, privateKeyEncoding: { format: 'jwk' } }
+  // The types know the pem and der encodings only; jwk is documented alike.
+  const generate = generateKeyPairSync as unknown as (
+    type: string,
+    options: object,
+  ) => { publicKey: JsonWebKey; privateKey: JsonWebKey }
   const pair =
     alg === 'EdDSA'
-      ? generateKeyPairSync('ed25519')
-      : generateKeyPairSync('ec', { namedCurve: 'P-256' })
-  return {
-    privateJwk: pair.privateKey.export({ format: 'jwk' }),
-    publicJwk: pair.publicKey.export({ format: 'jwk' }),
-  }
+      ? generate('ed25519', encoding)
+      : generate('ec', { namedCurve: 'P-256', ...encoding })
+  return { privateJwk: pair.privateKey, publicJwk: pair.publicKey }
 }
 
 /** Reduces a key input to a public KeyObject. */

@@ -1,10 +1,5 @@
-import {
-  createHash,
-  createPrivateKey,
-  generateKeyPairSync,
-  type KeyObject,
-  timingSafeEqual,
-} from 'node:crypto'
+import { createHash, createPrivateKey, type KeyObject, timingSafeEqual } from 'node:crypto'
+import { generateKeyPair } from '@baton/context'
 import {
   AdmissionDecision,
   AdmissionState,
@@ -203,8 +198,7 @@ export class IdentityService {
     const { db } = this.deps.database
     let row = await store.findHubKey(db, HUB_KEY_SLOT)
     if (!row) {
-      const { privateKey } = generateKeyPairSync('ed25519')
-      const jwk = privateKey.export({ format: 'jwk' }) as { x: string; d: string }
+      const jwk = generateKeyPair('EdDSA').privateJwk as { x: string; d: string }
       const publicJwk = { kty: 'OKP', crv: 'Ed25519', x: jwk.x }
       // RFC 7638 JWK thumbprint of the public key names it.
       const kid = createHash('sha256')
