@@ -76,7 +76,10 @@ for (const store of testStores) {
         }))
       const owners = Array.from({ length: 12 }, () => waitFor(h.owner_token))
       const receivers = Array.from({ length: 12 }, () => waitFor(h.receiver_token))
-      while (hub.ctx.waits.waiting < 24) await new Promise((r) => setTimeout(r, 20))
+      for (let i = 0; hub.ctx.waits.waiting < 24; i++) {
+        assert.ok(i < 500, 'every wait is held before the move')
+        await new Promise((r) => setTimeout(r, 20))
+      }
       await call(hub, 'POST', `${H}/${h.handoff_id}/accepted`, {
         token: h.receiver_token,
         body: { from: 'offered' },
