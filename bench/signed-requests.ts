@@ -114,10 +114,13 @@ export async function run(): Promise<Result[]> {
   // (each wakes it) and commits, per request.
   const counts = countStatements(hub.ctx.database)
   const messages = hub.ctx.database.writerMessages
-  const perRequest = { messages: [] as number[], commits: [] as number[] }
+  // In this thread, the WAL fdatasyncs instead (each covers every commit made while it waited).
+  const syncs = hub.ctx.database.walSyncs
+  const perRequest = { messages: [] as number[], commits: [] as number[], syncs: [] as number[] }
   const measured = async (kind: 'signed' | 'unsigned', requests: LoadRequest[]) => {
     const threads = threadCpuUs()
     const sent = messages?.() ?? 0
+    const synced = syncs?.() ?? 0
     const commits = counts.commits
     const elu = performance.eventLoopUtilization()
     const cpu = process.cpuUsage()
@@ -127,6 +130,7 @@ export async function run(): Promise<Result[]> {
     loopUs[kind].push((performance.eventLoopUtilization(elu).active * 1000) / requests.length)
     if (kind === 'signed') {
       if (messages) perRequest.messages.push(((messages() ?? 0) - sent) / requests.length)
+      if (syncs) perRequest.syncs.push((syncs() - synced) / requests.length)
       perRequest.commits.push((counts.commits - commits) / requests.length)
     }
     const after = threadCpuUs()
@@ -198,6 +202,9 @@ export async function run(): Promise<Result[]> {
         commits_per_signed_request: Number(median(perRequest.commits).toFixed(3)),
         ...(perRequest.messages.length > 0
           ? { writer_messages_per_signed_request: Number(median(perRequest.messages).toFixed(3)) }
+          : {}),
+        ...(perRequest.syncs.length > 0
+          ? { wal_syncs_per_signed_request: Number(median(perRequest.syncs).toFixed(3)) }
           : {}),
         ...(mainUs.signed.length > 0
           ? {

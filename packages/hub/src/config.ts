@@ -143,7 +143,7 @@ export const ENV_DOC: Record<string, string> = {
   BATON_DATA_DIR: 'directory for the SQLite file (default ./data)',
   DATABASE_URL: 'PostgreSQL connection string; selects PostgreSQL instead of SQLite',
   BATON_SQLITE_WRITER_THREAD:
-    'SQLite: run the write connection (statements and the commit fsync) on a worker thread (default true)',
+    'SQLite: run the write connection (statements and the commit fsync) on a worker thread (default false: statements in the event loop, each commit made durable by an fdatasync on the thread pool)',
   BATON_LOG_LEVEL: 'pino log level (default info)',
   BATON_TRUST_PROXY:
     'trust X-Forwarded-For: false, true, a hop count, or comma-separated addresses/CIDRs',
@@ -269,7 +269,7 @@ export function loadConfig(
     port: int(merged, 'BATON_PORT', 8080),
     dataDir: path.resolve(merged.BATON_DATA_DIR || './data'),
     databaseUrl: merged.DATABASE_URL || undefined,
-    sqliteWriterThread: bool(merged, 'BATON_SQLITE_WRITER_THREAD', true),
+    sqliteWriterThread: bool(merged, 'BATON_SQLITE_WRITER_THREAD', false),
     logLevel: merged.BATON_LOG_LEVEL || 'info',
     trustProxy: trustProxy(merged.BATON_TRUST_PROXY),
     allowedHosts: list(merged.BATON_ALLOWED_HOSTS).map((h) => h.toLowerCase()),

@@ -9,6 +9,7 @@ import type { Schema } from './schema.js'
 import { HubSqliteDialect } from './sqlite-driver.js'
 import { SqliteWriterThread } from './sqlite-writer-thread.js'
 import type { StoreCounting } from './transaction.js'
+import { WalSync } from './wal-sync.js'
 
 /** What differs between the two dialects, in one place; features never branch on the dialect. */
 export interface Capabilities {
@@ -141,6 +142,8 @@ export interface Database {
   writerCpuMicros?: () => Promise<number | undefined>
   /** SQLite with its writer on a worker thread: the messages sent to that thread so far. */
   writerMessages?: () => number
+  /** SQLite with its writer in this thread: the WAL fdatasyncs run so far (see `WalSync`). */
+  walSyncs?: () => number
   /** Statement and commit counting, once `countStatements` has started it. */
   counting?: StoreCounting
   close(): Promise<void>
@@ -152,8 +155,10 @@ export function sqlitePath(dataDir: string): string {
 }
 
 /**
- * Opens the database named by the config and applies migrations. SQLite runs in WAL mode with
- * synchronous=FULL so that a committed write survives a crash or power loss.
+ * Opens the database named by the config and applies migrations. SQLite runs in WAL mode, and
+ * no commit is answered before it is on disk (synchronous=FULL on a writer thread; an fdatasync
+ * of the WAL off the event loop in this thread, see `WalSync`), so that a committed write
+ * survives a crash or power loss.
  */
 export async function openDatabase(opts: {
   databaseUrl?: string | undefined
@@ -162,7 +167,10 @@ export async function openDatabase(opts: {
   log?: Logger | undefined
   /** SQLite: serve plain reads outside transactions from a second connection (default true). */
   sqliteReader?: boolean
-  /** SQLite: run the write connection on a worker thread (default false: in this thread). */
+  /**
+   * SQLite: run the write connection on a worker thread (default false: in this thread, its
+   * commits made durable on the thread pool).
+   */
   sqliteWriterThread?: boolean
 }): Promise<Database> {
   let database: Database
@@ -192,30 +200,39 @@ export async function openDatabase(opts: {
     const file = sqlitePath(opts.dataDir)
     prepareDataDir(opts.dataDir, file, opts.log)
     // busy_timeout first: the writer thread and the reader may open the file at the same time.
-    const pragmas = [
-      'busy_timeout = 5000',
-      'journal_mode = WAL',
-      'synchronous = FULL',
-      'foreign_keys = ON',
-    ]
-    const open = () => {
+    const pragmas = ['busy_timeout = 5000', 'journal_mode = WAL', 'foreign_keys = ON']
+    const open = (extra: readonly string[]) => {
       const sqlite = new SQLite(file)
-      for (const pragma of pragmas) sqlite.pragma(pragma)
+      for (const pragma of [...pragmas, ...extra]) sqlite.pragma(pragma)
       return sqlite
     }
-    const writer = opts.sqliteWriterThread
-      ? new SqliteWriterThread({ file, pragmas, cacheSize: 512 })
-      : open()
+    // On its own thread the writer commits with synchronous=FULL (the fsync inside COMMIT, on
+    // that thread). In this thread it commits with NORMAL and automatic checkpoints off, and
+    // `WalSync` makes each commit durable on the thread pool before it is answered, and
+    // checkpoints on a thread of its own.
+    let walSync: WalSync | undefined
+    let writer: SQLite.Database | SqliteWriterThread
+    if (opts.sqliteWriterThread) {
+      writer = new SqliteWriterThread({
+        file,
+        pragmas: [...pragmas, 'synchronous = FULL'],
+        cacheSize: 512,
+      })
+    } else {
+      writer = open(['synchronous = NORMAL', 'wal_autocheckpoint = 0'])
+      walSync = new WalSync(file, [...pragmas, 'synchronous = FULL'])
+    }
     // The reader only reads: query_only makes a write reaching it an error, never a change.
-    const reader = opts.sqliteReader === false ? undefined : open()
+    const reader = opts.sqliteReader === false ? undefined : open([])
     reader?.pragma('query_only = ON')
     database = {
-      db: new Kysely<Schema>({ dialect: new HubSqliteDialect({ writer, reader }) }),
+      db: new Kysely<Schema>({ dialect: new HubSqliteDialect({ writer, reader, walSync }) }),
       caps: sqliteCaps,
       describe: `sqlite:${file}`,
       ...(writer instanceof SqliteWriterThread
         ? { writerCpuMicros: () => writer.cpuMicros(), writerMessages: () => writer.messagesSent }
         : {}),
+      ...(walSync ? { walSyncs: () => walSync.syncs } : {}),
       close: async () => {
         await database.db.destroy()
       },

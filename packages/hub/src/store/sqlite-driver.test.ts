@@ -10,6 +10,7 @@ import { openDatabase } from './database.js'
 import { HubSqliteDialect, sqliteScript } from './sqlite-driver.js'
 import { SqliteWriterThread } from './sqlite-writer-thread.js'
 import { transaction } from './transaction.js'
+import { WalSync } from './wal-sync.js'
 
 interface T {
   items: { id: number; v: string }
@@ -30,8 +31,14 @@ async function transactionOf<R>(db: Kysely<T>, fn: (tx: Kysely<T>) => Promise<R>
   })
 }
 
-for (const thread of [false, true])
-  describe(`the hub SQLite driver (writer ${thread ? 'on its own thread' : 'in this thread'})`, () => {
+const WRITERS = {
+  thread: 'on its own thread',
+  inline: 'in this thread',
+  durable: 'in this thread, its commits made durable off the event loop',
+} as const
+
+for (const mode of Object.keys(WRITERS) as (keyof typeof WRITERS)[])
+  describe(`the hub SQLite driver (writer ${WRITERS[mode]})`, () => {
     let dir: string
     let file: string
     let db: Kysely<T>
@@ -51,14 +58,23 @@ for (const thread of [false, true])
       other.exec('create table items (id integer primary key, v text not null)')
       const reader = open(0)
       reader.pragma('query_only = ON')
-      const writer = thread
-        ? new SqliteWriterThread({
-            file,
-            pragmas: ['busy_timeout = 0', 'journal_mode = WAL'],
-            cacheSize: 16,
-          })
-        : open(0)
-      db = new Kysely<T>({ dialect: new HubSqliteDialect({ writer, reader }) })
+      const writer =
+        mode === 'thread'
+          ? new SqliteWriterThread({
+              file,
+              pragmas: ['busy_timeout = 0', 'journal_mode = WAL'],
+              cacheSize: 16,
+            })
+          : open(0)
+      if (mode === 'durable') {
+        ;(writer as SQLite.Database).pragma('synchronous = NORMAL')
+        ;(writer as SQLite.Database).pragma('wal_autocheckpoint = 0')
+      }
+      const walSync =
+        mode === 'durable'
+          ? new WalSync(file, ['busy_timeout = 0'], { checkpointEvery: 16 })
+          : undefined
+      db = new Kysely<T>({ dialect: new HubSqliteDialect({ writer, reader, walSync }) })
     })
     after(async () => {
       await db.destroy()

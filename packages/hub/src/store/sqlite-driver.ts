@@ -13,6 +13,7 @@ import {
   SqliteIntrospector,
   SqliteQueryCompiler,
 } from 'kysely'
+import type { WalSync } from './wal-sync.js'
 
 /** One statement of a script: its SQL text and its parameters. */
 export interface ScriptStatement {
@@ -39,6 +40,12 @@ export interface WriteConnection {
    * turn's statements have all been answered.
    */
   endTurn(): void
+  /**
+   * Undefined when every commit made so far is durable, else a promise that resolves once they
+   * are; a read run outside the writer calls it before it answers. Absent: commits are durable
+   * when they return.
+   */
+  whenDurable?(): Promise<void> | undefined
   close(): Promise<void>
 }
 
@@ -55,6 +62,11 @@ export interface HubSqliteOptions {
   reader?: SQLite.Database | undefined
   /** Prepared statements kept per connection, least recently used out first. */
   cacheSize?: number
+  /**
+   * With a `writer` connection of this thread: makes its commits durable off the event loop
+   * (the connection then runs with synchronous=NORMAL; see `WalSync`).
+   */
+  walSync?: WalSync | undefined
 }
 
 /**
@@ -158,36 +170,97 @@ class StatementCache {
   }
 }
 
-/** The write connection in this thread: statements run synchronously, prepared once each. */
+/**
+ * The write connection in this thread: statements run synchronously, prepared once each. With a
+ * `WalSync` (the hub's own database), a statement that commits (a COMMIT, a script, a write run
+ * outside a transaction) answers once its commit is durable, and a read outside a transaction
+ * once every commit it could have seen is; without one, durability is the connection's own
+ * `synchronous` setting.
+ */
 class InThreadWriter implements WriteConnection {
   private readonly cache: StatementCache
+  /** A statement that writes ran since the last commit was handed to the WalSync. */
+  private dirty = false
 
   constructor(
     private readonly db: SQLite.Database,
     cacheSize: number,
+    private readonly wal: WalSync | undefined,
   ) {
     this.cache = new StatementCache(db, cacheSize)
   }
 
-  execute(source: string, parameters: readonly unknown[]): QueryResult<unknown> {
-    const statement = this.cache.get(source)
-    if (statement.reader) return { rows: statement.all(parameters as unknown[]) }
-    const { changes, lastInsertRowid } = statement.run(parameters as unknown[])
-    return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] }
+  execute(
+    source: string,
+    parameters: readonly unknown[],
+  ): QueryResult<unknown> | Promise<QueryResult<unknown>> {
+    const { result, durable } = this.run(source, parameters)
+    return durable ? durable.then(() => result) : result
   }
 
-  script(statements: readonly ScriptStatement[]): ScriptResult[] {
-    return runScript(this.db, (source) => this.cache.get(source), statements)
+  /**
+   * Runs one statement at once; `durable`, when set, is what its answer must wait for: the
+   * commit it made, or the commits a read outside a transaction could have seen. `open` says
+   * whether the connection is still inside a transaction.
+   */
+  run(source: string, parameters: readonly unknown[]): Ran<QueryResult<unknown>> {
+    const statement = this.cache.get(source)
+    let result: QueryResult<unknown>
+    if (statement.reader) {
+      result = { rows: statement.all(parameters as unknown[]) }
+    } else {
+      const { changes, lastInsertRowid } = statement.run(parameters as unknown[])
+      result = { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] }
+    }
+    const open = this.db.inTransaction
+    if (!this.wal) return { result, durable: undefined, open }
+    // COMMIT, ROLLBACK and BEGIN are "readonly" to SQLite: what they end is what ran before.
+    if (!statement.readonly) this.dirty = true
+    if (open) return { result, durable: undefined, open }
+    const committed = this.dirty && !ROLLBACK.test(source)
+    this.dirty = false
+    return { result, durable: committed ? this.wal.commit() : this.wal.whenDurable(), open }
+  }
+
+  script(statements: readonly ScriptStatement[]): ScriptResult[] | Promise<ScriptResult[]> {
+    const { result, durable } = this.runScript(statements)
+    return durable ? durable.then(() => result) : result
+  }
+
+  /** `script`, answering what its answer must wait for as `run` does. */
+  runScript(statements: readonly ScriptStatement[]): Ran<ScriptResult[]> {
+    const result = runScript(this.db, (source) => this.cache.get(source), statements)
+    if (!this.wal) return { result, durable: undefined, open: false }
+    this.dirty = false
+    return { result, durable: this.wal.commit(), open: false }
+  }
+
+  whenDurable(): Promise<void> | undefined {
+    return this.wal?.whenDurable()
   }
 
   endTurn(): void {
-    if (this.db.inTransaction) this.db.exec('rollback')
+    if (this.db.inTransaction) {
+      this.db.exec('rollback')
+      this.dirty = false
+    }
   }
 
   async close(): Promise<void> {
+    await this.wal?.close()
     this.db.close()
   }
 }
+
+/** What `InThreadWriter.run` answers. */
+interface Ran<R> {
+  result: R
+  durable: Promise<void> | undefined
+  open: boolean
+}
+
+/** A statement that rolls a whole transaction back (not `rollback to` a savepoint). */
+const ROLLBACK = /^\s*rollback(?!\s+to\b)/i
 
 /** The writer's lock: held by one connection at a time, handed to waiters in arrival order. */
 class WriteLock {
@@ -229,6 +302,8 @@ const READ_PREFIX = /^\s*(select|with)\s/i
 class HubSqliteDriver implements Driver {
   readonly lock = new WriteLock()
   readonly writer: WriteConnection
+  /** The writer when it runs in this thread: statements that commit can free it early. */
+  readonly inThread: InThreadWriter | undefined
   readonly reader: StatementCache | undefined
   /** SQL texts prepared on the reader and found to need the writer; bounded like the caches. */
   private readonly writes = new Set<string>()
@@ -237,7 +312,9 @@ class HubSqliteDriver implements Driver {
   constructor(private readonly options: HubSqliteOptions) {
     this.max = options.cacheSize ?? 512
     const { writer } = options
-    this.writer = 'endTurn' in writer ? writer : new InThreadWriter(writer, this.max)
+    this.inThread =
+      'endTurn' in writer ? undefined : new InThreadWriter(writer, this.max, options.walSync)
+    this.writer = this.inThread ?? (writer as WriteConnection)
     this.reader = options.reader ? new StatementCache(options.reader, this.max) : undefined
   }
 
@@ -291,7 +368,11 @@ class HubSqliteDriver implements Driver {
   }
 
   async releaseConnection(connection: DatabaseConnection): Promise<void> {
-    const conn = connection as HubSqliteConnection
+    this.release(connection as HubSqliteConnection)
+  }
+
+  /** Hands the writer on from `conn`, ending a transaction it left open. */
+  release(conn: HubSqliteConnection): void {
     if (!conn.holdsWriter) return
     conn.holdsWriter = false
     // A transaction left open would swallow the next holder's statements into it: end it, so
@@ -318,24 +399,45 @@ class HubSqliteConnection implements DatabaseConnection {
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     const script = (query as Partial<ScriptQuery>)[SCRIPT]
+    const inThread = this.driver.inThread
     if (script) {
       if (!this.holdsWriter) {
         await this.driver.lock.acquire()
         this.holdsWriter = true
       }
+      if (inThread) return this.durably(inThread.runScript(script)) as Promise<QueryResult<R>>
       return { rows: (await this.driver.writer.script(script)) as R[] }
     }
     const { sql: source, parameters } = query
     if (!this.holdsWriter) {
       const read = this.driver.readStatement(source)
-      if (read) return { rows: read.all(parameters as unknown[]) as R[] }
+      if (read) {
+        const rows = read.all(parameters as unknown[]) as R[]
+        const durable = this.driver.writer.whenDurable?.()
+        return durable ? durable.then(() => ({ rows })) : { rows }
+      }
       await this.driver.lock.acquire()
       this.holdsWriter = true
     }
     this.ranStatements = true
+    if (inThread) {
+      const ran = inThread.run(source, parameters)
+      return (ran.durable ? this.durably(ran) : ran.result) as QueryResult<R>
+    }
     return this.driver.writer.execute(source, parameters) as
       | QueryResult<R>
       | Promise<QueryResult<R>>
+  }
+
+  /**
+   * Answers a statement's result once it is durable. A statement that left no transaction open
+   * (a commit, a write on its own, a script) hands the writer on first, so the next transaction
+   * runs while this one's fsync does, and its commit joins the next fsync.
+   */
+  private async durably<Q>(ran: Ran<Q>): Promise<QueryResult<unknown>> {
+    if (!ran.open) this.driver.release(this)
+    await ran.durable
+    return Array.isArray(ran.result) ? { rows: ran.result } : (ran.result as QueryResult<unknown>)
   }
 
   async *streamQuery<R>(query: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
