@@ -86,12 +86,25 @@ if (wantsPostgres && !pgUrl) {
   console.log('# started PostgreSQL for the test run')
 }
 
+// Every test, and every test file as a whole, fails after TEST_TIMEOUT_MS instead of holding the
+// run until an outer limit: the runner kills a file's process even when it has stopped running
+// JavaScript altogether (a native deadlock, which no timer inside it could see).
+const TEST_TIMEOUT_MS = Number(process.env.BATON_TEST_TIMEOUT_MS ?? 600_000)
+
 // The `source` export condition makes every @baton/* import load its TypeScript sources, so a
 // test sees the code as it is now; programs a test spawns run the built bin.
 const code = await new Promise<number>((resolve) => {
   const child = spawn(
     process.execPath,
-    ['--conditions=source', '--import', 'tsx', '--test', '--test-concurrency=2', ...files],
+    [
+      '--conditions=source',
+      '--import',
+      'tsx',
+      '--test',
+      '--test-concurrency=2',
+      `--test-timeout=${TEST_TIMEOUT_MS}`,
+      ...files,
+    ],
     {
       stdio: 'inherit',
       env: {
