@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict'
+import type { AddressInfo } from 'node:net'
+import { createServer } from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
@@ -162,3 +164,42 @@ for (const store of testStores) {
     })
   }
 }
+
+describe('baton mcp against a hub that is down', () => {
+  test('a tool answers hub_unreachable with the cause, and says it on stderr', async () => {
+    // A port that was just free and is now closed: nothing listens there.
+    const probe = createServer()
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
+    const { port } = probe.address() as AddressInfo
+    await new Promise<void>((resolve) => probe.close(() => resolve()))
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [batonBin, 'mcp', '--hub', `http://127.0.0.1:${port}`],
+      cwd: repoRoot,
+      stderr: 'pipe',
+    })
+    // The line is awaited as it arrives, not looked for after a pause.
+    const cause = /baton mcp: POST \/services\/v1\/handoff: .*ECONNREFUSED/
+    let stderr = ''
+    const saidWhy = new Promise<void>((resolve) => {
+      transport.stderr?.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString('utf8')
+        if (cause.test(stderr)) resolve()
+      })
+    })
+    const client = new Client({ name: 'baton-test', version: '1.0.0' })
+    await client.connect(transport)
+    try {
+      const res = await tool(client, 'create_agent_handoff', { payload: { n: 1 } })
+      assert.equal(res.isError, true)
+      assert.equal(res.body.code, 'hub_unreachable')
+      assert.match(String(res.body.error), /ECONNREFUSED/)
+      assert.equal(res.body.hub, `http://127.0.0.1:${port}`)
+      assert.ok(typeof res.body.fix === 'string' && res.body.fix.length > 0)
+      await saidWhy
+    } finally {
+      await client.close()
+    }
+    assert.match(stderr, cause)
+  })
+})

@@ -423,6 +423,10 @@ export const ERRORS = {
   // server
   shutting_down: { status: 503, fix: 'The hub is restarting; retry in a moment.' },
   unavailable: { status: 503, fix: 'The hub cannot reach its database; retry in a moment.' },
+  hub_unreachable: {
+    status: 502,
+    fix: 'Check the hub URL (--hub or BATON_HUB) and that the hub is running and reachable from here; the message says what the connection met.',
+  },
   hub_key_secret_required: {
     status: 500,
     fix: 'Set BATON_HUB_KEY_SECRET (32+ characters, the same on every instance) to start the hub on PostgreSQL: it seals the hub keys kept in the database.',

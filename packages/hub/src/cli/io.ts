@@ -34,7 +34,7 @@ export function reportError(error: unknown, io: Io, json: boolean): number {
 }
 
 /** An error and its chain of causes: a network failure says why (`fetch failed: ECONNREFUSED …`). */
-function describe(error: unknown): string {
+export function describe(error: unknown): string {
   const parts: string[] = []
   let e: unknown = error
   for (let depth = 0; e !== undefined && e !== null && depth < 5; depth++) {

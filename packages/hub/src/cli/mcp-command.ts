@@ -1,12 +1,14 @@
 import { parseArgs } from 'node:util'
 import { requestJson, type SignedBody, SignedClient } from '@baton/client'
+import { BatonError } from '@baton/protocol'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
+import type { Logger } from 'pino'
 import { pollWatch } from '../mcp/resources.js'
 import { createMcpServer } from '../mcp/server.js'
 import type { Auth } from '../ops/operation.js'
 import { remoteInvoke } from '../ops/remote.js'
 import { VERSION } from '../version.js'
-import { type Io, UsageError } from './io.js'
+import { describe, type Io, UsageError } from './io.js'
 
 /** `baton mcp --hub URL`: an MCP server over stdio whose tools call a hub through the SDK. */
 export async function mcpCommand(argv: string[], io: Io): Promise<number> {
@@ -31,13 +33,28 @@ export async function mcpCommand(argv: string[], io: Io): Promise<number> {
   const signed = identityPath
     ? await SignedClient.fromFile(new URL('/.well-known/agent-net', hub).href, identityPath)
     : undefined
+  // A request that never reached the hub says why, in the tool's answer and on stderr, as the
+  // CLI does; stdout carries the MCP protocol itself.
+  const reaching = <T>(method: string, path: string, signal: AbortSignal, send: () => Promise<T>) =>
+    send().catch((error: unknown) => {
+      if (error instanceof BatonError || signal.aborted) throw error
+      const cause = describe(error)
+      io.stderr(`baton mcp: ${method} ${path}: ${cause}`)
+      throw new BatonError('hub_unreachable', `The hub at ${hub} could not be reached: ${cause}`, {
+        hub,
+      })
+    })
   const invoke = remoteInvoke({
-    plain: async (method, path, body, headers, signal) =>
-      requestJson(hub, method, path, body, { headers, signal }),
+    plain: (method, path, body, headers, signal) =>
+      reaching(method, path, signal, () =>
+        requestJson(hub, method, path, body, { headers, signal }),
+      ),
     ...(signed
       ? {
           signed: (method, path, body, headers, signal) =>
-            signed.request(method, path, body as SignedBody, headers, { signal }),
+            reaching(method, path, signal, () =>
+              signed.request(method, path, body as SignedBody, headers, { signal }),
+            ),
         }
       : {}),
   })
@@ -49,6 +66,11 @@ export async function mcpCommand(argv: string[], io: Io): Promise<number> {
       ),
       // No event bus here: subscriptions long-poll the hub's waits (see mcp/resources.ts).
       watch: pollWatch(invoke),
+      // An unexpected failure is answered `internal` without detail, and its cause said here.
+      log: {
+        error: ((obj: { err?: unknown }, msg?: string) =>
+          io.stderr(`baton mcp: ${msg ?? 'error'}: ${describe(obj.err)}`)) as Logger['error'],
+      },
     },
     VERSION,
   )
