@@ -145,13 +145,14 @@ for (const store of testStores) {
         const created = await tool(client, 'create_agent_handoff', { payload: { n: 1 } })
         const id = created.body.handoff_id as string
         const owner = created.body.owner_token as string
+        const held = hub.ctx.waits.waiting
         const waiting = tool(client, 'read_agent_handoff', {
           handoff_id: id,
           token: owner,
           wait_seconds: 20,
           version: 1,
         })
-        await new Promise((r) => setTimeout(r, 200))
+        await hub.ctx.waits.untilWaiting(held + 1)
         await call(hub, 'POST', `/services/v1/handoff/${id}/accepted`, {
           token: created.body.receiver_token as string,
           body: { from: 'offered' },

@@ -340,8 +340,9 @@ for (const store of testStores) {
     test('a long poll answers as soon as a message for the caller commits', async () => {
       const waiter = await agent(hub)
       const { nextAfter } = await waiter.messages.list()
+      const held = hub.ctx.waits.waiting
       const polling = waiter.messages.list({ after: nextAfter, wait: 20 })
-      await new Promise((r) => setTimeout(r, 150))
+      await hub.ctx.waits.untilWaiting(held + 1)
       // A message for someone else is no reason to answer.
       await owner.messages.send({
         recipient: peer.principal,
@@ -778,7 +779,7 @@ for (const store of testStores) {
       try {
         const a = await agent(running)
         const polling = a.client.request<MessagePageView>('GET', '/v1/messages?wait=25')
-        await new Promise((r) => setTimeout(r, 150))
+        await running.ctx.waits.untilWaiting(1)
         await running.stop()
         const answer = await polling
         assert.equal(answer.status, 200)

@@ -3,18 +3,18 @@ import { after, before, describe, test } from 'node:test'
 import pino from 'pino'
 import { loadConfig } from '../src/config.js'
 import { type RunningHub, startHub } from '../src/hub.js'
-import { call, testStores } from './support.js'
+import { call, onPostgres } from './support.js'
 
 const H = '/services/v1/handoff'
-const postgres = testStores.find((s) => s.name === 'postgres')!
+const postgres = onPostgres.store
 
 // Many instances share one PostgreSQL database; SQLite is the single-instance store by design.
-describe('two hub instances on one PostgreSQL database', () => {
+describe('two hub instances on one PostgreSQL database', { skip: onPostgres.skip }, () => {
   let a: RunningHub
   let b: RunningHub
   let drop: () => Promise<void>
   before(async () => {
-    const db = await postgres.fresh()
+    const db = await postgres!.fresh()
     drop = db.drop
     const config = loadConfig({ BATON_PORT: '0', BATON_LOG_LEVEL: 'silent', ...db.env })
     a = await startHub(config, { log: pino({ level: 'silent' }) })
@@ -29,10 +29,11 @@ describe('two hub instances on one PostgreSQL database', () => {
   test('a waiter on one instance wakes when another instance commits the move', async () => {
     const h = (await call(a, 'POST', H, { body: { payload: 1 } })).body as Record<string, string>
     const started = Date.now()
+    const held = b.ctx.waits.waiting
     const waiting = call(b, 'GET', `${H}/${h.handoff_id}/wait/20?version=1`, {
       token: h.owner_token!,
     })
-    await new Promise((r) => setTimeout(r, 300))
+    await b.ctx.waits.untilWaiting(held + 1)
     const moved = await call(a, 'POST', `${H}/${h.handoff_id}/accepted`, {
       token: h.receiver_token!,
       body: { from: 'offered' },

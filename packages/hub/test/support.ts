@@ -81,6 +81,18 @@ export const testStores: TestStore[] = bothStores.filter(
   (s) => !process.env.BATON_TEST_STORES || s.name === process.env.BATON_TEST_STORES,
 )
 
+/**
+ * For a suite that needs PostgreSQL (many instances on one database): the store, and the
+ * `skip` reason node:test prints when it is not among the chosen stores.
+ */
+export const onPostgres: { store: TestStore | undefined; skip: string | false } = (() => {
+  const store = testStores.find((s) => s.name === 'postgres')
+  return {
+    store,
+    skip: store ? false : 'PostgreSQL is not among the chosen stores (BATON_TEST_STORES)',
+  }
+})()
+
 /** A hub on loopback with a fresh database of the given store. */
 export interface TestHub extends RunningHub {
   config: Config

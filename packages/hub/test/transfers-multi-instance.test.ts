@@ -5,14 +5,16 @@ import pino from 'pino'
 import { ManualClock } from '../src/clock.js'
 import { loadConfig } from '../src/config.js'
 import { type RunningHub, startHub } from '../src/hub.js'
-import { call, testStores } from './support.js'
+import { call, onPostgres } from './support.js'
 
 type Body = Record<string, unknown> & { code?: string }
 const ADMIN = 'transfer-multi-operator-token-0123456789abcdef'
-const postgres = testStores.find((s) => s.name === 'postgres')!
+const postgres = onPostgres.store!
 
 // seed 004 races across instances: many hubs on one PostgreSQL database, one clock.
-describe('session transfer on two hub instances sharing one PostgreSQL database', () => {
+describe('session transfer on two hub instances sharing one PostgreSQL database', {
+  skip: onPostgres.skip,
+}, () => {
   let a: RunningHub
   let b: RunningHub
   let drop: () => Promise<void>

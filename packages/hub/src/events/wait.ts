@@ -173,6 +173,17 @@ export class WaitRegistry {
   waiting = 0
   /** Views computed so far (one per read and `viewKey`, or per waiter without one); for tests. */
   views = 0
+  // Who awaits `untilWaiting`: tests order a change after a wait is held by this, not by a pause.
+  private readonly heldHooks: { n: number; resolve: () => void }[] = []
+
+  /**
+   * Resolves once at least `n` waits are held open past their first read (`waiting`), at once if
+   * they already are: a test starts a wait, awaits this, then makes the change it waits for.
+   */
+  untilWaiting(n: number): Promise<void> {
+    if (this.waiting >= n) return Promise.resolve()
+    return new Promise((resolve) => this.heldHooks.push({ n, resolve }))
+  }
 
   /** Waiters held, whether or not their first read has answered, and keys open; for tests. */
   get held(): { waiters: number; keys: number } {
@@ -348,7 +359,17 @@ export class WaitRegistry {
     this.perTopic.set(topic, n + 1)
     w.holdsTopicSlot = true
     this.waiting++
+    if (this.heldHooks.length > 0) this.wakeHeldHooks()
     this.arm(w, ms)
+  }
+
+  private wakeHeldHooks(): void {
+    for (let i = this.heldHooks.length - 1; i >= 0; i--) {
+      const hook = this.heldHooks[i]!
+      if (this.waiting < hook.n) continue
+      this.heldHooks.splice(i, 1)
+      hook.resolve()
+    }
   }
 
   private viewOf(w: Waiter, shared: unknown, views: Map<string, View>): View {
