@@ -31,9 +31,7 @@ import { KeySealer } from './store/sealing.js'
 import { countStatements, transaction, WriteBatcher } from './store/transaction.js'
 import { TransferService } from './transfers/service.js'
 import { TokenKeyring } from './transfers/tokens.js'
-
-/** The hub's version, reported in discovery, MCP and OpenAPI. */
-export const VERSION = '0.1.0'
+import { VERSION } from './version.js'
 
 /** Every service of the hub, built once from config; HTTP, MCP and jobs all use this one object. */
 export interface AppContext {

@@ -1,4 +1,5 @@
-export { type AppContext, createApp, VERSION } from './app.js'
+export { type AppContext, createApp } from './app.js'
 export { type Clock, ManualClock, systemClock } from './clock.js'
 export { type Config, loadConfig } from './config.js'
 export { type RunningHub, startHub } from './hub.js'
+export { VERSION } from './version.js'

@@ -6,6 +6,7 @@ import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { createIdentity, saveIdentity } from '@baton/client'
 import { indexOf } from '../src/cli/command-index.js'
+import { HANDWRITTEN } from '../src/cli/commands.js'
 import { completionTable } from '../src/cli/completion.js'
 import { commandTree, commandWords, flagName } from '../src/cli/generated.js'
 import type { Io } from '../src/cli/io.js'
@@ -125,6 +126,10 @@ test('completion: bash, zsh and fish scripts from the command tree', () => {
   const table = completionTable()
   assert.ok(table.get('baton')?.includes('resources'))
   assert.ok(table.get('baton')?.includes('admin'))
+  // Every hand-written command completes, from the same table `baton` dispatches by.
+  for (const name of Object.keys(HANDWRITTEN)) assert.ok(table.get('baton')?.includes(name), name)
+  assert.ok(table.get('baton')?.includes('dev'))
+  assert.ok(table.get('baton admin')?.includes('approve'))
   assert.ok(table.get('baton resources')?.includes('update'))
   assert.ok(table.get('baton resources update')?.includes('--expected-version'))
   assert.ok(table.get('baton admin')?.includes('principals'))

@@ -6,7 +6,6 @@ import { requestJson, type SignedBody, type SignedClient, signedFetch } from '@b
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js'
-import { VERSION } from '../src/app.js'
 import { commandTree, generatedCommands } from '../src/cli/generated.js'
 import type { Io } from '../src/cli/io.js'
 import { main } from '../src/cli/main.js'
@@ -16,6 +15,7 @@ import { createMcpServer } from '../src/mcp/server.js'
 import type { Auth, Operation } from '../src/ops/operation.js'
 import { COMPOSITE_TOOLS, OPERATIONS } from '../src/ops/registry.js'
 import { remoteInvoke } from '../src/ops/remote.js'
+import { VERSION } from '../src/version.js'
 import { signedAgent, startTestHub, type TestHub, testStores } from './support.js'
 
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const

@@ -18,10 +18,10 @@ import {
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js'
-import { VERSION } from '../src/app.js'
 import { createMcpServer } from '../src/mcp/server.js'
 import type { Auth } from '../src/ops/operation.js'
 import { remoteInvoke } from '../src/ops/remote.js'
+import { VERSION } from '../src/version.js'
 import { signedAgent, startTestHub, type TestHub, testStores, toolAnswer } from './support.js'
 
 // The hop tools come from the operation registry: the same calls over signed Streamable HTTP at

@@ -4,12 +4,12 @@ import { requestJson, type SignedBody, type SignedClient, signedFetch } from '@b
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js'
-import { VERSION } from '../src/app.js'
 import { createMcpServer } from '../src/mcp/server.js'
 import { localInvoke } from '../src/ops/local.js'
 import type { Invoke } from '../src/ops/mcp.js'
 import type { Auth } from '../src/ops/operation.js'
 import { remoteInvoke } from '../src/ops/remote.js'
+import { VERSION } from '../src/version.js'
 import { signedAgent, startTestHub, type TestHub, testStores, toolAnswer } from './support.js'
 
 // Seed 000's resource, grant, message and home-file tools, driven through both ways a tool

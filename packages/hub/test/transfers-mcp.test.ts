@@ -10,11 +10,11 @@ import {
 } from '@baton/client'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js'
-import { VERSION } from '../src/app.js'
 import { createMcpServer } from '../src/mcp/server.js'
 import { localInvoke } from '../src/ops/local.js'
 import type { Auth } from '../src/ops/operation.js'
 import { remoteInvoke } from '../src/ops/remote.js'
+import { VERSION } from '../src/version.js'
 import { startTestHub, type TestHub, testStores, toolAnswer } from './support.js'
 
 const ADMIN = 'transfer-mcp-operator-token-0123456789abcdef'

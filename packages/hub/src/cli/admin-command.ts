@@ -7,10 +7,9 @@ import type { PrincipalPage } from '../identity/service.js'
 import { createLogger } from '../log.js'
 import type { Operation } from '../ops/operation.js'
 import { remoteInvoke } from '../ops/remote.js'
+import { ADMISSION } from './commands.js'
 import { commandTree, runGroup } from './generated.js'
 import { type Io, UsageError } from './io.js'
-
-const ADMISSION = ['list', 'show', 'approve', 'reject', 'suspend']
 
 const USAGE = `baton admin <command> (--hub URL [--token T] | --data-dir D | --database-url U)
 
@@ -36,7 +35,7 @@ ${[...commandTree().admin].map(([group, list]) => `  baton admin ${group} ${list
  * every operator operation as a generated command (`baton admin <group> <command>`).
  */
 export async function adminCommand(argv: string[], io: Io): Promise<number> {
-  if (argv[0] && !ADMISSION.includes(argv[0]) && !argv[0].startsWith('-')) {
+  if (argv[0] && !(ADMISSION as readonly string[]).includes(argv[0]) && !argv[0].startsWith('-')) {
     const tree = commandTree()
     const code = await runGroup(tree.admin, argv, io, true)
     if (code !== undefined) return code
@@ -64,7 +63,7 @@ export async function adminCommand(argv: string[], io: Io): Promise<number> {
     io.stdout(USAGE)
     return values.help ? 0 : 64
   }
-  if (!ADMISSION.includes(sub)) {
+  if (!(ADMISSION as readonly string[]).includes(sub)) {
     throw new UsageError(`unknown admin command ${JSON.stringify(sub)}\n\n${USAGE}`)
   }
   if (sub !== 'list' && !principal) throw new UsageError(`admin ${sub} needs a principal`)

@@ -1,20 +1,7 @@
+import { ADMISSION, HANDWRITTEN } from './commands.js'
 import { COMPUTE_RUN_FLAGS } from './compute-command.js'
 import { type CommandTree, commandFlags, commandTree } from './generated.js'
 import { type Io, UsageError } from './io.js'
-
-/** The commands written by hand, with the words that may follow them. */
-const HANDWRITTEN: Record<string, string[]> = {
-  serve: [],
-  mcp: ['--hub', '--identity'],
-  receipt: ['verify'],
-  identity: ['init'],
-  request: [],
-  runtime: [],
-  context: [],
-  completion: ['bash', 'zsh', 'fish'],
-}
-
-const ADMISSION = ['list', 'show', 'approve', 'reject', 'suspend']
 
 /**
  * What may follow each command prefix (`baton`, `baton resources`, `baton resources update`),
@@ -22,8 +9,10 @@ const ADMISSION = ['list', 'show', 'approve', 'reject', 'suspend']
  */
 export function completionTable(tree: CommandTree = commandTree()): Map<string, string[]> {
   const table = new Map<string, string[]>()
-  table.set('baton', [...Object.keys(HANDWRITTEN), 'admin', ...tree.groups.keys()])
-  for (const [name, next] of Object.entries(HANDWRITTEN)) table.set(`baton ${name}`, next)
+  table.set('baton', [...Object.keys(HANDWRITTEN), ...tree.groups.keys()])
+  for (const [name, { next }] of Object.entries(HANDWRITTEN)) {
+    if (name !== 'admin') table.set(`baton ${name}`, [...next])
+  }
   const level = (prefix: string, groups: CommandTree['groups']) => {
     for (const [group, list] of groups) {
       const actions = new Set(table.get(`${prefix} ${group}`) ?? [])

@@ -1,3 +1,4 @@
+import { HANDWRITTEN as commands } from './commands.js'
 import type { Io } from './io.js'
 
 // Each hand-written subcommand, the generated commands (which load the operation registry) and
@@ -5,54 +6,6 @@ import type { Io } from './io.js'
 const stdio: Io = {
   stdout: (s) => process.stdout.write(s.endsWith('\n') ? s : `${s}\n`),
   stderr: (s) => process.stderr.write(s.endsWith('\n') ? s : `${s}\n`),
-}
-
-type Command = (argv: string[], io: Io) => Promise<number>
-
-/** The commands that are not one operation each; every other command is generated. */
-const commands: Record<string, { run: Command; summary: string }> = {
-  serve: {
-    run: async (argv, io) => (await import('./serve.js')).serveCommand(argv, io),
-    summary: 'run the hub (SQLite under ./data unless DATABASE_URL is set)',
-  },
-  dev: {
-    run: async (argv, io) => (await import('./dev-command.js')).devCommand(argv, io),
-    summary:
-      'a hub for a first look: open admission, a fresh admin token, a signed-in dashboard link',
-  },
-  mcp: {
-    run: async (argv, io) => (await import('./mcp-command.js')).mcpCommand(argv, io),
-    summary: 'an MCP server over stdio that calls a hub',
-  },
-  receipt: {
-    run: async (argv, io) => (await import('./receipt-command.js')).receiptCommand(argv, io),
-    summary: 'verify a saved message receipt against the hub key (discovery or a JWK file)',
-  },
-  identity: {
-    run: async (argv, io) => (await import('./identity-command.js')).identityCommand(argv, io),
-    summary: 'make an agent identity (an Ed25519 key and its did:key principal)',
-  },
-  request: {
-    run: async (argv, io) => (await import('./request-command.js')).requestCommand(argv, io),
-    summary:
-      'send one signed request: request <discovery-url> <identity-file> METHOD PATH [body-file]',
-  },
-  admin: {
-    run: async (argv, io) => (await import('./admin-command.js')).adminCommand(argv, io),
-    summary: 'the operator: admission (admin API or the hub database) and the admin operations',
-  },
-  runtime: {
-    run: async (argv, io) => (await import('./runtime-command.js')).runtimeCommand(argv, io),
-    summary: 'a destination runtime: claims, verifies, runs and meters transferred agents',
-  },
-  context: {
-    run: async (argv, io) => (await import('./context-command.js')).contextCommand(argv, io),
-    summary: 'make, sign, verify and digest signed handoff contexts (offers and statuses)',
-  },
-  completion: {
-    run: async (argv, io) => (await import('./completion.js')).completionCommand(argv, io),
-    summary: 'print a shell completion script: completion bash|zsh|fish',
-  },
 }
 
 /** The top-level help: the hand-written commands, then every generated group and its actions. */
@@ -76,9 +29,6 @@ prints the version.
 Exit codes: 0 ok, 1 refused (4xx), 2 failed (5xx or network), 64 usage.`
 }
 
-/** Hand-written commands whose answers are JSON and that take `--json` through `main`. */
-const PRINTS_JSON = new Set(['identity', 'request', 'context', 'runtime', 'dev', 'serve', 'mcp'])
-
 /** One JSON value per line, compact; text that is not JSON passes unchanged. */
 function compactJson(text: string): string {
   try {
@@ -101,7 +51,7 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
   }
   try {
     const command = commands[name]
-    if (command && PRINTS_JSON.has(name)) {
+    if (command?.printsJson) {
       // These print JSON already; `--json` makes it the compact wire form, as everywhere else.
       const json = rest.includes('--json')
       const out: Io = json ? { ...io, stdout: (s) => io.stdout(compactJson(s)) } : io
