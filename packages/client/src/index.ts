@@ -1,3 +1,5 @@
+/** The error every SDK call throws for a hub's error answer: branch on its stable `code`. */
+export { BatonError, type ErrorBody, type ErrorCode } from '@baton/protocol'
 export {
   A2A_RELAY_EXTENSION_URI,
   type AddressableCard,

@@ -123,8 +123,10 @@ describe('npm pack and install', () => {
 
   test('plain node imports @baton/client and @baton/context', async () => {
     const script = `
-      import { createIdentity } from '@baton/client'
+      import { BatonError, createIdentity } from '@baton/client'
+      import { BatonError as ProtocolError } from '@baton/protocol'
       import { createSigner } from '@baton/context'
+      if (BatonError !== ProtocolError) throw new Error('@baton/client re-exports another BatonError')
       import { generateKeyPairSync } from 'node:crypto'
       const id = createIdentity('http://127.0.0.1:1/.well-known/agent-net')
       const { privateKey } = generateKeyPairSync('ed25519')
@@ -142,7 +144,7 @@ describe('npm pack and install', () => {
   test('a TypeScript consumer type-checks against the shipped declarations', async () => {
     await writeFile(
       path.join(project, 'consumer.ts'),
-      `import { createIdentity, SignedClient } from '@baton/client'
+      `import { createIdentity, SignedClient, type BatonError as ClientError } from '@baton/client'
 import type { JsonWebKey } from 'node:crypto'
 import { createSigner, type Signer } from '@baton/context'
 import { BatonError, type ErrorCode } from '@baton/protocol'
@@ -150,12 +152,13 @@ import { loadConfig, startHub } from '@baton/hub'
 
 const code: ErrorCode = 'handoff_not_found'
 const err: BatonError = new BatonError(code, 'missing')
+const same: ClientError = err
 const identity = createIdentity('http://127.0.0.1:1/.well-known/agent-net')
 const principal: string = identity.principal
 const connect: typeof SignedClient.connect = SignedClient.connect
 const signer: Promise<Signer> = createSigner({ iss: 'x', key: {} as JsonWebKey })
 const port: number = loadConfig({ BATON_PORT: '0' }).port
-void [err, principal, connect, signer, port, startHub]
+void [err, same, principal, connect, signer, port, startHub]
 // @ts-expect-error a code outside the registry is not an ErrorCode
 const wrong: ErrorCode = 'no_such_code'
 void wrong
