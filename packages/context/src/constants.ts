@@ -105,6 +105,14 @@ export const REASONS = [
   'policy',
 ] as const
 
+/**
+ * Every reason a check answers: the seed's vocabulary, then `malformed` for a signed element whose
+ * members are not well-formed. A status carries only the seed's reasons (or an absolute URI).
+ */
+// choice: the seed's vocabulary has no code for an element that is validly signed yet malformed
+// (a hop of 5 characters, v 2); `bad-signature` would say the signature failed when it did not
+export const CHECK_REASONS = [...REASONS, 'malformed'] as const
+
 /** Rejection reasons that are not terminal and never set a hop's state. */
 // seed 003: a "rejected" with reason "stale" or "replay" is not terminal
 export const NONTERMINAL_REASONS = ['stale', 'replay'] as const
@@ -160,6 +168,10 @@ export const RETRANSMIT_CAP_MS = 60_000
 //   missing or ill-formed, COSE not deterministically encoded) is `bad-signature`: the seed treats
 //   an unsigned or undecodable element as absent. A Handoff object that is not `{ offer, chain? }`
 //   is `bad-signature` for the same reason.
+// - An element whose signature verifies against a trusted key but whose payload members are not
+//   those of a well-formed element of its kind (a hop outside 22 to 64 base64url characters, v
+//   other than 1, a member missing or of the wrong type) is `malformed`: the signature is good, so
+//   `bad-signature` would mislead. Its check is still `signature` (check 1 opens the element).
 // - No trusted key for (iss, kid, alg) is `untrusted-key`; a trusted key whose signature fails is
 //   `bad-signature`. Keys come only from the trust configuration, never from jwk/jku/x5u/x5c.
 // - exp <= iat, iat beyond now + skew, now >= exp + skew, and exp - iat above the receiver's

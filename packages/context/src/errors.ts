@@ -1,7 +1,10 @@
-import type { REASONS } from './constants.js'
+import type { CHECK_REASONS, REASONS } from './constants.js'
 
-/** One of the seed's fixed reason codes. */
-export type ReasonCode = (typeof REASONS)[number]
+/** One of the seed's fixed reason codes, the only ones a status carries. */
+export type SeedReason = (typeof REASONS)[number]
+
+/** A reason a check answers: one of the seed's codes, or `malformed` (see CHECK_REASONS). */
+export type ReasonCode = (typeof CHECK_REASONS)[number]
 
 /** A reason code, or a code for misuse of the library: bad arguments or a forbidden lifecycle move. */
 export type ContextErrorCode = ReasonCode | 'invalid-input' | 'lifecycle'

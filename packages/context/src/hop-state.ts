@@ -260,8 +260,9 @@ export class HandoffAgent {
     if (r.reason === 'equivocation' && claims !== undefined) {
       return this.onEquivocation(claims, r.digest!, r.firstDigest!)
     }
-    // only an offer that verified and names this agent can be answered
-    if (claims === undefined || claims.aud !== this.id)
+    // only an offer that verified and names this agent can be answered, and only with a reason of
+    // the seed's vocabulary (a malformed offer has no members to answer anyway)
+    if (claims === undefined || claims.aud !== this.id || r.reason === 'malformed')
       return { kind: 'rejected', reason: r.reason }
     const offer = { claims, digest: r.digest! }
     const status = signStatus({

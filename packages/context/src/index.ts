@@ -32,6 +32,7 @@ export * as constants from './constants.js'
 export {
   A2A_EXTENSION_URI,
   A2A_TASK_STATE,
+  CHECK_REASONS,
   DEFAULT_MAX_CHAIN_LENGTH,
   DEFAULT_MAX_LIFETIME_MS,
   DEFAULT_SKEW_MS,
@@ -47,7 +48,13 @@ export {
   sha256B64u,
 } from './digest.js'
 export type { ParsedElement } from './element.js'
-export { ContextError, type ContextErrorCode, isContextError, type ReasonCode } from './errors.js'
+export {
+  ContextError,
+  type ContextErrorCode,
+  isContextError,
+  type ReasonCode,
+  type SeedReason,
+} from './errors.js'
 export {
   applyStatus,
   type DelegateHop,

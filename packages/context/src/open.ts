@@ -175,8 +175,9 @@ export function finishElement<T>(
   isClaims: (p: unknown) => p is T,
 ): OpenedElement<T> | OpenFailure {
   if (!verified) return { reason: 'bad-signature', detail: 'signature does not verify' }
-  // choice: a validly signed payload that is not a well-formed element is treated as absent
-  if (!isClaims(e.parsed.payload)) return { reason: 'bad-signature', detail: 'members not valid' }
+  // choice: a validly signed payload that is not a well-formed element is `malformed`, not
+  // `bad-signature`: the signature was good (see CHECK_REASONS)
+  if (!isClaims(e.parsed.payload)) return { reason: 'malformed', detail: 'members not valid' }
   return { parsed: e.parsed, claims: e.parsed.payload, digest: e.digest }
 }
 

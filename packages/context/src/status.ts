@@ -11,7 +11,7 @@ import {
   VERSION,
 } from './constants.js'
 import { handoffDigest, type SignedElement } from './digest.js'
-import { ContextError, type ReasonCode } from './errors.js'
+import { ContextError, type ReasonCode, type SeedReason } from './errors.js'
 import type { TrustConfig, TrustStore } from './keys.js'
 import { type Signer, toTrustStore } from './keys.js'
 import { dropUndefined, isOfferClaims, type OfferClaims, signElement } from './offer.js'
@@ -22,7 +22,7 @@ import { parseRefs, type Ref } from './refs.js'
 export type StatusState = (typeof STATES)[number]
 
 /** A status reason: one of the seed's codes, or an absolute URI for anything else. */
-export type StatusReason = ReasonCode | `${string}:${string}`
+export type StatusReason = SeedReason | `${string}:${string}`
 
 /** The members of a status reply. */
 export interface StatusClaims {

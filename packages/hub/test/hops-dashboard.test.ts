@@ -74,6 +74,18 @@ for (const store of testStores) {
         second.signed.digest,
         { timeout: 15_000 },
       )
+      // A cancel raced by a late completion: the hop reads canceled, the outcome beside it.
+      await planner.answer(second.handoff.offer as string, 'canceled')
+      await coder.answer(second.handoff.offer as string, 'completed')
+      await page.waitForFunction(
+        (digest) =>
+          (globalThis as unknown as PageWindow).document
+            .querySelectorAll(`[data-hop="${digest}"] .hop-outcome`)[0]
+            ?.textContent?.includes('completed') === true,
+        second.signed.digest,
+        { timeout: 15_000 },
+      )
+      assert.deepEqual((await hopsOnPage())[1], [second.signed.digest, 'canceled'])
       await page.goto(`${hub.url}/dashboard/#/hops`)
       await page.waitForSelector(`a[href="#/hops/${second.signed.digest}"]`)
       assert.deepEqual(errors, [])

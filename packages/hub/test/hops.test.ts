@@ -16,6 +16,7 @@ import {
   type Handoff,
   handoffDigest,
   type Ref,
+  signJws,
   signOffer,
   signStatus,
   toHandoff,
@@ -330,6 +331,128 @@ for (const store of testStores) {
       // The planner, told by the status itself, cancels its own offer; the coder's hop ends.
       const own = await planner.hops.answer(second.handoff.offer as string, 'canceled', { now })
       assert.equal(own.answer.hop.state, 'canceled')
+    })
+
+    test('three agents: a cancel raced with a late completion reads as the cancel, the late outcome visible to both sides', async () => {
+      const { first, second } = await delegate('ctx-race')
+      const upstream = first.handoff.offer as string
+      const downstream = second.handoff.offer as string
+      await coder.hops.answer(downstream, 'accepted', { now })
+      // The assistant cancels before the planner has answered; the planner, already at work,
+      // answers accepted and then completed, and its coder completes too after the planner's cancel.
+      const cancel = await assistant.hops.answer(upstream, 'canceled', { now })
+      assert.equal(cancel.answer.changed, true)
+      const lateAccept = await planner.hops.answer(upstream, 'accepted', { now })
+      assert.equal(lateAccept.answer.changed, false)
+      assert.equal(lateAccept.answer.hop.state, 'canceled')
+      const lateDone = await planner.hops.answer(upstream, 'completed', { now })
+      assert.equal(lateDone.answer.changed, true)
+      assert.equal(lateDone.answer.hop.state, 'canceled')
+      assert.equal(lateDone.answer.hop.outcome, 'completed')
+      await planner.hops.answer(downstream, 'canceled', { now })
+      const coderDone = await coder.hops.answer(downstream, 'completed', { now })
+      assert.equal(coderDone.answer.changed, true)
+
+      for (const [hop, delegator, delegatee] of [
+        [first.signed.digest, assistant, planner],
+        [second.signed.digest, planner, coder],
+      ] as const) {
+        for (const side of [delegator, delegatee]) {
+          const seen = await side.hops.read(hop)
+          assert.equal(seen.state, 'canceled')
+          assert.equal(seen.outcome, 'completed')
+          assert.ok(seen.flags.includes('outcome-after-cancel'))
+          assert.ok(seen.statuses.some((s) => s.state === 'canceled'))
+        }
+      }
+      const told = (await assistant.hops.inbox()).deliveries.filter(
+        (d) => d.kind === 'status' && d.offer === first.signed.digest,
+      )
+      assert.deepEqual(
+        told.map((d) => d.element),
+        [lateAccept.signed.element, lateDone.signed.element],
+      )
+      // The late outcome is the delegate's only one: another is a conflict, which says both.
+      const r = await refusal(planner.hops.answer(upstream, 'failed', { now }))
+      assert.equal(r.code, 'hop_state_conflict')
+      assert.deepEqual([r.context.state, r.context.outcome], ['canceled', 'completed'])
+    })
+
+    test('a status that changes nothing says so', async () => {
+      const { second } = await delegate('ctx-unchanged')
+      const offer = second.handoff.offer as string
+      const post = (status: unknown) =>
+        coder.client.request<{ changed: boolean; hop: HopView; retransmission: boolean }>(
+          'POST',
+          '/v1/hops/statuses',
+          { status },
+        )
+      const nonterminal = await coder.hops.answer(offer, 'rejected', { reason: 'stale', now })
+      assert.equal(nonterminal.answer.changed, false)
+      const accepted = await coder.hops.answer(offer, 'accepted', { now })
+      assert.equal(accepted.answer.changed, true)
+      const again = await post(accepted.signed.element)
+      assert.equal(again.status, 200)
+      assert.deepEqual([again.body.changed, again.body.retransmission], [false, true])
+      const done = await coder.hops.answer(offer, 'completed', { now })
+      assert.deepEqual([done.answer.changed, done.answer.hop.outcome], [true, 'completed'])
+      clock.advance(1000) // a new accepted, not the identical octets again
+      const lateAccept = await coder.hops.answer(offer, 'accepted', { now })
+      assert.deepEqual(
+        [lateAccept.answer.changed, lateAccept.answer.retransmission],
+        [false, false],
+      )
+      assert.equal(lateAccept.answer.hop.state, 'completed')
+      // A cancel after the outcome is recorded and flagged, and changes neither state nor outcome.
+      const cancel = await planner.hops.answer(offer, 'canceled', { now })
+      assert.equal(cancel.answer.changed, false)
+      assert.equal(cancel.answer.hop.state, 'completed')
+      assert.ok(cancel.answer.hop.flags.includes('canceled-after-end'))
+    })
+
+    test('a malformed element with a good signature is refused as malformed, not bad-signature', async () => {
+      const plannerSigner = await hopSigner(planner.client.identity)
+      const good = signOffer({ signer: plannerSigner, aud: coder.principal, dialog: 'ctx-m', now })
+      const sign = (typ: string, claims: object) =>
+        signJws(
+          { alg: plannerSigner.alg, kid: plannerSigner.kid, typ },
+          Buffer.from(JSON.stringify(claims), 'utf8'),
+          plannerSigner.alg,
+          plannerSigner.key,
+        ) as string
+      const fiveChars = sign('handoff-offer+jwt', { ...good.claims, hop: 'abcde' })
+      const r = await refusal(planner.hops.send(coder.principal, { offer: fiveChars }))
+      assert.deepEqual(
+        [r.code, r.context.reason, r.context.check],
+        ['hop_refused', 'malformed', 'signature'],
+      )
+      const tampered = `${fiveChars.slice(0, -6)}${fiveChars.at(-6) === 'A' ? 'B' : 'A'}${fiveChars.slice(-5)}`
+      const t = await refusal(planner.hops.send(coder.principal, { offer: tampered }))
+      assert.equal(t.context.reason, 'bad-signature')
+      // A status with a 5-character hop, signed well by a party of a real hop, is malformed too.
+      const { second } = await delegate('ctx-malformed')
+      const coderSigner = await hopSigner(coder.client.identity)
+      const status = signJws(
+        { alg: coderSigner.alg, kid: coderSigner.kid, typ: 'handoff-status+jwt' },
+        Buffer.from(
+          JSON.stringify({
+            v: 1,
+            typ: 'status',
+            hop: 'abcde',
+            offer: second.signed.digest,
+            iss: coder.principal,
+            aud: planner.principal,
+            iat: Math.floor(now() / 1000),
+            state: 'accepted',
+          }),
+          'utf8',
+        ),
+        coderSigner.alg,
+        coderSigner.key,
+      ) as string
+      const s = await refusal(coder.hops.sendStatus(status))
+      assert.deepEqual([s.code, s.context.reason], ['hop_refused', 'malformed'])
+      assert.equal((await planner.hops.read(second.signed.digest)).state, 'offered')
     })
 
     test('lifecycle: stale and replay rejections are not terminal; a second answer conflicts', async () => {

@@ -366,7 +366,7 @@ export const ERRORS = {
   // signed handoff contexts witnessed by the hub (seed 003)
   hop_refused: {
     status: 422,
-    fix: 'The offer or status failed the check named in `check`; `reason` is the draft reason code (bad-signature, untrusted-key, wrong-audience, stale, replay, equivocation, broken-chain, cycle, too-deep, unverifiable-ref, ref-mismatch, policy). Sign a new element that passes it.',
+    fix: 'The offer or status failed the check named in `check`; `reason` is the draft reason code (bad-signature, untrusted-key, wrong-audience, stale, replay, equivocation, broken-chain, cycle, too-deep, unverifiable-ref, ref-mismatch, policy), or malformed for a well-signed element whose members are not well-formed (a hop id of 5 characters). Sign a new element that passes it.',
   },
   hop_not_found: {
     status: 404,
@@ -374,7 +374,7 @@ export const ERRORS = {
   },
   hop_state_conflict: {
     status: 409,
-    fix: 'The hop is already in `state`, which this status cannot follow (at most one of accepted and rejected, and one of completed and failed); read the hop and send nothing more for it.',
+    fix: 'The hop is already in `state` (its delegate outcome in `outcome`), which this status cannot follow (at most one of accepted and rejected, and one of completed and failed); read the hop and send nothing more for it.',
   },
 
   // A2A tasks relayed by the hub (issue 16)

@@ -115,6 +115,12 @@ export const HopView = z.object({
   task: z.string().nullable(),
   prev: z.string().nullable(),
   state: HopState,
+  outcome: z
+    .enum(['completed', 'failed'])
+    .nullable()
+    .describe(
+      "The delegate's outcome, once reported; beside `canceled` it arrived after the delegator's cancel (seed 003: a cancel does not show that the work took no effect)",
+    ),
   flags: z.array(z.string()),
   offer: z.string().describe('The signed offer exactly as received'),
   chain: z.array(z.string()).describe('The carried chain, oldest first, verbatim'),
@@ -138,10 +144,18 @@ export const OfferedHopView = z.object({ hop: HopView, retransmission: z.boolean
 /** An offer answer. */
 export type OfferedHopView = z.infer<typeof OfferedHopView>
 
-/** The answer to a status: the hop after it, and which hops a cancel reached down the chain. */
+/**
+ * The answer to a status: the hop after it, whether the status changed the hop's state or outcome,
+ * and which hops a cancel reached down the chain.
+ */
 export const AnsweredHopView = z.object({
   hop: HopView,
   retransmission: z.boolean(),
+  changed: z
+    .boolean()
+    .describe(
+      "Whether this status moved the hop's state or outcome; false for a retransmission and for a status recorded and delivered that changed neither",
+    ),
   propagated: z.array(z.string()).describe('Digests of downstream offers told of a cancel'),
 })
 /** A status answer. */

@@ -316,7 +316,7 @@ def check_offer_members(c):
         and all(c.get(k) is None or DIGEST.fullmatch(c[k]) for k in ("prev", "grant"))
     )
     if not ok:
-        raise Reject("bad-signature", "signature")
+        raise Reject("malformed", "signature")
 
 
 def element_bytes(element):
@@ -417,7 +417,7 @@ def verify_status(item, trust):
         or not DIGEST.fullmatch(str(s.get("offer")))
         or not is_date(s.get("iat"))
     ):
-        raise Reject("bad-signature", "signature")
+        raise Reject("malformed", "signature")
     if s["aud"] != item["audience"]:
         raise Reject("wrong-audience", "audience")
     if s["iat"] > item["now"] + SKEW_S:

@@ -223,7 +223,7 @@ const cases: Case[] = [
   },
   {
     name: 'payload typ is status',
-    reason: 'bad-signature',
+    reason: 'malformed',
     check: 'signature',
     handoff: { offer: resign(hdr, { ...payload, typ: 'status' }) },
   },
@@ -241,13 +241,25 @@ const cases: Case[] = [
   },
   {
     name: 'hop too short',
-    reason: 'bad-signature',
+    reason: 'malformed',
     check: 'signature',
     handoff: { offer: resign(hdr, { ...payload, hop: 'abc' }) },
   },
   {
-    name: 'version 2',
+    name: 'hop of five characters, well signed',
+    reason: 'malformed',
+    check: 'signature',
+    handoff: { offer: resign(hdr, { ...payload, hop: 'abcde' }) },
+  },
+  {
+    name: 'hop of five characters, signature changed',
     reason: 'bad-signature',
+    check: 'signature',
+    handoff: { offer: tamperSig(resign(hdr, { ...payload, hop: 'abcde' })) },
+  },
+  {
+    name: 'version 2',
+    reason: 'malformed',
     check: 'signature',
     handoff: { offer: resign(hdr, { ...payload, v: 2 }) },
   },

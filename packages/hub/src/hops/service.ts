@@ -239,15 +239,26 @@ export class HopService {
    */
   async answer(sender: string, input: unknown, { carry }: Carrying = {}): Promise<AnsweredHopView> {
     const { status } = parseInput(AnswerHandoffInput, input)
-    let claims: StatusClaims
     let parsed: ParsedElement
     try {
       parsed = readElement(status, HOP_LIMITS.maxElementOctets).parsed
-      if (!isStatusClaims(parsed.payload)) throw new Error('not a status')
-      claims = parsed.payload
     } catch {
       throw refused('bad-signature', 'signature', 'The status is not a signed status element')
     }
+    if (!isStatusClaims(parsed.payload)) {
+      // Its members name no hop to check it against, so it is opened on its own: a good signature
+      // over malformed members is `malformed`, anything else `bad-signature` or `untrusted-key`.
+      // Opening is the first step of verifyStatus and fails here before any binding is looked at.
+      const opened = verifyStatus(status, {
+        trust: await this.trustFor([parsed]),
+        audience: sender,
+        now: () => this.deps.clock.now(),
+        maxElementOctets: HOP_LIMITS.maxElementOctets,
+      })
+      const reason = opened.ok ? 'bad-signature' : opened.reason
+      throw refused(reason, 'signature', 'The status is not a well-formed signed status')
+    }
+    const claims: StatusClaims = parsed.payload
     const db = this.deps.database.db
     const row = await store.findHop(db, claims.offer)
     if (!row || (row.iss !== sender && row.aud !== sender)) throw notFound(claims.offer)
@@ -267,15 +278,17 @@ export class HopService {
       this.deps.batcher.carrying(carry).run(async (tx) => {
         if (await store.findStatus(tx.db, digest)) {
           const current = (await store.findHop(tx.db, row.digest))!
-          return { hop: current, retransmission: true, propagated: [] as string[] }
+          return { hop: current, retransmission: true, changed: false, propagated: [] as string[] }
         }
         const current = (await store.findHop(tx.db, row.digest))!
         const now = this.deps.clock.now()
         const next = nextState(current, claims)
+        const changed = next.state !== current.state || next.outcome !== current.outcome
         const flags = JSON.parse(current.flags) as string[]
         if (next.flag && !flags.includes(next.flag)) flags.push(next.flag)
         const moved = await store.updateHop(tx.db, current.digest, current.version, {
           state: next.state,
+          outcome: next.outcome,
           flags: JSON.stringify(flags),
           updated_at: now,
         })
@@ -303,10 +316,13 @@ export class HopService {
         return {
           hop: (await store.findHop(tx.db, current.digest))!,
           retransmission: false,
+          changed,
           propagated,
         }
       })
-    let out: { hop: HopRow; retransmission: boolean; propagated: string[] } | undefined
+    let out:
+      | { hop: HopRow; retransmission: boolean; changed: boolean; propagated: string[] }
+      | undefined
     for (let attempt = 1; out === undefined; attempt++) {
       try {
         out = await run()
@@ -327,6 +343,7 @@ export class HopService {
     return {
       hop: await this.toView(db, out.hop),
       retransmission: out.retransmission,
+      changed: out.changed,
       propagated: out.propagated,
     }
   }
@@ -494,6 +511,7 @@ export class HopService {
       chain: JSON.stringify(handoff.chain ?? []),
       refs: JSON.stringify(verified.refs satisfies readonly RefResult[]),
       state: 'offered',
+      outcome: null,
       version: 1,
       receipt: delivered!.receipt,
       flags: JSON.stringify(verified.partial && c.prev ? ['partial-chain'] : []),
@@ -661,6 +679,7 @@ export class HopService {
       task: row.task,
       prev: row.prev,
       state,
+      outcome: row.outcome as HopView['outcome'],
       flags: JSON.parse(row.flags) as string[],
       offer: row.element,
       chain: JSON.parse(row.chain) as string[],
@@ -678,29 +697,42 @@ export class HopService {
 }
 
 /**
- * The state a hop takes on a verified status. seed 003: a rejection with reason stale or replay
- * is not terminal and never sets the state; at most one of accepted and rejected, and one of
- * completed and failed; completed or failed imply accepted; a cancel after the outcome keeps it.
+ * The state and outcome a hop takes on a verified status. seed 003: a rejection with reason stale
+ * or replay is not terminal and never sets the state; at most one of accepted and rejected, and
+ * one of completed and failed; completed or failed imply accepted; a cancel after the outcome
+ * keeps it. A cancel does not show that the work took no effect and the draft makes such races
+ * visible to both sides: an outcome after the cancel leaves the hop `canceled`, the outcome beside.
  */
-function nextState(row: HopRow, c: StatusClaims): { state: string; flag?: string } {
+function nextState(
+  row: HopRow,
+  c: StatusClaims,
+): { state: string; outcome: string | null; flag?: string } {
+  const { outcome } = row
   if (c.state === 'canceled') {
     if (row.state === 'completed' || row.state === 'failed') {
-      return { state: row.state, flag: 'canceled-after-end' }
+      return { state: row.state, outcome, flag: 'canceled-after-end' }
     }
-    return { state: 'canceled' }
+    return { state: 'canceled', outcome }
   }
-  if (isNonterminalRejection(c)) return { state: row.state }
+  if (isNonterminalRejection(c)) return { state: row.state, outcome }
+  if (row.state === 'canceled') {
+    if (c.state !== 'completed' && c.state !== 'failed') return { state: row.state, outcome }
+    if (outcome === null)
+      return { state: row.state, outcome: c.state, flag: 'outcome-after-cancel' }
+    if (outcome === c.state) return { state: row.state, outcome }
+    throw conflict(row, c.state)
+  }
   const next = applyStatus(row.state as Parameters<typeof applyStatus>[0], c.state)
-  if (next === 'conflict') {
-    throw new BatonError(
-      'hop_state_conflict',
-      `The hop is ${row.state}; it cannot become ${c.state}`,
-      {
-        state: row.state,
-      },
-    )
-  }
-  return { state: next }
+  if (next === 'conflict') throw conflict(row, c.state)
+  return { state: next, outcome: next === 'completed' || next === 'failed' ? next : outcome }
+}
+
+function conflict(row: HopRow, wanted: string): BatonError {
+  const now = row.outcome === null ? row.state : `${row.state} (${row.outcome})`
+  return new BatonError('hop_state_conflict', `The hop is ${now}; it cannot become ${wanted}`, {
+    state: row.state,
+    outcome: row.outcome,
+  })
 }
 
 function toStatusView(row: HopStatusRow) {

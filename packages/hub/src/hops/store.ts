@@ -101,7 +101,7 @@ export async function updateHop(
   db: Kysely<Schema>,
   digest: string,
   expectedVersion: number,
-  set: { state?: string; flags?: string; updated_at: number },
+  set: { state?: string; outcome?: string | null; flags?: string; updated_at: number },
 ): Promise<boolean> {
   const res = await db
     .updateTable('hops')

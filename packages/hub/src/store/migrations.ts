@@ -510,6 +510,30 @@ const migrations: Record<string, Migration> = {
     },
   },
   '011_a2a_tasks': a2aTasksMigration,
+  '013_hop_outcomes': {
+    async up(db: Kysely<unknown>) {
+      // seed 003: a cancel does not show that the work took no effect, and races are made visible
+      // to both sides. The delegate's outcome (completed or failed) is kept beside the state, so
+      // a hop canceled before its outcome arrived stays `canceled` with the outcome shown.
+      await db.schema.alterTable('hops').addColumn('outcome', 'text').execute()
+      await sql`update hops set outcome = state where state in ('completed', 'failed')`.execute(db)
+      // A hop that a late outcome took out of `canceled` before this migration reads canceled
+      // again: its delegator's cancel came before the delegate's first outcome.
+      const raced = await sql<{ digest: string; flags: string }>`
+        select h.digest, h.flags from hops h
+        where h.state in ('completed', 'failed') and exists (
+          select 1 from hop_statuses c
+          where c.offer = h.digest and c.state = 'canceled' and c.sequence < (
+            select min(o.sequence) from hop_statuses o
+            where o.offer = h.digest and o.state in ('completed', 'failed')))`.execute(db)
+      for (const row of raced.rows) {
+        const flags = (JSON.parse(row.flags) as string[]).filter((f) => f !== 'canceled-after-end')
+        if (!flags.includes('outcome-after-cancel')) flags.push('outcome-after-cancel')
+        await sql`update hops set state = 'canceled', flags = ${JSON.stringify(flags)},
+          version = version + 1 where digest = ${row.digest}`.execute(db)
+      }
+    },
+  },
 }
 
 const provider: MigrationProvider = { getMigrations: async () => migrations }

@@ -244,10 +244,15 @@ export interface HopRow {
   /** JSON list of each ref with the outcome the hub reported. */
   refs: string
   state: string
+  /**
+   * The delegate's outcome, `completed` or `failed`, once reported (migration 013); beside a
+   * `canceled` state it is the outcome that arrived after the cancel.
+   */
+  outcome: string | null
   version: number
   /** The hub's receipt for the offer. */
   receipt: string
-  /** JSON list of flags (equivocation, upstream-canceled, canceled-after-end). */
+  /** JSON list of flags (equivocation, upstream-canceled, canceled-after-end, outcome-after-cancel). */
   flags: string
   /** NumericDate seconds, as signed. */
   iat: number

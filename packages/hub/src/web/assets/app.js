@@ -465,7 +465,7 @@ function drawHandoff(h) {
 function drawHops({ hops }) {
   const rows = hops.map(
     (h) =>
-      `<tr><td><a href="#/hops/${enc(h.digest)}" data-focus-key="hop:${esc(h.digest)}" class="mono">${esc(h.digest.slice(0, 12))}…</a></td><td>${badge(h.state)}</td><td class="hide-narrow">${short(h.iss)}</td><td class="hide-narrow">${short(h.aud)}</td><td class="hide-narrow">${esc(h.dialog)}</td><td class="num">${h.chain.length}</td><td>${time(h.updatedAt)}</td></tr>`,
+      `<tr><td><a href="#/hops/${enc(h.digest)}" data-focus-key="hop:${esc(h.digest)}" class="mono">${esc(h.digest.slice(0, 12))}…</a></td><td>${badge(h.state)}${outcomeBeside(h)}</td><td class="hide-narrow">${short(h.iss)}</td><td class="hide-narrow">${short(h.aud)}</td><td class="hide-narrow">${esc(h.dialog)}</td><td class="num">${h.chain.length}</td><td>${time(h.updatedAt)}</td></tr>`,
   )
   return table(
     [
@@ -503,6 +503,14 @@ function drawCompute({ queue, workers, jobs }) {
   ${table(['<th>Job</th>', '<th>State</th>', '<th class="hide-narrow">Owner</th>', '<th class="hide-narrow">Language</th>', '<th class="num">Steps</th>', '<th class="num">Duration</th>', '<th>Error</th>', '<th>Created</th>'], jobRows, 'No jobs yet.')}`
 }
 
+// seed 003: a cancel does not show the work took no effect; an outcome the state does not show
+// (one that arrived after the cancel) is drawn beside it.
+function outcomeBeside(h) {
+  return h.outcome && h.outcome !== h.state
+    ? ` <span class="hop-outcome" title="the delegate's outcome, after the cancel">· ${badge(h.outcome)}</span>`
+    : ''
+}
+
 // One box per hop, oldest first, linked by prev: its parties, state, flags, statuses and receipts.
 function drawHopChain({ hops }, current) {
   const boxes = hops
@@ -516,7 +524,7 @@ function drawHopChain({ hops }, current) {
       const flags = h.flags.map((f) => `<span class="chip flag">${esc(f)}</span>`).join(' ')
       const refs = h.refs.map((r) => `<span class="chip">${esc(r.outcome)}</span>`).join(' ')
       return `${i > 0 ? '<div class="hop-link" aria-hidden="true">↓ prev</div>' : ''}<section class="panel hop${h.digest === current ? ' hop-current' : ''}" data-hop="${esc(h.digest)}" aria-label="hop ${i + 1} of ${hops.length}">
-  <h2 class="flush">Hop ${i + 1} <span class="hop-state">${badge(h.state)}</span> ${flags}</h2>
+  <h2 class="flush">Hop ${i + 1} <span class="hop-state">${badge(h.state)}</span>${outcomeBeside(h)} ${flags}</h2>
   <dl class="meta">
     <div><dt>Delegator</dt><dd>${short(h.iss, 'long')}</dd></div>
     <div><dt>Delegate</dt><dd>${short(h.aud, 'long')}</dd></div>
