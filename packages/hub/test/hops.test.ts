@@ -25,6 +25,7 @@ import { type GrantView, type HopView, hubGrantOctets } from '@baton/protocol'
 import { ManualClock } from '../src/clock.js'
 import {
   call,
+  onPostgres,
   restartableHub,
   signedAgent,
   startTestHub,
@@ -969,8 +970,8 @@ async function onTwoInstances(
   }
 }
 
-describe('statuses racing on two instances (postgres)', () => {
-  const store = testStores.find((s) => s.name === 'postgres')!
+describe('statuses racing on two instances (postgres)', { skip: onPostgres.skip }, () => {
+  const store = onPostgres.store!
   test('accepted and completed sent at once to two instances both count', () =>
     onTwoInstances(store, async ({ a, b, clock, now }) => {
       const planner = await agent(a, clock)
@@ -1005,8 +1006,8 @@ describe('statuses racing on two instances (postgres)', () => {
 // seed 003: two offers with the same sender and hop but different octets are equivocation; the
 // replay record commits with the delivery, so two instances racing on one (iss, hop) decide it
 // inside their transactions: exactly one offer is delivered, the other is equivocation.
-describe('offers racing on two instances (postgres)', () => {
-  const store = testStores.find((s) => s.name === 'postgres')!
+describe('offers racing on two instances (postgres)', { skip: onPostgres.skip }, () => {
+  const store = onPostgres.store!
   test('one (iss, hop) with different octets at once: one delivered, one equivocation', () =>
     onTwoInstances(store, async ({ a, b, clock, now }) => {
       const planner = await agent(a, clock)
