@@ -6,6 +6,7 @@ import {
   MESSAGE_LIMITS,
   TRANSFER_LIMITS,
 } from '@baton/protocol'
+import { DEFAULT_MAX_JSON_ELEMENTS } from './http/json-guard.js'
 
 /** Everything the hub can be told at start, from flags and the environment. */
 export interface Config {
@@ -24,6 +25,8 @@ export interface Config {
   /** Browser origins `/mcp` also accepts beyond the hub's own (`*`: any). */
   allowedOrigins: string[]
   bodyLimitBytes: number
+  /** Most array items and object members in one JSON body (`body_too_many_elements`). */
+  bodyMaxElements: number
   handoff: {
     ttlMs: number
     maxPayloadBytes: number
@@ -152,6 +155,8 @@ export const ENV_DOC: Record<string, string> = {
   BATON_ALLOWED_ORIGINS:
     'extra comma-separated browser origins (https://app.example, * for any) /mcp accepts; default: the hub own origin only',
   BATON_BODY_LIMIT_BYTES: 'largest request body (default 1048576)',
+  BATON_BODY_MAX_ELEMENTS:
+    'most array items and object members in one JSON body, counted before it is parsed (default 20000)',
   BATON_HANDOFF_TTL_SECONDS: 'handoff lifetime from creation (default 86400)',
   BATON_HANDOFF_MAX_PAYLOAD_BYTES: 'largest handoff payload as JSON (default 16384)',
   BATON_HANDOFF_MAX_NOTE_CHARS: 'longest note (default 500)',
@@ -282,6 +287,7 @@ export function loadConfig(
       return url.origin
     }),
     bodyLimitBytes: int(merged, 'BATON_BODY_LIMIT_BYTES', 1024 * 1024, 1024),
+    bodyMaxElements: int(merged, 'BATON_BODY_MAX_ELEMENTS', DEFAULT_MAX_JSON_ELEMENTS, 1),
     handoff: {
       ttlMs: int(merged, 'BATON_HANDOFF_TTL_SECONDS', HANDOFF_LIMITS.ttlMs / 1000, 1) * 1000,
       maxPayloadBytes: int(

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { jsonValue } from './json.js'
 
 /** The states of a compute job; `succeeded`, `failed` and `canceled` are final. */
 export const COMPUTE_JOB_STATES = ['queued', 'running', 'succeeded', 'failed', 'canceled'] as const
@@ -15,8 +16,8 @@ const Language = z
 export const SubmitComputeJobInput = z
   .strictObject({
     language: Language,
-    program: z.json(),
-    input: z.json().optional(),
+    program: jsonValue(),
+    input: jsonValue().optional(),
     inputResourceId: z.string().min(1).max(64).optional(),
     idempotencyKey: z
       .string()
@@ -42,7 +43,7 @@ export const ComputeJobView = z.object({
   state: z.enum(COMPUTE_JOB_STATES),
   /** Increases by one on every change of the job. */
   version: z.number().int(),
-  output: z.json().optional(),
+  output: jsonValue().optional(),
   /** The failure, when `failed`: a stable code from the error registry and a message. */
   error: z.object({ code: z.string(), message: z.string() }).optional(),
   steps: z.number().int().optional(),
@@ -90,8 +91,8 @@ export type ComputeRuntimeView = z.infer<typeof ComputeRuntimeView>
 export const ClaimedComputeJobView = z.object({
   jobId: z.string(),
   language: z.string(),
-  program: z.json(),
-  input: z.json(),
+  program: jsonValue(),
+  input: jsonValue(),
   leaseId: z.string(),
   leaseEndsAt: z.string(),
   /** The most steps this run may take: the hub's bound, or less of the owner's daily quota. */
@@ -112,7 +113,7 @@ export const ComputeLeaseInput = z.strictObject({ leaseId: z.string().min(1).max
 export const ComputeResultInput = z.strictObject({
   leaseId: z.string().min(1).max(64),
   ok: z.boolean(),
-  output: z.json().optional(),
+  output: jsonValue().optional(),
   steps: z.number().int().min(0).optional(),
   error: z
     .strictObject({ code: z.string().min(1).max(64), message: z.string().max(1000) })

@@ -18,6 +18,10 @@ export const ERRORS = {
     fix: 'Send the body with `Content-Type: application/json`.',
   },
   body_too_large: { status: 413, fix: 'Send a smaller request body.' },
+  body_too_many_elements: {
+    status: 413,
+    fix: 'Send fewer array items and object members in one body (at most `limit`, BATON_BODY_MAX_ELEMENTS); split the work or store large data as a resource in parts.',
+  },
   uri_too_long: { status: 414, fix: 'Use a shorter path; ids and state names are short.' },
   not_found: { status: 404, fix: 'Check the method and path against /openapi.json.' },
   method_not_allowed: { status: 405, fix: 'Use a method this path supports (see /openapi.json).' },

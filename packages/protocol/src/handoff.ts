@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { jsonValue } from './json.js'
 
 /** Seed 002 defaults: the machine every handoff uses unless it declares its own. */
 export const DEFAULT_MACHINE = {
@@ -38,7 +39,7 @@ const Note = z.string().max(10_000)
 
 /** The body of `POST /services/v1/handoff`. */
 export const CreateHandoffInput = z.strictObject({
-  payload: z.json().refine((v) => v !== null, 'payload must not be null'),
+  payload: jsonValue().refine((v) => v !== null, 'payload must not be null'),
   note: Note.optional(),
   notify_url: z.string().max(2048).optional(),
   states: z.array(StateName).min(1).optional(),

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { jsonValue } from './json.js'
 
 /** Message limits; the body size is overridable by the hub's configuration. */
 export const MESSAGE_LIMITS = {
@@ -31,7 +32,7 @@ export const RECEIPT_VERSION = 1
 /** The body of `POST /v1/messages` (seed 000: `handoff-notice.json`, `handoff-reply.json`). */
 export const SendMessageInput = z.strictObject({
   recipient: z.string().min(1).max(200),
-  body: z.json().refine((v) => v !== null, 'body must not be null'),
+  body: jsonValue().refine((v) => v !== null, 'body must not be null'),
   idempotencyKey: z.string().min(1).max(MESSAGE_LIMITS.maxIdempotencyKeyChars),
 })
 

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { jsonValue } from './json.js'
 
 /** The actions a grant can give on a resource (seed 000); read includes the history. */
 export const RESOURCE_ACTIONS = ['resource:read', 'resource:update'] as const
@@ -22,7 +23,7 @@ const Label = z
 export const CreateResourceInput = z.strictObject({
   namespace: Label,
   kind: Label,
-  data: z.json(),
+  data: jsonValue(),
 })
 /** A parsed create-resource request. */
 export type CreateResourceInput = z.infer<typeof CreateResourceInput>
@@ -30,7 +31,7 @@ export type CreateResourceInput = z.infer<typeof CreateResourceInput>
 /** The body of `PATCH /v1/resources/{id}`: replaces `data` only at `expectedVersion`. */
 export const UpdateResourceInput = z.strictObject({
   expectedVersion: z.number().int().min(1),
-  data: z.json(),
+  data: jsonValue(),
 })
 /** A parsed update-resource request. */
 export type UpdateResourceInput = z.infer<typeof UpdateResourceInput>

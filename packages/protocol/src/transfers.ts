@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { jsonValue } from './json.js'
 
 /** Session transfer defaults (seed 004); each is overridable by the hub's configuration. */
 export const TRANSFER_LIMITS = {
@@ -69,7 +70,7 @@ export const CredRef = z
 /** One message of the history: a role and text or structured parts. */
 export const SnapshotMessage = z.looseObject({
   role: z.enum(['system', 'user', 'assistant', 'tool']),
-  content: z.union([z.string(), z.array(z.json())]),
+  content: z.union([z.string(), z.array(jsonValue())]),
 })
 
 /** One MCP server the session used; credentials only as `{ credRef }` objects. */
@@ -84,9 +85,9 @@ export const McpServerConfig = z.looseObject({
 export const Snapshot = z.strictObject({
   systemPrompt: z.string(),
   messages: z.array(SnapshotMessage),
-  toolState: z.record(z.string(), z.json()).default({}),
+  toolState: z.record(z.string(), jsonValue()).default({}),
   mcpConfig: z.strictObject({ servers: z.array(McpServerConfig) }).default({ servers: [] }),
-  metadata: z.record(z.string(), z.json()).optional(),
+  metadata: z.record(z.string(), jsonValue()).optional(),
 })
 /** A parsed snapshot. */
 export type Snapshot = z.infer<typeof Snapshot>

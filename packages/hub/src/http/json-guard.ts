@@ -18,10 +18,6 @@ const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[
 // biome-ignore lint/suspicious/noControlCharactersInRegex: U+0000 is what it looks for
 const SUSPECT = /[\u0000\ud800-\udfff]/
 
-// The shortest JSON text nested deeper than MAX_JSON_DEPTH: one more opening bracket than the
-// limit allows, and their closing ones.
-const SHORTEST_TOO_DEEP = 2 * (MAX_JSON_DEPTH + 1)
-
 /**
  * Tells whether a string is text both stores keep exactly: PostgreSQL text and jsonb refuse
  * U+0000 and unpaired surrogates (which have no UTF-8 form), so the hub refuses them everywhere.
@@ -43,70 +39,194 @@ function invalidText(field: string): BatonError {
   )
 }
 
-/** The dotted name of the place `path` leads to, or `what` for the whole value. */
-function fieldOf(path: readonly string[], what: string): string {
-  return path.length === 0 ? what : path.join('.')
+/** The default of `BATON_BODY_MAX_ELEMENTS`: most array items and object members in one body. */
+export const DEFAULT_MAX_JSON_ELEMENTS = 20_000
+
+/** The bounds of a JSON body beyond its size in bytes, which the router checks. */
+export interface JsonBounds {
+  /** Most array items and object members in the whole body (`body_too_many_elements`). */
+  maxElements: number
+}
+
+const QUOTE = 0x22
+const U = 0x75
+const COMMA = 0x2c
+const OPEN_ARRAY = 0x5b
+const CLOSE_ARRAY = 0x5d
+const OPEN_OBJECT = 0x7b
+const CLOSE_OBJECT = 0x7d
+
+/** The value of the four hex digits at `at`, or -1 when they are not hex (JSON.parse refuses). */
+function hex4(text: string, at: number): number {
+  let n = 0
+  for (let k = at; k < at + 4; k++) {
+    const c = text.charCodeAt(k)
+    const d =
+      c >= 0x30 && c <= 0x39
+        ? c - 0x30
+        : c >= 0x61 && c <= 0x66
+          ? c - 0x57
+          : c >= 0x41 && c <= 0x46
+            ? c - 0x37
+            : -1
+    if (d < 0) return -1
+    n = n * 16 + d
+  }
+  return n
 }
 
 /**
- * Walks a parsed JSON value and refuses what no route may receive: nesting deeper than
- * MAX_JSON_DEPTH (`invalid_request` with `max_depth`), a `__proto__` member
- * (`json_key_forbidden`: a JavaScript object cannot hold it faithfully through validation and
- * copies, so a stored or digested body would differ from the one sent), and strings with U+0000
- * or an unpaired surrogate (`invalid_text`), as keys or values. `field` names the place. The
- * recursion is bounded by MAX_JSON_DEPTH, since a deeper value is refused before it is entered.
- * `checkText: false` skips the string checks, for values parsed from text that cannot hold such
- * strings (see `parseJsonBody`).
+ * Checks the text of a JSON body in one pass, before it is parsed, so that no shape can make the
+ * parser, the schema or anything after them do more than the bounds allow: nesting deeper than
+ * MAX_JSON_DEPTH (`invalid_request` with `max_depth`), more than `maxElements` array items and
+ * object members (`body_too_many_elements`), a `__proto__` member (`json_key_forbidden`: a
+ * JavaScript object cannot hold it faithfully through validation and copies, so a stored or
+ * digested body would differ from the one sent), and U+0000 or an unpaired surrogate in a string
+ * or key (`invalid_text`). Decoded UTF-8 holds no lone surrogate and JSON.parse refuses a raw
+ * U+0000, so only a `\u` escape can put either in a string: inside strings, only escapes are
+ * read. Syntax is JSON.parse's to check. `field` names the place, built only for an error from
+ * the key or index each open level is at.
  */
-export function assertSafeJson(value: unknown, what = 'body', checkText = true): void {
-  walk(value, 1, [], what, checkText)
-}
+export function scanJsonText(text: string, bounds: JsonBounds, what = 'body'): void {
+  const n = text.length
+  // Per open level (1-based): whether it is an object, the index its array is at, and where the
+  // last key of its object begins and ends (its quotes).
+  const isObject = new Uint8Array(MAX_JSON_DEPTH + 1)
+  const index = new Uint32Array(MAX_JSON_DEPTH + 1)
+  const keyFrom = new Int32Array(MAX_JSON_DEPTH + 1)
+  const keyTo = new Int32Array(MAX_JSON_DEPTH + 1)
+  let depth = 0
+  let elements = 0
+  // A container has just opened: the first thing in it, unless it closes it, is an element.
+  let fresh = false
+  let expectKey = false
+  // The next backslash and quote at or after the place being read, each searched for once.
+  let backslash = -1
+  let quote = -1
 
-function walk(v: unknown, depth: number, path: string[], what: string, text: boolean): void {
-  if (typeof v === 'string') {
-    if (text && !isStorableText(v)) throw invalidText(fieldOf(path, what))
-    return
-  }
-  if (v === null || typeof v !== 'object') return
-  if (depth > MAX_JSON_DEPTH) {
-    throw new BatonError(
-      'invalid_request',
-      `The ${what} nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`,
-      { field: fieldOf(path, what), max_depth: MAX_JSON_DEPTH },
-    )
-  }
-  if (Array.isArray(v)) {
-    for (let i = 0; i < v.length; i++) {
-      const item: unknown = v[i]
-      if (typeof item === 'object' ? item !== null : text && typeof item === 'string') {
-        path.push(String(i))
-        walk(item, depth + 1, path, what, text)
-        path.pop()
-      }
+  const pathTo = (levels: number): string => {
+    const parts: string[] = []
+    for (let d = 1; d <= levels; d++) {
+      parts.push(isObject[d] ? decodeKey(text, keyFrom[d]!, keyTo[d]!) : String(index[d]))
     }
-    return
+    return parts.length === 0 ? what : parts.join('.')
   }
-  const record = v as Record<string, unknown>
-  for (const key of Object.keys(record)) {
-    path.push(key)
-    if (key === '__proto__') {
+  const count = () => {
+    if (++elements > bounds.maxElements) {
       throw new BatonError(
-        'json_key_forbidden',
-        `The ${what} has a "__proto__" member, which the hub does not accept`,
-        { field: fieldOf(path, what) },
+        'body_too_many_elements',
+        `The ${what} holds more than ${bounds.maxElements} array items and object members`,
+        { field: what, limit: bounds.maxElements },
       )
     }
-    if (text && !isStorableText(key)) throw invalidText(fieldOf(path, what))
-    walk(record[key], depth + 1, path, what, text)
-    path.pop()
+  }
+
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i)
+    if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) continue
+    if (fresh) {
+      fresh = false
+      if (c !== CLOSE_ARRAY && c !== CLOSE_OBJECT) count()
+    }
+    if (c === QUOTE) {
+      const from = i
+      let at = i + 1
+      let escaped = false
+      let bad = false
+      // Where the \u escape of a high surrogate ends: only a low one may begin there.
+      let pairAt = -1
+      for (;;) {
+        if (quote < at) quote = text.indexOf('"', at)
+        if (quote < 0) quote = n
+        if (backslash < at && backslash < n) backslash = text.indexOf('\\', at)
+        if (backslash < 0) backslash = n
+        if (backslash >= quote) break
+        escaped = true
+        const b = backslash
+        if (text.charCodeAt(b + 1) === U) {
+          const unit = hex4(text, b + 2)
+          const high = unit >= 0xd800 && unit <= 0xdbff
+          const low = unit >= 0xdc00 && unit <= 0xdfff
+          if (pairAt >= 0) {
+            if (b !== pairAt || !low) bad = true
+            pairAt = b !== pairAt && high ? b + 6 : -1
+          } else if (high) pairAt = b + 6
+          else if (low || unit === 0) bad = true
+          at = b + 6
+        } else {
+          if (pairAt >= 0) bad = true
+          pairAt = -1
+          at = b + 2
+        }
+      }
+      if (pairAt >= 0) bad = true
+      i = quote
+      if (depth > 0 && expectKey) {
+        expectKey = false
+        keyFrom[depth] = from
+        keyTo[depth] = quote
+        const length = quote - from - 1
+        if (
+          escaped
+            ? !bad && length <= 54 && decodeKey(text, from, quote) === '__proto__'
+            : length === 9 && text.startsWith('__proto__', from + 1)
+        ) {
+          throw new BatonError(
+            'json_key_forbidden',
+            `The ${what} has a "__proto__" member, which the hub does not accept`,
+            { field: pathTo(depth) },
+          )
+        }
+      }
+      if (bad) throw invalidText(pathTo(depth))
+      continue
+    }
+    if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
+      if (depth === MAX_JSON_DEPTH) {
+        throw new BatonError(
+          'invalid_request',
+          `The ${what} nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`,
+          { field: pathTo(depth), max_depth: MAX_JSON_DEPTH },
+        )
+      }
+      depth++
+      isObject[depth] = c === OPEN_OBJECT ? 1 : 0
+      index[depth] = 0
+      expectKey = c === OPEN_OBJECT
+      fresh = true
+    } else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) {
+      if (depth > 0) depth--
+      expectKey = false
+    } else if (c === COMMA) {
+      count()
+      if (depth > 0) {
+        if (isObject[depth]) expectKey = true
+        else index[depth]!++
+      }
+    }
+  }
+}
+
+/** The key whose quotes are at `from` and `to`, decoded; as written when it does not decode. */
+function decodeKey(text: string, from: number, to: number): string {
+  const raw = text.slice(from, to + 1)
+  try {
+    return JSON.parse(raw) as string
+  } catch {
+    return raw.slice(1, -1)
   }
 }
 
 /**
- * Parses a JSON request body from its bytes: strict UTF-8, then JSON, then `assertSafeJson`.
- * An empty body (only whitespace) is `undefined`. The one parser of every JSON body the hub reads.
+ * Parses a JSON request body from its bytes: strict UTF-8, then `scanJsonText`, then JSON.parse.
+ * An empty body (only whitespace) is `undefined`. The one parser of every JSON body the hub
+ * reads, MCP tool calls among them: what it answers is plain JSON within the bounds, so no schema
+ * needs to walk it again (see `jsonValue` in the protocol).
  */
-export function parseJsonBody(bytes: Uint8Array): unknown {
+export function parseJsonBody(
+  bytes: Uint8Array,
+  bounds: JsonBounds = { maxElements: DEFAULT_MAX_JSON_ELEMENTS },
+): unknown {
   let text: string
   try {
     text = utf8.decode(bytes)
@@ -114,19 +234,12 @@ export function parseJsonBody(bytes: Uint8Array): unknown {
     throw new BatonError('invalid_json', 'The request body is not valid UTF-8')
   }
   if (text.trim() === '') return undefined
-  let value: unknown
+  scanJsonText(text, bounds)
   try {
-    value = JSON.parse(text)
+    return JSON.parse(text)
   } catch {
     throw new BatonError('invalid_json', 'The request body is not valid JSON')
   }
-  // Strict UTF-8 cannot encode a surrogate, and JSON.parse refuses a raw U+0000, so only a \u
-  // escape can put either in a string, or spell `__proto__` other than literally. Text too short
-  // to nest too deeply, with neither, needs no walk; without escapes, no string needs checking.
-  const escapes = text.includes('\\u')
-  if (!escapes && text.length < SHORTEST_TOO_DEEP && !text.includes('__proto__')) return value
-  assertSafeJson(value, 'body', escapes)
-  return value
 }
 
 /**

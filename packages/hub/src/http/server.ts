@@ -95,8 +95,10 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
   )
 
   // One JSON parser with stable codes, for every route and every body (MCP and snapshots too):
-  // strict UTF-8, then the depth, `__proto__` and text guard. Any other body type is a 415.
+  // strict UTF-8, then one walk of the text for depth, element count, `__proto__` and text, then
+  // JSON.parse. Any other body type is a 415.
   app.removeAllContentTypeParsers()
+  const bounds = { maxElements: config.bodyMaxElements }
   const parseJson = (
     _req: unknown,
     body: string | Buffer,
@@ -104,7 +106,7 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
   ) => {
     let value: unknown
     try {
-      value = parseJsonBody(body as Buffer)
+      value = parseJsonBody(body as Buffer, bounds)
     } catch (error) {
       return done(error as Error, undefined)
     }
