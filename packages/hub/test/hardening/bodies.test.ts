@@ -234,6 +234,36 @@ for (const store of testStores) {
       assert.equal(JSON.stringify(back.body.snapshot.toolState.t), nested(100))
     })
 
+    test('a body of more elements than BATON_BODY_MAX_ELEMENTS is refused on every face, and one at it is kept', async () => {
+      const max = hub.config.bodyMaxElements
+      const items = (n: number) => `[${Array.from({ length: n }, () => '0').join(',')}]`
+      const over = await a.request<{ code: string; limit: number }>(
+        'POST',
+        '/v1/resources',
+        `{"namespace":"n","kind":"k/v1","data":${items(max)}}`,
+      )
+      // Members count as elements beside items: the body's three members and max items are max + 3.
+      assert.equal(over.status, 413)
+      assert.equal(over.body.code, 'body_too_many_elements')
+      assert.deepEqual(await resources(), [])
+      const handoff = await call(hub, 'POST', H, { raw: `{"payload":${items(max)}}` })
+      assert.equal(handoff.status, 413)
+      assert.equal(handoff.body.code, 'body_too_many_elements')
+      const mcp = await call(hub, 'POST', '/mcp', {
+        raw: items(max + 1),
+        headers: { accept: 'application/json, text/event-stream' },
+      })
+      assert.equal(mcp.status, 413)
+      assert.equal(mcp.body.code, 'body_too_many_elements')
+      const at = await a.request<{ id: string }>(
+        'POST',
+        '/v1/resources',
+        `{"namespace":"n","kind":"k/v1","data":${items(max - 3)}}`,
+      )
+      assert.equal(at.status, 201, JSON.stringify(at.body))
+      assert.equal((await resources()).length, 1)
+    })
+
     test('an answer sent before the body was read closes the connection, so nothing stalls', async () => {
       const big = Buffer.from(`{"data":"${'x'.repeat(2 * 1024 * 1024)}"}`)
       const res = await a.request<{ code: string }>('POST', '/v1/resources', big)
