@@ -1,12 +1,17 @@
 export {
+  A2A_CURRENT_GENERATION_HEADER,
+  A2A_GENERATION_MISMATCH,
   A2A_RELAY_EXTENSION_URI,
+  type A2aCallOptions,
   type AddressableCard,
   a2aFetch,
   addressTo,
   type RelayMetadata,
   type RelayUpdate,
+  readGenerationMismatch,
   readRelay,
   relayUpdate,
+  waitPastGeneration,
 } from './a2a.js'
 export { ComputeClient, type ComputeWaitOptions } from './compute.js'
 export { contentDigest, matchContentDigest, parseContentDigest } from './content-digest.js'
