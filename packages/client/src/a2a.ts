@@ -77,3 +77,59 @@ export interface RelayUpdate {
 export function relayUpdate(update: RelayUpdate): Record<string, unknown> {
   return { [A2A_RELAY_EXTENSION_URI]: update }
 }
+
+/**
+ * The header that carries the dev-1.1 `currentGeneration` of a GetTask for A2A clients whose
+ * request type drops the field (the official SDK's 1.x); the hub reads it as that field.
+ */
+export const A2A_CURRENT_GENERATION_HEADER = 'Baton-Current-Generation'
+
+/** An A2A SDK call's options, as much of them as {@link waitPastGeneration} sets. */
+export interface A2aCallOptions {
+  serviceParameters?: Record<string, string>
+}
+
+/**
+ * Call options that make an A2A SDK's `getTask` the dev-1.1 long poll: the hub answers once the
+ * task's generation passes `generation` (at once if it already has, else within its longest
+ * wait), through a service parameter, since the SDK's GetTask type has no `currentGeneration`.
+ *
+ * @example
+ * const moved = await client.getTask({ id: task.id }, waitPastGeneration(readRelay(task.metadata)!.generation))
+ */
+export function waitPastGeneration<O extends A2aCallOptions>(generation: number, options?: O): O {
+  return {
+    ...(options as O),
+    serviceParameters: {
+      ...options?.serviceParameters,
+      [A2A_CURRENT_GENERATION_HEADER]: String(generation),
+    },
+  }
+}
+
+/** The JSON-RPC code of A2A dev-1.1 TaskGenerationMismatchError (HTTP 409 Conflict). */
+export const A2A_GENERATION_MISMATCH = -32010
+
+/**
+ * The task's generation now, when `error` is the hub's refusal of a stale `ifGenerationMatch`
+ * (JSON-RPC -32010, which the official SDK's 1.x throws as a plain transport error); undefined
+ * for any other error.
+ *
+ * @example
+ * try { await client.sendMessage(update) } catch (e) {
+ *   const mismatch = readGenerationMismatch(e)
+ *   if (!mismatch) throw e
+ *   // read the task again; it is at mismatch.currentGeneration
+ * }
+ */
+export function readGenerationMismatch(error: unknown): { currentGeneration: number } | undefined {
+  const e = error as {
+    envelopeCode?: unknown
+    data?: { code?: unknown; currentGeneration?: unknown }
+  }
+  if (e?.envelopeCode !== A2A_GENERATION_MISMATCH && e?.data?.code !== 'a2a_generation_mismatch') {
+    return undefined
+  }
+  const current = Number(e.data?.currentGeneration)
+  return Number.isSafeInteger(current) ? { currentGeneration: current } : undefined
+}

@@ -1,14 +1,19 @@
 /** The error every SDK call throws for a hub's error answer: branch on its stable `code`. */
 export { BatonError, type ErrorBody, type ErrorCode } from '@baton/protocol'
 export {
+  A2A_CURRENT_GENERATION_HEADER,
+  A2A_GENERATION_MISMATCH,
   A2A_RELAY_EXTENSION_URI,
+  type A2aCallOptions,
   type AddressableCard,
   a2aFetch,
   addressTo,
   type RelayMetadata,
   type RelayUpdate,
+  readGenerationMismatch,
   readRelay,
   relayUpdate,
+  waitPastGeneration,
 } from './a2a.js'
 export { ComputeClient, type ComputeWaitOptions } from './compute.js'
 export { contentDigest, matchContentDigest, parseContentDigest } from './content-digest.js'

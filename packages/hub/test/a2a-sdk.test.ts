@@ -1,9 +1,19 @@
 import assert from 'node:assert/strict'
 import { createPublicKey, verify } from 'node:crypto'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type IncomingHttpHeaders } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import { SendMessageRequest, type StreamResponse, type Task, TaskState } from '@a2a-js/sdk'
+import { pathToFileURL } from 'node:url'
+import {
+  type ListTasksRequest,
+  SendMessageRequest,
+  type StreamResponse,
+  type Task,
+  TaskState,
+} from '@a2a-js/sdk'
 import {
   AgentCardResolver,
   type Client,
@@ -13,17 +23,53 @@ import {
 import {
   a2aFetch,
   addressTo,
+  createIdentity,
   matchContentDigest,
   parseDictionary,
+  readGenerationMismatch,
+  readRelay,
+  relayUpdate,
   type SfInnerList,
   type SignedClient,
+  saveIdentity,
   signatureBase,
   signedFetch,
+  waitPastGeneration,
 } from '@baton/client'
 import { RELAY_EXTENSION_URI } from '../src/a2a/wire.js'
-import { call, signedAgent, startTestHub, type TestHub, testStores } from './support.js'
+import { call, repoRoot, signedAgent, startTestHub, type TestHub, testStores } from './support.js'
 
 const ENV = { BATON_ADMISSION: 'open', BATON_NOTIFY_ALLOW_LOOPBACK: 'true' }
+
+/** A2A 1.0 §3.6.1: a client names its version in every request; raw calls here do too. */
+const V1 = { 'a2a-version': '1.0' }
+
+/** A `fetch` that signs as `as` and records each answer's headers, as a generic client sees them. */
+function recordingFetch(as: SignedClient, sign = true) {
+  const answers: Headers[] = []
+  const inner = sign ? a2aFetch(as.identity) : fetch
+  const fetchImpl = async (input: string | URL | Request, init?: RequestInit) => {
+    const res = await inner(input as string, init)
+    answers.push(res.headers)
+    return res
+  }
+  return { fetchImpl: fetchImpl as typeof fetch, answers }
+}
+
+/** The ts block of docs/a2a.md that builds an A2A client with the official SDK. */
+function docSnippet(): string {
+  const doc = readFileSync(path.join(repoRoot, 'docs/a2a.md'), 'utf8')
+  const blocks = [...doc.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!)
+  const snippet = blocks.filter((b) => b.includes('@a2a-js/sdk'))
+  assert.equal(snippet.length, 1, 'one SDK snippet in docs/a2a.md')
+  return snippet[0]!
+}
+
+/** Replaces `from` in `text`, which must hold it exactly once, so the doc cannot drift unseen. */
+function replaceOnce(text: string, from: string, to: string): string {
+  assert.equal(text.split(from).length, 2, `the snippet holds ${from} once`)
+  return text.replace(from, () => to)
+}
 
 /** The official SDK client for `agent`, speaking to the hub as `as` (its fetch signs). */
 async function sdkClient(hub: { url: string }, as: SignedClient, agent?: string): Promise<Client> {
@@ -189,6 +235,16 @@ for (const store of testStores) {
       const refusal = unsigned.body.error as { code: number; data: { code: string } }
       assert.equal(refusal.code, -32000)
       assert.equal(refusal.data.code, 'signature_missing')
+      // RFC 9110 §11.6.1: the 401 says how to authenticate; RFC 9421 §5.1: what to sign.
+      assert.equal(unsigned.headers.get('www-authenticate'), 'Signature realm="baton"')
+      const [label, asked] = parseDictionary(String(unsigned.headers.get('accept-signature')))[0]!
+      assert.equal(label, 'sig1')
+      const list = asked as SfInnerList
+      assert.deepEqual(
+        list.items.map((i) => i.value),
+        ['@method', '@target-uri', 'content-digest', 'content-type'],
+      )
+      assert.deepEqual(Object.fromEntries(list.params), { created: true, alg: 'ed25519' })
     })
 
     test('send, get, list and cancel', async () => {
@@ -494,7 +550,7 @@ for (const store of testStores) {
       const rpc = signedFetch(owner.identity)
       const waiting = rpc(`${hub.url}/v1/a2a`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', ...V1 },
         body: JSON.stringify({
           jsonrpc: '2.0',
           id: 7,
@@ -513,7 +569,7 @@ for (const store of testStores) {
       // The dev-1.1 field of SendMessageConfiguration is read where that draft puts it.
       const stale = await rpc(`${hub.url}/v1/a2a`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', ...V1 },
         body: JSON.stringify({
           jsonrpc: '2.0',
           id: 8,
@@ -535,7 +591,7 @@ for (const store of testStores) {
     test('an unknown method is a JSON-RPC method-not-found', async () => {
       const answer = await signedFetch(owner.identity)(`${hub.url}/v1/a2a`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', ...V1 },
         body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tasks/nothing', params: {} }),
       })
       const body = (await answer.json()) as {
@@ -548,7 +604,7 @@ for (const store of testStores) {
       // A body that is JSON but no request object is an invalid request, and changes nothing.
       const batch = await signedFetch(owner.identity)(`${hub.url}/v1/a2a`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', ...V1 },
         body: JSON.stringify([{ jsonrpc: '2.0', id: 10, method: 'ListTasks', params: {} }]),
       })
       assert.equal(batch.status, 400)
@@ -557,13 +613,210 @@ for (const store of testStores) {
       assert.equal(refused.error.data.code, 'invalid_request')
       const notJson = await signedFetch(owner.identity)(`${hub.url}/v1/a2a`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', ...V1 },
         body: '{"jsonrpc": "2.0", "id": 11,',
       })
       assert.equal(notJson.status, 400)
       const parse = (await notJson.json()) as { error: { code: number; data: { code: string } } }
       assert.equal(parse.error.code, -32700)
       assert.equal(parse.error.data.code, 'invalid_json')
+    })
+
+    test('every 401 carries a challenge: Signature with Accept-Signature, or Bearer', async () => {
+      // The official SDK, given a fetch that does not sign: its refusal carries the challenge.
+      const plain = recordingFetch(owner, false)
+      const card = await AgentCardResolver.default.resolve(hub.url)
+      const unsigned = await new ClientFactory({
+        transports: [new JsonRpcTransportFactory({ fetchImpl: plain.fetchImpl })],
+      }).createFromAgentCard(card)
+      const refused = await rpcRefusal(() => unsigned.getTask({ tenant: '', id: 'task_x' }))
+      assert.equal(refused.data.code, 'signature_missing')
+      assert.equal(plain.answers.at(-1)!.get('www-authenticate'), 'Signature realm="baton"')
+      assert.match(
+        plain.answers.at(-1)!.get('accept-signature')!,
+        /^sig1=\("@method" "@target-uri"/,
+      )
+      // A signature that does not verify names its code; a body-less route asks for no digest.
+      const tampered = await fetch(`${hub.url}/v1/me`, {
+        headers: {
+          'signature-input': 'sig1=("@method");created=1;keyid="x";alg="ed25519"',
+          signature: 'sig1=:AAAA:',
+        },
+      })
+      assert.equal(tampered.status, 401)
+      const code = ((await tampered.json()) as { code: string }).code
+      assert.equal(
+        tampered.headers.get('www-authenticate'),
+        `Signature realm="baton", error="${code}"`,
+      )
+      const me = await call(hub, 'GET', '/v1/me')
+      assert.equal(me.status, 401)
+      assert.equal(
+        me.headers.get('accept-signature'),
+        'sig1=("@method" "@target-uri");created;alg="ed25519"',
+      )
+      // A bearer-token route challenges for its bearer token (RFC 6750 §3).
+      const handoff = await call(hub, 'GET', '/services/v1/handoff/h_nothing')
+      assert.equal(handoff.status, 401)
+      assert.equal(handoff.headers.get('www-authenticate'), 'Bearer realm="baton"')
+    })
+
+    test('A2A-Version: a version the hub does not serve, or none (0.3), is VersionNotSupportedError', async () => {
+      const before = (await hub.ctx.a2a.list(owner.principal, {})).totalSize
+      // The official SDK sends 1.0; rewritten to another version, it reads the hub's refusal as
+      // its own VersionNotSupportedError.
+      const rewrite = (version: string | undefined) => {
+        const inner = a2aFetch(owner.identity)
+        return ((input: string, init: RequestInit) => {
+          const headers = { ...(init.headers as Record<string, string>) }
+          delete headers['A2A-Version']
+          if (version !== undefined) headers['A2A-Version'] = version
+          return inner(input, { ...init, headers })
+        }) as typeof fetch
+      }
+      const card = addressTo(await AgentCardResolver.default.resolve(hub.url), agent.principal)
+      for (const version of ['0.5', '0.3', '1.1', '2.0', '', undefined]) {
+        const client = await new ClientFactory({
+          transports: [new JsonRpcTransportFactory({ fetchImpl: rewrite(version) })],
+        }).createFromAgentCard(card)
+        let thrown: unknown
+        await client
+          .sendMessage(request({ message: userText(`sdk-version-${version}`, 'plan it') }))
+          .catch((e: unknown) => {
+            thrown = e
+          })
+        const e = thrown as { name: string; envelopeCode: number; data: Record<string, unknown> }
+        assert.equal(e?.name, 'VersionNotSupportedError', `version ${version}`)
+        assert.equal(e.envelopeCode, -32009)
+        assert.equal(e.data.code, 'a2a_version_not_supported')
+        assert.equal(e.data.status, 400)
+        assert.equal(e.data.requested, version || '0.3')
+        assert.deepEqual(e.data.supportedVersions, ['1.0'])
+      }
+      assert.equal((await hub.ctx.a2a.list(owner.principal, {})).totalSize, before, 'nothing ran')
+      // Major.Minor is matched and a patch number is not considered; a query parameter serves.
+      const rpc = signedFetch(owner.identity)
+      const list = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: {} })
+      const post = (url: string, headers: Record<string, string>) =>
+        rpc(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...headers },
+          body: list,
+        })
+      assert.equal((await post(`${hub.url}/v1/a2a`, { 'a2a-version': '1.0.2' })).status, 200)
+      assert.equal((await post(`${hub.url}/v1/a2a?A2A-Version=1.0`, {})).status, 200)
+      const none = await post(`${hub.url}/v1/a2a`, {})
+      assert.equal(none.status, 400)
+      const body = (await none.json()) as { id: number; error: { code: number } }
+      assert.equal(body.id, 1)
+      assert.equal(body.error.code, -32009)
+    })
+
+    test('a plain ClientFactory client built from the card addressed to an agent creates its task', async () => {
+      const factory = new ClientFactory({
+        transports: [new JsonRpcTransportFactory({ fetchImpl: a2aFetch(owner.identity) })],
+      })
+      const addressed = await factory.createFromUrl(
+        hub.url,
+        `.well-known/agent-card.json?tenant=${agent.principal}`,
+      )
+      const task = taskOf(
+        await addressed.sendMessage(
+          request({
+            message: userText('sdk-card-tenant', 'plan it'),
+            configuration: { returnImmediately: true },
+          }),
+        ),
+      )
+      assert.equal(readRelay(task.metadata)?.agent, agent.principal)
+      assert.equal(readRelay(task.metadata)?.owner, owner.principal)
+      // The card as it is names no agent: the refusal says how to name one.
+      const unaddressed = await factory.createFromUrl(hub.url)
+      const refused = await rpcRefusal(() =>
+        unaddressed.sendMessage(request({ message: userText('sdk-card-none', 'plan it') })),
+      )
+      assert.equal(refused.data.code, 'invalid_request')
+      assert.equal(refused.data.field, 'tenant')
+      assert.match(String(refused.data.fix), /agent-card\.json\?tenant=/)
+      const bad = await call(hub, 'GET', '/.well-known/agent-card.json?tenant=not-a-did')
+      assert.equal(bad.status, 400)
+    })
+
+    test('what SDK 1.3.0 writes for an unset ListTasks field is read as unset', async () => {
+      const task = await start('sdk-list-unset')
+      // Without a status the SDK writes "UNRECOGNIZED"; a page size of 0 is ProtoJSON's unset.
+      const all = await sender.listTasks({} as ListTasksRequest)
+      assert.ok(all.tasks.some((t) => t.id === task.id))
+      const zero = await sender.listTasks({ pageSize: 0 } as ListTasksRequest)
+      assert.ok(zero.tasks.some((t) => t.id === task.id))
+    })
+
+    test('the generation helpers: a long-poll GetTask and -32010 through the SDK', async () => {
+      const task = await start('sdk-helpers')
+      const seen = readRelay(task.metadata)!.generation
+      const held = hub.ctx.waits.waiting
+      const waiting = sender.getTask({ tenant: '', id: task.id }, waitPastGeneration(seen))
+      // The read is held until the task moves (a waiter registered), then answers the change.
+      for (let i = 0; hub.ctx.waits.waiting === held; i++) {
+        assert.ok(i < 2000, 'the read is held')
+        await new Promise((r) => setTimeout(r, 5))
+      }
+      await worker.sendMessage(
+        request({
+          message: {
+            messageId: 'helpers-1',
+            role: 'ROLE_AGENT',
+            parts: [{ text: 'on it' }],
+            taskId: task.id,
+          },
+          metadata: relayUpdate({ state: 'TASK_STATE_WORKING', ifGenerationMatch: seen }),
+        }),
+      )
+      const moved = await waiting
+      assert.equal(readRelay(moved.metadata)!.generation, seen + 1)
+      assert.equal(moved.status?.state, TaskState.TASK_STATE_WORKING)
+      // A stale generation: the SDK throws a plain transport error; the helper reads it.
+      let thrown: unknown
+      await worker
+        .sendMessage(
+          agentUpdate('helpers-2', task.id, 'TASK_STATE_COMPLETED', { ifGenerationMatch: seen }),
+        )
+        .catch((e: unknown) => {
+          thrown = e
+        })
+      assert.deepEqual(readGenerationMismatch(thrown), { currentGeneration: seen + 1 })
+      assert.equal(readGenerationMismatch(new Error('other')), undefined)
+    })
+
+    test('the SDK snippet of docs/a2a.md runs as written', async () => {
+      const dir = mkdtempSync(path.join(tmpdir(), 'baton-a2a-doc-'))
+      try {
+        const planner = createIdentity(`${hub.url}/.well-known/agent-net`)
+        const coder = createIdentity(`${hub.url}/.well-known/agent-net`)
+        await saveIdentity(path.join(dir, 'planner.identity.json'), planner)
+        await saveIdentity(path.join(dir, 'coder.identity.json'), coder)
+        // The coder is an admitted agent before it is addressed (open admission: its first call).
+        await signedFetch(coder)(`${hub.url}/v1/me`)
+        let code = docSnippet()
+        code = replaceOnce(code, "'https://hub.example'", JSON.stringify(hub.url))
+        for (const name of ['planner', 'coder']) {
+          const file = JSON.stringify(path.join(dir, `${name}.identity.json`))
+          code = replaceOnce(code, `'${name}.identity.json'`, file)
+        }
+        // The snippet runs outside the repository, so its imports name what they resolve to here.
+        for (const spec of ['@a2a-js/sdk/client', '@a2a-js/sdk', '@baton/client']) {
+          code = code.replaceAll(`from '${spec}'`, `from '${import.meta.resolve(spec)}'`)
+        }
+        const file = path.join(dir, 'snippet.mts')
+        writeFileSync(file, code)
+        await import(pathToFileURL(file).href)
+        const { tasks } = await hub.ctx.a2a.list(planner.principal, {})
+        assert.equal(tasks.length, 1)
+        assert.equal(tasks[0]!.status.state, 'TASK_STATE_COMPLETED')
+        assert.equal(tasks[0]!.generation, 2)
+      } finally {
+        rmSync(dir, { recursive: true, force: true })
+      }
     })
   })
 }

@@ -121,7 +121,7 @@ for (const store of testStores) {
         { jsonrpc: '2.0', id: 1, method: 'NoSuchMethod', params: {} },
         { jsonrpc: '2.0', id: 2, method: 'CancelTask', params: { id: 'not-a-task' } },
       ]) {
-        const call = signed(hub, identity, 'POST', '/v1/a2a', rpc)
+        const call = signed(hub, identity, 'POST', '/v1/a2a?A2A-Version=1.0', rpc)
         const refused = await cost(call)
         assert.notEqual(refused.status, 200)
         assert.equal(refused.commits, 1)

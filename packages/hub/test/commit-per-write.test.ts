@@ -174,10 +174,12 @@ for (const store of testStores) {
 
     test('an A2A task through the JSON-RPC binding', async () => {
       const rpc = (method: string, params: Body) => ({ jsonrpc: '2.0', id: 1, method, params })
+      // A2A 1.0 §3.6.1: the version as a query parameter, since these calls set no headers.
+      const endpoint = '/v1/a2a?A2A-Version=1.0'
       const sent = await once(
         alice,
         'POST',
-        '/v1/a2a',
+        endpoint,
         200,
         rpc('SendMessage', {
           tenant: bob.principal,
@@ -186,8 +188,8 @@ for (const store of testStores) {
         }),
       )
       const taskId = ((sent.result as Body).task as Body).id as string
-      await once(alice, 'POST', '/v1/a2a', 200, rpc('CancelTask', { id: taskId }))
-      const refused = await once(alice, 'POST', '/v1/a2a', 409, rpc('CancelTask', { id: taskId }))
+      await once(alice, 'POST', endpoint, 200, rpc('CancelTask', { id: taskId }))
+      const refused = await once(alice, 'POST', endpoint, 409, rpc('CancelTask', { id: taskId }))
       assert.equal(((refused.error as Body).data as Body).code, 'a2a_task_not_cancelable')
     })
 

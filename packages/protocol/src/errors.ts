@@ -406,6 +406,10 @@ export const ERRORS = {
     status: 400,
     fix: 'Leave authentication out of the push config: the hub signs every notification with the key discovery publishes (RFC 9421) and sends the config token in X-A2A-Notification-Token; check those at the webhook.',
   },
+  a2a_version_not_supported: {
+    status: 400,
+    fix: 'Send `A2A-Version: 1.0` with every JSON-RPC request (the official SDKs do); a request without it is read as A2A 0.3, which the hub does not serve. `supportedVersions` lists what it serves.',
+  },
   a2a_method_not_found: {
     status: 404,
     fix: 'Use a method the agent card lists (SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask and the push notification config methods).',

@@ -3,6 +3,7 @@ import { BatonError, type ErrorCode } from '@baton/protocol'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { z } from 'zod'
 import type { AppContext } from '../app.js'
+import { errorHeaders } from '../http/challenge.js'
 import { toBatonError } from '../http/errors.js'
 import type { Api } from '../http/server.js'
 import {
@@ -40,6 +41,7 @@ const RPC_CODES: Partial<Record<ErrorCode, number>> = {
   a2a_task_not_cancelable: -32002,
   a2a_task_ended: -32004,
   a2a_generation_mismatch: -32010,
+  a2a_version_not_supported: -32009,
   a2a_method_not_found: -32601,
   invalid_request: -32602,
   unknown_field: -32602,
@@ -73,6 +75,47 @@ function rpcError(id: RpcId, error: BatonError, code?: number) {
 
 const none = z.object({}).strict()
 
+/** A2A 1.0 §3.6: the protocol versions this endpoint serves, as Major.Minor. */
+export const A2A_VERSIONS: readonly string[] = ['1.0']
+
+/**
+ * A2A 1.0 §3.6.2: a request is served under the version it names in `A2A-Version` (a header, or
+ * a query parameter of that name, §3.6.1), matching Major.Minor (a patch number is not
+ * considered); an absent or empty value is 0.3. A version not served is VersionNotSupportedError.
+ */
+function assertVersion(req: FastifyRequest): void {
+  const header = req.headers['a2a-version']
+  const query = (req.query as Record<string, unknown> | undefined)?.['A2A-Version']
+  const raw =
+    (Array.isArray(header) ? header[0] : header) ?? (typeof query === 'string' ? query : '')
+  const requested = raw.trim() || '0.3'
+  const m = /^(\d{1,4})(?:\.(\d{1,4}))?(?:\.\d{1,4})?$/.exec(requested)
+  if (m && A2A_VERSIONS.includes(`${Number(m[1])}.${Number(m[2] ?? 0)}`)) return
+  throw new BatonError('a2a_version_not_supported', `A2A ${requested} is not served here`, {
+    requested: requested.slice(0, 64),
+    supportedVersions: [...A2A_VERSIONS],
+  })
+}
+
+/**
+ * A Baton service parameter (A2A 1.0 §3.2.6: service parameters travel as headers): a client
+ * whose GetTask type drops the dev-1.1 `currentGeneration` (the official SDK's 1.x) sends it as
+ * `Baton-Current-Generation`; a value in params wins.
+ */
+export const CURRENT_GENERATION_HEADER = 'baton-current-generation'
+
+function withServiceParameters(
+  req: FastifyRequest,
+  method: string,
+  params: Record<string, unknown>,
+): Record<string, unknown> {
+  const current = req.headers[CURRENT_GENERATION_HEADER]
+  if (method !== 'GetTask' || params.currentGeneration !== undefined || current === undefined) {
+    return params
+  }
+  return { ...params, currentGeneration: Array.isArray(current) ? current[0] : current }
+}
+
 /** Runs an operation with input built from JSON-RPC params, validated by its own schemas. */
 function runOperation(
   ctx: AppContext,
@@ -99,7 +142,7 @@ export function registerA2aRoutes(api: Api, ctx: AppContext): void {
     if (e.code === 'internal') req.log.error({ err: error }, 'unhandled error')
     const code = e.code === 'invalid_json' ? PARSE_ERROR : undefined
     return reply
-      .headers(e.headers)
+      .headers(errorHeaders(e, req))
       .code(e.status)
       .send(rpcError(null, e, code))
   }
@@ -121,7 +164,8 @@ export function registerA2aRoutes(api: Api, ctx: AppContext): void {
       const rpc = parseInput(Envelope, req.body, 'body')
       envelope = true
       id = rpc.id ?? null
-      const params = rpc.params ?? {}
+      assertVersion(req)
+      const params = withServiceParameters(req, rpc.method, rpc.params ?? {})
       if (rpc.method === 'SendStreamingMessage' || rpc.method === 'SubscribeToTask') {
         return await stream(ctx, req, reply, caller, rpc.method, params, id)
       }
@@ -140,7 +184,7 @@ export function registerA2aRoutes(api: Api, ctx: AppContext): void {
       ctx.metrics.recordError(e.code)
       if (e.code === 'internal') req.log.error({ err: error }, 'unhandled error')
       return reply
-        .headers(e.headers)
+        .headers(errorHeaders(e, req))
         .code(e.status)
         .send(rpcError(id, e, envelope ? undefined : INVALID_REQUEST))
     }

@@ -1,4 +1,5 @@
 import { A2A_EXTENSION_URI } from '@baton/context'
+import { publicKeyOfPrincipal } from '@baton/protocol'
 import { z } from 'zod'
 import type { AppContext } from '../app.js'
 import { defineOperation, type Operation } from '../ops/operation.js'
@@ -30,15 +31,24 @@ const ListQuery = ListTasksParams.omit({ tenant: true })
 /** Where the JSON-RPC endpoint is; the operations below are its methods as plain routes too. */
 export const A2A_RPC_PATH = '/v1/a2a'
 
-/** The hub's agent card (A2A 1.0): one JSON-RPC interface, signed requests, Baton's extensions. */
-export function agentCard(ctx: AppContext, origin: string) {
+/**
+ * The hub's agent card (A2A 1.0): one JSON-RPC interface, signed requests, Baton's extensions.
+ * Addressed to an agent (`tenant`), its interface carries that tenant, so a client built from it
+ * as it is (A2A 1.0 AgentInterface.tenant) names the agent in every request it makes.
+ */
+export function agentCard(ctx: AppContext, origin: string, tenant?: string) {
   return {
     name: 'Baton hub',
     description:
       'A durable A2A task relay: a task is addressed to an admitted agent (its did:key as tenant); generation compare-and-set, idempotent sends, replayable streams and signed push notifications.',
     version: ctx.version,
     supportedInterfaces: [
-      { url: `${origin}${A2A_RPC_PATH}`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+      {
+        url: `${origin}${A2A_RPC_PATH}`,
+        protocolBinding: 'JSONRPC',
+        protocolVersion: '1.0',
+        ...(tenant ? { tenant } : {}),
+      },
     ],
     capabilities: {
       streaming: true,
@@ -76,7 +86,7 @@ export function agentCard(ctx: AppContext, origin: string) {
         id: 'relay',
         name: 'Relay a task to an admitted agent',
         description:
-          'Send a message with tenant set to the did:key of the agent; the hub keeps the task durably and relays the agent’s answers back.',
+          'Send a message with tenant set to the did:key of the agent (the card at /.well-known/agent-card.json?tenant=<did:key> sets it for you); the hub keeps the task durably and relays the agent’s answers back.',
         tags: ['relay', 'handoff'],
         examples: [],
         inputModes: [],
@@ -88,19 +98,29 @@ export function agentCard(ctx: AppContext, origin: string) {
   }
 }
 
-/** A2A 1.0 agent card discovery: the hub's own card. */
+/** A2A 1.0 agent card discovery: the hub's own card, or the same card addressed to one agent. */
 export const a2aAgentCard = defineOperation({
   name: 'a2aAgentCard',
   cli: ['a2a', 'card'],
-  summary: 'The hub’s A2A agent card: its JSON-RPC endpoint, the signing requirement, extensions',
+  summary:
+    'The hub’s A2A agent card: its JSON-RPC endpoint, the signing requirement, extensions; with tenant, addressed to that agent',
   tags,
   method: 'GET',
   path: '/.well-known/agent-card.json',
   auth: 'none',
+  query: z.strictObject({
+    tenant: z
+      .string()
+      .max(256)
+      .refine((t) => publicKeyOfPrincipal(t) !== undefined, 'tenant is an agent’s did:key')
+      .optional()
+      .describe('The did:key of the agent the card addresses; its interface then carries it'),
+  }),
   output: z.looseObject({ name: z.string(), supportedInterfaces: z.array(z.unknown()) }),
-  errors: [],
+  errors: ['invalid_request'],
   tool: false,
-  run: async (ctx, caller) => agentCard(ctx, caller.origin ?? ctx.config.identity.publicUrl ?? ''),
+  run: async (ctx, caller, { query }) =>
+    agentCard(ctx, caller.origin ?? ctx.config.identity.publicUrl ?? '', query.tenant),
 })
 
 /** A2A SendMessage: create a task for `tenant`, or continue one; idempotent by messageId. */

@@ -400,7 +400,10 @@ export class A2aService {
       throw new BatonError(
         'invalid_request',
         'tenant names the agent a new task is addressed to (an admitted principal)',
-        { field: 'tenant' },
+        {
+          field: 'tenant',
+          fix: 'Set tenant to the did:key of the agent: build the A2A client from the card at /.well-known/agent-card.json?tenant=<did:key>, whose interface carries it into every request.',
+        },
       )
     }
     const addressee = await findPrincipal(db, tenant)

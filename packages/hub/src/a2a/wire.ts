@@ -134,8 +134,19 @@ export const GetTaskParams = z.looseObject({
 export const ListTasksParams = z.looseObject({
   tenant: z.string().max(256).optional(),
   contextId: z.string().max(256).optional(),
-  status: z.union([z.enum(TASK_STATES), z.literal('TASK_STATE_UNSPECIFIED')]).optional(),
-  pageSize: whole.pipe(z.number().min(1).max(100)).optional(),
+  // The official SDK (1.x) writes an unset status as "UNRECOGNIZED" and an unset page size as 0
+  // (ProtoJSON's zero): each is read as unset, so the SDK's own request is served.
+  status: z
+    .union([
+      z.enum(TASK_STATES),
+      z.literal('TASK_STATE_UNSPECIFIED'),
+      z.literal('UNRECOGNIZED').transform(() => 'TASK_STATE_UNSPECIFIED' as const),
+    ])
+    .optional(),
+  pageSize: whole
+    .pipe(z.number().max(100))
+    .transform((n) => (n === 0 ? undefined : n))
+    .optional(),
   pageToken: z.string().max(256).optional(),
   historyLength: whole.optional(),
   includeArtifacts: flag.optional(),

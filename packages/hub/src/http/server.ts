@@ -14,6 +14,7 @@ import { registerHttpOperations } from '../ops/http.js'
 import { type ExtraPath, openApiDocument } from '../ops/openapi.js'
 import { OPERATIONS } from '../ops/registry.js'
 import { registerDashboard } from '../web/dashboard.js'
+import { errorHeaders } from './challenge.js'
 import { capConnectionsPerAddress } from './connections.js'
 import { toBatonError } from './errors.js'
 import { assertSafeParams, parseJsonBody } from './json-guard.js'
@@ -146,7 +147,7 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
     const e = toBatonError(error)
     metrics.recordError(e.code)
     if (e.code === 'internal') req.log.error({ err: error }, 'unhandled error')
-    reply.headers(e.headers).code(e.status).send(e.toBody())
+    reply.headers(errorHeaders(e, req)).code(e.status).send(e.toBody())
   })
   app.setNotFoundHandler((req, reply) => {
     const path = req.url.split('?')[0] ?? '/'

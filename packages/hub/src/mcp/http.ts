@@ -4,6 +4,7 @@ import { BatonError } from '@baton/protocol'
 import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AppContext } from '../app.js'
+import { errorHeaders } from '../http/challenge.js'
 import { toBatonError } from '../http/errors.js'
 import type { Api } from '../http/server.js'
 import { principalTopic } from '../identity/admission.js'
@@ -231,7 +232,7 @@ export function registerMcpRoute(
         return jsonRpcError(reply, 400, -32700, `Parse error: ${e.message}`)
       }
       if (e.code === 'internal') req.log.error({ err: error }, 'unhandled error')
-      return reply.headers(e.headers).code(e.status).send(e.toBody())
+      return reply.headers(errorHeaders(e, req)).code(e.status).send(e.toBody())
     },
   })
   for (const method of ['GET', 'DELETE'] as const) {
