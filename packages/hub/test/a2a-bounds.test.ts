@@ -83,7 +83,7 @@ for (const store of testStores) {
         configuration: { returnImmediately: true },
       })
       assert.equal(created.error, undefined)
-      return { owner, agent, id: created.result!.id as string }
+      return { owner, agent, id: (created.result!.task as { id: string }).id }
     }
 
     const agentSend = (
@@ -141,7 +141,7 @@ for (const store of testStores) {
         message: { messageId: 'm-second', role: 'ROLE_USER', parts: [{ text: 'more' }] },
         configuration: { returnImmediately: true },
       })
-      const secondId = second.result!.id as string
+      const secondId = (second.result!.task as { id: string }).id
       for (let i = 0; i < 2; i++) {
         assert.equal(
           (await push(first.owner, secondId, `http://127.0.0.1:9/b${i}`)).error,
@@ -152,11 +152,12 @@ for (const store of testStores) {
         codeOf(await push(first.owner, secondId, 'http://127.0.0.1:9/b2')),
         'a2a_push_configs_exceeded',
       )
-      // Distinct hosts: the agent may name two.
-      assert.equal((await push(first.agent, first.id, 'http://127.0.0.1:9/h')).error, undefined)
-      assert.equal((await push(first.agent, secondId, 'http://127.0.0.2:9/h')).error, undefined)
+      // Distinct hosts: a principal's configs may name two.
+      const third = await newTask(small)
+      assert.equal((await push(third.owner, third.id, 'http://127.0.0.1:9/h')).error, undefined)
+      assert.equal((await push(third.owner, third.id, 'http://127.0.0.2:9/h')).error, undefined)
       assert.equal(
-        codeOf(await push(first.agent, secondId, 'http://127.0.0.3:9/h')),
+        codeOf(await push(third.owner, third.id, 'http://127.0.0.3:9/h')),
         'a2a_push_hosts_exceeded',
       )
     })

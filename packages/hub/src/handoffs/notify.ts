@@ -7,13 +7,13 @@ import {
   createSignature,
   type NotifySignal,
 } from '@baton/protocol'
+import type { Kysely } from 'kysely'
 import type { Logger } from 'pino'
 import { Gauge, type Registry } from 'prom-client'
 import type { Clock } from '../clock.js'
 import { ed25519Signer, nodeDigest } from '../crypto.js'
 import type { HubSigner } from '../identity/hub-key.js'
 import { type CheckedAddress, checkFetchUrl, isPublicAddress, resolvePublic } from '../net/ssrf.js'
-import type { Kysely } from 'kysely'
 import type { Database } from '../store/database.js'
 import type { HandoffMoveRow, NotifyOutboxRow, Schema } from '../store/schema.js'
 import { transaction } from '../store/transaction.js'
