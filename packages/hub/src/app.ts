@@ -224,11 +224,22 @@ async function assemble(
     waits,
     notify: notifier,
     allowLoopbackNotify: config.notify.allowLoopback,
+    limits: config.a2a,
+    maxMessageBytes: config.messages.maxBodyBytes,
+    storedBytesQuota: config.identity.quotas.storedBytes,
     maxWaitMs: config.messages.maxWaitSeconds * 1000,
     sendsPerDay: config.identity.quotas.messagesPerDay,
     witness: (sender, agent, message, by) => witnessA2a(hops, sender, agent, message, by),
   })
   notifier.addHeaders((row) => a2a.notificationHeaders(row))
+  notifier.onSettled((db, row) => a2a.releaseNotification(db, row))
+  // Sends queued before a restart, or whose pass failed, are fanned out by the next poll.
+  const fanOutJob = startPeriodic(
+    'a2a-push-fan-out',
+    config.notify.pollIntervalMs,
+    () => a2a.fanOut().then(() => undefined),
+    log,
+  )
   // seed 004: insolvent transfers end within seconds of their grace, not at the next cron.
   const reaperJob = startPeriodic(
     'transfer-reaper',
@@ -340,6 +351,8 @@ async function assemble(
       release()
       await cleanupJob.stop()
       await reaperJob.stop()
+      await fanOutJob.stop()
+      await a2a.drainFanOut()
       await embedded?.stop()
       await embeddedPool?.close()
       await computeReaper.stop()

@@ -62,6 +62,8 @@ export interface Config {
     /** Largest home file content, in UTF-8 bytes. */
     maxFileBytes: number
   }
+  /** Caps on what an A2A task may make the hub keep and repeat; a message's own size is `messages.maxBodyBytes`. */
+  a2a: A2aConfig
   /** Session transfer (seed 004). */
   transfer: TransferConfig
   /** Compute jobs and runtimes (seed 000 json-expr-v1). */
@@ -179,6 +181,16 @@ export const ENV_DOC: Record<string, string> = {
     'least time between inbox reads that find nothing, per principal; sooner answers 429 (default 1000)',
   BATON_MESSAGE_MAX_WAIT_SECONDS: 'longest inbox long-poll; longer waits are clamped (default 25)',
   BATON_HOME_MAX_FILE_BYTES: 'largest home file content in UTF-8 bytes (default 262144)',
+  BATON_A2A_PUSH_CONFIGS_PER_TASK: 'most push notification configs on one A2A task (default 10)',
+  BATON_A2A_PUSH_CONFIGS_PER_PRINCIPAL:
+    'most A2A push notification configs one principal may hold over all tasks (default 100)',
+  BATON_A2A_PUSH_HOSTS_PER_PRINCIPAL:
+    'most distinct hosts the A2A push notification configs of one principal may name (default 10)',
+  BATON_A2A_ARTIFACTS_PER_TASK: 'most distinct artifacts on one A2A task (default 256)',
+  BATON_A2A_EVENTS_PER_TASK:
+    'most events (messages, status changes, artifact updates) of one A2A task (default 2000)',
+  BATON_A2A_TASK_MAX_BYTES:
+    'most bytes of events one A2A task may hold; bounds what GetTask answers (default 4194304)',
   BATON_MAX_BATCH: 'most writes committed together in one transaction (default 256)',
   BATON_SHUTDOWN_GRACE_MS: 'how long shutdown waits for in-flight requests (default 10000)',
   BATON_WAIT_MAX_PER_TOPIC:
@@ -337,6 +349,14 @@ export function loadConfig(
     home: {
       maxFileBytes: int(merged, 'BATON_HOME_MAX_FILE_BYTES', HOME_LIMITS.maxFileBytes, 1),
     },
+    a2a: {
+      maxPushConfigsPerTask: int(merged, 'BATON_A2A_PUSH_CONFIGS_PER_TASK', 10, 0),
+      maxPushConfigsPerPrincipal: int(merged, 'BATON_A2A_PUSH_CONFIGS_PER_PRINCIPAL', 100, 0),
+      maxPushHostsPerPrincipal: int(merged, 'BATON_A2A_PUSH_HOSTS_PER_PRINCIPAL', 10, 0),
+      maxArtifactsPerTask: int(merged, 'BATON_A2A_ARTIFACTS_PER_TASK', 256, 0),
+      maxEventsPerTask: int(merged, 'BATON_A2A_EVENTS_PER_TASK', 2000, 1),
+      maxTaskBytes: int(merged, 'BATON_A2A_TASK_MAX_BYTES', 4 * 1024 * 1024, 1024),
+    },
     transfer: transferConfig(merged),
     compute: computeConfig(merged),
     dashboard: {
@@ -388,6 +408,20 @@ function identityConfig(env: Env): Config['identity'] {
       messagesPerDay: int(env, 'BATON_QUOTA_MESSAGES_PER_DAY', 1000, 0),
     },
   }
+}
+
+/** Caps of the A2A relay, each checked before the work it bounds, each with its own code. */
+export interface A2aConfig {
+  maxPushConfigsPerTask: number
+  maxPushConfigsPerPrincipal: number
+  /** Distinct hosts (of the URL, without port) over all of one principal's push configs. */
+  maxPushHostsPerPrincipal: number
+  /** Distinct artifact ids of one task. */
+  maxArtifactsPerTask: number
+  /** Events of one task: its generation never passes this. */
+  maxEventsPerTask: number
+  /** UTF-8 bytes of one task's stored events. */
+  maxTaskBytes: number
 }
 
 /** Limits on client connections (Node's HTTP server timeouts and a per-address cap). */

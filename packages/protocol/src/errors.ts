@@ -414,6 +414,34 @@ export const ERRORS = {
     status: 404,
     fix: 'Use a method the agent card lists (SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask and the push notification config methods).',
   },
+  a2a_message_too_large: {
+    status: 413,
+    fix: 'Keep the message and its metadata (artifacts included) within the limit in `limit` (bytes of JSON); store large work in a resource or home file and send a reference.',
+  },
+  a2a_task_push_configs_exceeded: {
+    status: 409,
+    fix: 'The task already has the most push configs the hub keeps (`limit`); delete one you no longer need, or replace one by sending its id again.',
+  },
+  a2a_push_configs_exceeded: {
+    status: 409,
+    fix: 'You already hold the most push configs the hub keeps per principal over all tasks (`limit`); delete configs of tasks you no longer follow.',
+  },
+  a2a_push_hosts_exceeded: {
+    status: 409,
+    fix: 'Your push configs already name the most distinct hosts the hub pushes to per principal (`limit`); point this config at a host you already use, or delete configs of another host.',
+  },
+  a2a_task_artifacts_exceeded: {
+    status: 409,
+    fix: 'The task already has the most artifacts the hub keeps (`limit`); append to or replace an artifact it has, or start a new task.',
+  },
+  a2a_task_events_exceeded: {
+    status: 409,
+    fix: 'The task has reached the most events the hub keeps for one task (`limit`); nothing was written. End it and continue in a new task.',
+  },
+  a2a_task_too_large: {
+    status: 413,
+    fix: 'The task would pass the bytes the hub keeps for one task (`limit`; `used` is what it holds); nothing was written. Send references to large work instead, or continue in a new task.',
+  },
 
   // dashboard
   dashboard_signin_required: {

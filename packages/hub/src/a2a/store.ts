@@ -1,7 +1,8 @@
-import type { Kysely } from 'kysely'
+import { type Kysely, sql } from 'kysely'
 import type {
   A2aEventRow,
   A2aPushConfigRow,
+  A2aPushQueueRow,
   A2aSendRow,
   A2aTaskRow,
   Schema,
@@ -35,7 +36,13 @@ export async function advanceTask(
   db: Kysely<Schema>,
   id: string,
   from: number,
-  to: { state: string; generation: number; status: string; updated_at: number },
+  to: {
+    state: string
+    generation: number
+    status: string
+    updated_at: number
+    stored_bytes: number
+  },
 ): Promise<boolean> {
   const res = await db
     .updateTable('a2a_tasks')
@@ -96,15 +103,49 @@ export async function talkBefore(
     .execute()
 }
 
-/** A task's artifact events, oldest first. */
-export async function artifactEvents(db: Kysely<Schema>, taskId: string): Promise<A2aEventRow[]> {
+/** A task's artifact events up to an inclusive generation (all when undefined), oldest first. */
+export async function artifactEvents(
+  db: Kysely<Schema>,
+  taskId: string,
+  through?: number,
+): Promise<A2aEventRow[]> {
   return db
     .selectFrom('a2a_events')
     .selectAll()
     .where('task_id', '=', taskId)
     .where('kind', '=', 'artifact')
+    .$if(through !== undefined, (qb) => qb.where('generation', '<=', through!))
     .orderBy('generation', 'asc')
     .execute()
+}
+
+/** The distinct artifact ids of a task: one range of the (task, artifact) index. */
+export async function artifactIds(db: Kysely<Schema>, taskId: string): Promise<Set<string>> {
+  const rows = await db
+    .selectFrom('a2a_events')
+    .select('artifact_id')
+    .distinct()
+    .where('task_id', '=', taskId)
+    .where('artifact_id', 'is not', null)
+    .execute()
+  return new Set(rows.map((r) => r.artifact_id!))
+}
+
+/** The newest event that set a task's status at or before an inclusive generation. */
+export async function statusEventAt(
+  db: Kysely<Schema>,
+  taskId: string,
+  generation: number,
+): Promise<A2aEventRow | undefined> {
+  return db
+    .selectFrom('a2a_events')
+    .selectAll()
+    .where('task_id', '=', taskId)
+    .where('kind', 'in', ['created', 'status'])
+    .where('generation', '<=', generation)
+    .orderBy('generation', 'desc')
+    .limit(1)
+    .executeTakeFirst()
 }
 
 /** The tasks a principal sent or is the agent of, most recently changed first. */
@@ -201,15 +242,114 @@ export async function findPushConfig(
     .executeTakeFirst()
 }
 
-/** Sets a config by its id: a new id adds one, the caller's own id replaces it. */
-export async function putPushConfig(db: Kysely<Schema>, row: A2aPushConfigRow): Promise<void> {
-  await db
-    .deleteFrom('a2a_push_configs')
-    .where('task_id', '=', row.task_id)
-    .where('id', '=', row.id)
-    .where('owner', '=', row.owner)
-    .execute()
+export async function insertPushConfig(db: Kysely<Schema>, row: A2aPushConfigRow): Promise<void> {
   await db.insertInto('a2a_push_configs').values(row).execute()
+}
+
+/** How many push configs a task has, of every party. */
+export async function countPushConfigs(db: Kysely<Schema>, taskId: string): Promise<number> {
+  const row = await db
+    .selectFrom('a2a_push_configs')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('task_id', '=', taskId)
+    .executeTakeFirstOrThrow()
+  return Number(row.n)
+}
+
+/** The URLs of a principal's push configs over all tasks (as many as its cap lets it hold). */
+export async function pushUrlsOf(db: Kysely<Schema>, owner: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('a2a_push_configs')
+    .select('url')
+    .where('owner', '=', owner)
+    .execute()
+  return rows.map((r) => r.url)
+}
+
+/**
+ * Changes how many push configs a principal holds by `delta`: a growth commits only while the
+ * count stays within `limit`, checked and written in one conditional statement whose row lock
+ * orders the principal's config writes on every instance. Answers whether it changed.
+ */
+export async function changePushUsage(
+  db: Kysely<Schema>,
+  owner: string,
+  delta: number,
+  limit: number,
+): Promise<boolean> {
+  if (delta > 0 && delta > limit) return false
+  const row = await db
+    .insertInto('a2a_push_usage')
+    .values({ owner, configs: Math.max(0, delta) })
+    .onConflict((oc) => {
+      const update = oc.column('owner').doUpdateSet((eb) => ({
+        configs: eb('a2a_push_usage.configs', '+', delta),
+      }))
+      return delta > 0
+        ? update.where((eb) => eb(eb('a2a_push_usage.configs', '+', delta), '<=', limit))
+        : update
+    })
+    .returning('configs')
+    .executeTakeFirst()
+  return row !== undefined
+}
+
+export async function insertPushQueue(db: Kysely<Schema>, row: A2aPushQueueRow): Promise<void> {
+  await db.insertInto('a2a_push_queue').values(row).execute()
+}
+
+/** The oldest queued fan-outs. */
+export async function duePushQueue(db: Kysely<Schema>, limit: number): Promise<A2aPushQueueRow[]> {
+  return db
+    .selectFrom('a2a_push_queue')
+    .selectAll()
+    .orderBy('created_at')
+    .orderBy('task_id')
+    .orderBy('through_generation')
+    .limit(limit)
+    .execute()
+}
+
+/**
+ * Takes a queued fan-out, only if it is the oldest of its task: of two instances, the one whose
+ * delete removes the row fans it out, and a task's sends are fanned out in generation order, so
+ * its notifications reach each URL in order.
+ */
+export async function claimPushQueue(
+  db: Kysely<Schema>,
+  row: Pick<A2aPushQueueRow, 'task_id' | 'through_generation'>,
+): Promise<boolean> {
+  const res = await db
+    .deleteFrom('a2a_push_queue')
+    .where('task_id', '=', row.task_id)
+    .where('through_generation', '=', row.through_generation)
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('a2a_push_queue as q')
+            .select(sql`1`.as('one'))
+            .where('q.task_id', '=', row.task_id)
+            .where('q.through_generation', '<', row.through_generation),
+        ),
+      ),
+    )
+    .executeTakeFirst()
+  return Number(res.numDeletedRows) === 1
+}
+
+/** The author of one event, if it is stored. */
+export async function eventAuthor(
+  db: Kysely<Schema>,
+  taskId: string,
+  generation: number,
+): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('a2a_events')
+    .select('author')
+    .where('task_id', '=', taskId)
+    .where('generation', '=', generation)
+    .executeTakeFirst()
+  return row?.author
 }
 
 export async function deletePushConfig(

@@ -7,6 +7,7 @@ import {
   createSignature,
   type NotifySignal,
 } from '@baton/protocol'
+import type { Kysely } from 'kysely'
 import type { Logger } from 'pino'
 import { Gauge, type Registry } from 'prom-client'
 import type { Clock } from '../clock.js'
@@ -14,7 +15,8 @@ import { ed25519Signer, nodeDigest } from '../crypto.js'
 import type { HubSigner } from '../identity/hub-key.js'
 import { type CheckedAddress, checkFetchUrl, isPublicAddress, resolvePublic } from '../net/ssrf.js'
 import type { Database } from '../store/database.js'
-import type { HandoffMoveRow, NotifyOutboxRow } from '../store/schema.js'
+import type { HandoffMoveRow, NotifyOutboxRow, Schema } from '../store/schema.js'
+import { transaction } from '../store/transaction.js'
 import * as outbox from './outbox-store.js'
 
 /** Whether a signal may be delivered to `address` (see `net/ssrf.ts`). */
@@ -194,6 +196,8 @@ export class Notifier {
   private readonly headerSources: ((
     row: NotifyOutboxRow,
   ) => Promise<Record<string, string> | undefined>)[] = []
+  private readonly settledHooks: ((db: Kysely<Schema>, row: NotifyOutboxRow) => Promise<void>)[] =
+    []
 
   constructor(
     private readonly database: Database,
@@ -216,6 +220,22 @@ export class Notifier {
    */
   addHeaders(source: (row: NotifyOutboxRow) => Promise<Record<string, string> | undefined>): void {
     this.headerSources.push(source)
+  }
+
+  /**
+   * Runs `hook` in the transaction that records a signal delivered or dead, for every signal
+   * (a feature's hook answers only for its own): A2A gives back the stored bytes it charged.
+   */
+  onSettled(hook: (db: Kysely<Schema>, row: NotifyOutboxRow) => Promise<void>): void {
+    this.settledHooks.push(hook)
+  }
+
+  /**
+   * Adds signals to the outbox in the caller's transaction, in one statement; they are delivered
+   * after it commits (call {@link kick} then).
+   */
+  enqueue(db: Kysely<Schema>, rows: Omit<NotifyOutboxRow, 'seq'>[]): Promise<void> {
+    return outbox.insertSignals(db, rows)
   }
 
   /** Looks for due signals now (after a move commits, or on the poll). */
@@ -338,7 +358,7 @@ export class Notifier {
     const attempts = row.attempts + 1
     const log = { event_id: row.event_id, handoff_id: row.handoff_id, attempts, outcome }
     if (outcome === 'delivered') {
-      await outbox.settle(this.database.db, row.event_id, this.owner, {
+      await this.settle(row, {
         status: 'delivered',
         attempts,
         next_at: now,
@@ -350,7 +370,7 @@ export class Notifier {
     }
     const next = now + this.backoffMs(attempts)
     const dead = next > Number(row.created_at) + this.opts.horizonMs
-    await outbox.settle(this.database.db, row.event_id, this.owner, {
+    await this.settle(row, {
       status: dead ? 'dead' : 'pending',
       attempts,
       next_at: dead ? now : next,
@@ -358,5 +378,20 @@ export class Notifier {
       done_at: dead ? now : null,
     })
     if (dead) this.opts.log?.warn(log, 'notify dead: horizon reached')
+  }
+
+  /** Records an attempt; a signal that is done runs the settled hooks in the same transaction. */
+  private async settle(
+    row: NotifyOutboxRow,
+    change: Pick<NotifyOutboxRow, 'status' | 'attempts' | 'next_at' | 'last_outcome' | 'done_at'>,
+  ): Promise<void> {
+    if (change.status === 'pending' || this.settledHooks.length === 0) {
+      await outbox.settle(this.database.db, row.event_id, this.owner, change)
+      return
+    }
+    await transaction(this.database, async (tx) => {
+      if (!(await outbox.settle(tx.db, row.event_id, this.owner, change))) return
+      for (const hook of this.settledHooks) await hook(tx.db, row)
+    })
   }
 }

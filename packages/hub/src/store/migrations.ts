@@ -1,5 +1,5 @@
 import { type Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely'
-import { a2aTasksMigration } from '../a2a/migration.js'
+import { a2aBoundsMigration, a2aTasksMigration } from '../a2a/migration.js'
 
 // Numbered migrations, applied in order on start. A landed migration is never edited: add a new one.
 const migrations: Record<string, Migration> = {
@@ -510,6 +510,7 @@ const migrations: Record<string, Migration> = {
     },
   },
   '011_a2a_tasks': a2aTasksMigration,
+  '012_a2a_bounds': a2aBoundsMigration,
   '013_hop_outcomes': {
     async up(db: Kysely<unknown>) {
       // seed 003: a cancel does not show that the work took no effect, and races are made visible

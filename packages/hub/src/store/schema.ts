@@ -349,6 +349,8 @@ export interface A2aTaskRow {
   status: string
   created_at: number
   updated_at: number
+  /** UTF-8 bytes of the task's event bodies (migration 012; 0 for what was stored before it). */
+  stored_bytes: number
 }
 
 /** One change of an A2A task, append-only; `generation` is its per-task sequence. */
@@ -359,6 +361,8 @@ export interface A2aEventRow {
   author: string
   body: string
   at: number
+  /** The artifact an artifact event carries (migration 012); null for other kinds. */
+  artifact_id: string | null
 }
 
 /** The first answer to a principal's `messageId`, so a repeat answers the same. */
@@ -367,7 +371,10 @@ export interface A2aSendRow {
   message_id: string
   request_hash: string
   task_id: string
+  /** The view answered, as JSON, for sends stored before migration 012; '' since. */
   answer: string
+  /** The task's generation the first answer showed (migration 012): the answer by reference. */
+  generation: number | null
   created_at: number
 }
 
@@ -381,11 +388,33 @@ export interface A2aPushConfigRow {
   created_at: number
 }
 
+/**
+ * One send's push notifications waiting to be fanned out to the task's configs after its commit
+ * (migration 012): its events `(after_generation, through_generation]`, and the bytes charged to
+ * its author's stored-bytes quota when it was queued.
+ */
+export interface A2aPushQueueRow {
+  task_id: string
+  after_generation: number
+  through_generation: number
+  author: string
+  charged: number
+  created_at: number
+}
+
+/** How many push configs a principal holds over all tasks (migration 012), for its cap. */
+export interface A2aPushUsageRow {
+  owner: string
+  configs: number
+}
+
 export interface Schema {
   a2a_tasks: A2aTaskRow
   a2a_events: A2aEventRow
   a2a_sends: A2aSendRow
   a2a_push_configs: A2aPushConfigRow
+  a2a_push_queue: A2aPushQueueRow
+  a2a_push_usage: A2aPushUsageRow
   hops: HopRow
   hop_statuses: HopStatusRow
   hop_deliveries: HopDeliveryRow
