@@ -13,9 +13,14 @@ interface Rpc {
   error?: { code: number; data: { code: string; limit?: number } }
 }
 
-/** One signed A2A JSON-RPC call over HTTP. */
+/** One signed A2A 1.0 JSON-RPC call over HTTP. */
 async function rpc(as: SignedClient, method: string, params: object): Promise<Rpc> {
-  const answer = await as.request<Rpc>('POST', '/v1/a2a', { jsonrpc: '2.0', id: 1, method, params })
+  const answer = await as.request<Rpc>(
+    'POST',
+    '/v1/a2a',
+    { jsonrpc: '2.0', id: 1, method, params },
+    { 'a2a-version': '1.0' },
+  )
   return answer.body
 }
 
