@@ -30,6 +30,8 @@ for (const store of testStores) {
       const uris = resources.map((r) => r.uri)
       assert.ok(uris.includes('baton://guides/readme'))
       assert.ok(uris.includes('baton://guides/compute'))
+      assert.ok(uris.includes('baton://guides/connect'))
+      assert.ok(uris.includes('baton://guides/walkthrough'))
       assert.ok(uris.every((u) => u.startsWith('baton://guides/')))
       for (const r of resources) assert.equal(r.mimeType, 'text/markdown')
       const { resourceTemplates } = await client.listResourceTemplates()
@@ -47,6 +49,19 @@ for (const store of testStores) {
       assert.equal(contents[0]!.mimeType, 'text/markdown')
       const text = (contents[0] as { text: string }).text
       assert.equal(text, readFileSync(path.join(repoRoot, 'docs/compute.md'), 'utf8'))
+    })
+
+    test('the seed’s walkthrough and connection guide read as Markdown resources', async () => {
+      for (const name of ['walkthrough', 'connect']) {
+        const uri = `baton://guides/${name}`
+        const { contents } = await client.readResource({ uri })
+        assert.equal(contents[0]!.mimeType, 'text/markdown')
+        const text = (contents[0] as { text: string }).text
+        assert.equal(text, readFileSync(path.join(repoRoot, `docs/${name}.md`), 'utf8'))
+        assert.match(text, /baton request "\$HUB" agent\.identity\.json/)
+      }
+      const { contents } = await client.readResource({ uri: 'baton://guides/walkthrough' })
+      assert.match((contents[0] as { text: string }).text, /handoff-owner-checkpoint\.json/)
     })
 
     test('an unknown guide, a path and a signed-only resource are not found', async () => {

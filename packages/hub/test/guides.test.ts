@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { GUIDES } from '../src/guides/guides.js'
-import { renderMarkdown } from '../src/guides/pages.js'
+import { renderMarkdown, toGuideHref } from '../src/guides/pages.js'
 import { call, startTestHub, type TestHub, testStores, toolAnswer } from './support.js'
 
 test('guide Markdown is rendered with every character of its text escaped', () => {
@@ -15,9 +15,43 @@ test('guide Markdown is rendered with every character of its text escaped', () =
   assert.match(html, /<code>&lt;b&gt;<\/code>/)
 })
 
+test('raw HTML and script links in a guide render inert; relative guide links become pages', () => {
+  const html = renderMarkdown(
+    [
+      '<script>alert(1)</script>',
+      '',
+      '<a href="javascript:alert(1)">raw</a> <img src=x onerror=alert(1)>',
+      '',
+      '[js](javascript:alert(1)) [vb](VBScript:msgbox) [data](data:text/html;base64,PHNjcmlwdD4=)',
+      '[cli](docs/cli.md) [errors](errors.md#codes) [top](README.md) [repo](packages/context/README.md)',
+      '![pixel](https://example.com/p.png)',
+    ].join('\n'),
+  )
+  assert.equal(/<(script|img|iframe)[\s>]/i.test(html), false)
+  assert.equal(/href="(?!\/docs\/|https:)/i.test(html), false)
+  assert.doesNotMatch(
+    html,
+    /javascript:alert\(1\)"|<a href="javascript|<a href="data|<a href="vbscript/i,
+  )
+  assert.match(html, /&lt;script&gt;alert\(1\)&lt;\/script&gt;/)
+  assert.match(html, /<a href="\/docs\/cli">cli<\/a>/)
+  assert.match(html, /<a href="\/docs\/errors#codes">errors<\/a>/)
+  assert.match(html, /<a href="\/docs\/readme">top<\/a>/)
+  assert.match(html, /\brepo\b/)
+  assert.equal(toGuideHref('packages/context/README.md'), undefined)
+  assert.equal(toGuideHref('docs/walkthrough.md'), '/docs/walkthrough')
+})
+
+test('guide Markdown renders tables, links and code as elements', () => {
+  const html = renderMarkdown('| a | b |\n| --- | --- |\n| `x` | [y](https://example.com) |\n')
+  assert.match(html, /<table>[\s\S]*<th>a<\/th>[\s\S]*<td><code>x<\/code><\/td>/)
+  assert.match(html, /<a href="https:\/\/example.com" rel="noreferrer">y<\/a>/)
+  assert.doesNotMatch(html, /\|/)
+})
+
 test('the guides include the README and the compute and signed-request docs', () => {
   const names = GUIDES.map((g) => g.name)
-  for (const n of ['readme', 'compute', 'signed-requests', 'transfers'])
+  for (const n of ['readme', 'compute', 'signed-requests', 'transfers', 'connect', 'walkthrough'])
     assert.ok(names.includes(n))
 })
 
@@ -58,6 +92,32 @@ for (const store of testStores) {
       assert.doesNotMatch(await one.text(), /<script/i)
       const none = await fetch(`${hub.url}/docs/nope`)
       assert.equal(none.status, 404)
+    })
+
+    test('anonymous browsers read the walkthrough and the connection guide rendered', async () => {
+      for (const name of ['walkthrough', 'connect']) {
+        const res = await fetch(`${hub.url}/docs/${name}`)
+        assert.equal(res.status, 200)
+        const html = await res.text()
+        assert.match(html, /<h1 id="[^"]+">/)
+        assert.match(html, /<pre><code class="language-sh">[^<]*baton request/)
+        assert.match(html, /<a href="\/docs\/(connect|walkthrough)">/)
+        assert.doesNotMatch(html, /^\|.*\|$/m, 'no table is left as pipes')
+        assert.doesNotMatch(html, /\]\([^)]*\.md\)/, 'no link is left as Markdown')
+        assert.doesNotMatch(html, /`/, 'no code span is left in backticks')
+      }
+      const connect = await (await fetch(`${hub.url}/docs/connect`)).text()
+      assert.match(connect, /<table>[\s\S]*<td><code>admission.mode<\/code><\/td>/)
+      const walkthrough = await (await fetch(`${hub.url}/docs/walkthrough`)).text()
+      assert.match(walkthrough, /handoff-peer-complete.json/)
+      const css = await fetch(`${hub.url}/docs/guides.css`)
+      assert.equal(css.status, 200)
+      assert.match(css.headers.get('content-type') ?? '', /^text\/css/)
+      const csp = css.headers.get('content-security-policy') ?? ''
+      assert.match(csp, /default-src 'none'/)
+      assert.match(csp, /style-src 'self'/)
+      assert.doesNotMatch(csp, /script-src|unsafe-inline/)
+      assert.match(walkthrough, /<link rel="stylesheet" href="\/docs\/guides.css">/)
     })
 
     test('an anonymous MCP session reads and searches guides, and is offered no write', async () => {
