@@ -331,6 +331,7 @@ export function withSteps(error: unknown, steps: number): unknown {
 class Run {
   steps = 0
   work = 0
+  readonly keys = new WeakMap<object, string[]>()
   constructor(
     readonly limits: ComputeLimits,
     readonly depths: WeakMap<object, number>,
@@ -363,6 +364,19 @@ class Run {
     }
     this.depths.set(v, height + 1)
     return height + 1
+  }
+
+  /**
+   * The member names of an object, listed once per object: V8 lists a large object's members in
+   * order, sorting them, so a listing repeated per comparison would cost more than its steps.
+   */
+  keysOf(o: object): string[] {
+    let known = this.keys.get(o)
+    if (known === undefined) {
+      known = Object.keys(o)
+      this.keys.set(o, known)
+    }
+    return known
   }
 
   /** Registers a container the program built, after checking its length and depth. */
@@ -469,8 +483,8 @@ class Run {
       return true
     }
     if (Array.isArray(b)) return false
-    const ka = Object.keys(a)
-    const kb = Object.keys(b)
+    const ka = this.keysOf(a)
+    const kb = this.keysOf(b)
     // listing the members costs one step each, whether or not the counts agree
     this.charge(ka.length + kb.length)
     this.work += ka.length + kb.length
