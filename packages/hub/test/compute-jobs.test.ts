@@ -86,6 +86,49 @@ for (const store of testStores) {
       const done = await waitEnded(alice, sub.body.jobId as string)
       assert.equal(done.state, 'failed')
       assert.equal((done.error as Body).code, 'compute_steps_exceeded')
+      // a failed job tells the steps it used, so its reservation settles to them
+      assert.ok((done.steps as number) > 0)
+    })
+
+    test('a job that fails while it runs reports the steps it used', async () => {
+      // builds a string past maxStringLength after some work
+      const sub = await ask(alice, 'POST', '/v1/compute/jobs', {
+        language: 'json-expr-v1',
+        program: { cat: [{ var: 's' }, { var: 's' }, { var: 's' }] },
+        input: { s: 'x'.repeat(30_000) },
+        idempotencyKey: key(),
+      })
+      const done = await waitEnded(alice, sub.body.jobId as string)
+      assert.equal((done.error as Body).code, 'compute_string_too_long')
+      assert.ok((done.steps as number) > 0)
+    })
+
+    test('a program or input nested past the JSON guard answers compute_depth_exceeded', async () => {
+      const deep = (n: number): unknown => (n === 0 ? 1 : [deep(n - 1)])
+      for (const [body, where] of [
+        [{ program: deep(300), input: null }, 'program'],
+        [{ program: 1, input: { a: deep(300) } }, 'input'],
+        // just past the guard: the body is one level deeper than its program
+        [{ program: deep(128), input: null }, 'program'],
+      ] as const) {
+        const res = await ask(alice, 'POST', '/v1/compute/jobs', {
+          language: 'json-expr-v1',
+          ...body,
+          idempotencyKey: key(),
+        })
+        assert.equal(res.status, 422)
+        assert.equal(res.body.code, 'compute_depth_exceeded')
+        assert.equal(res.body.where, where)
+        assert.equal(res.body.limit, 64)
+      }
+      // other routes keep the guard's answer
+      const other = await ask(alice, 'POST', '/v1/resources', {
+        namespace: 'compute-test',
+        kind: 'deep/v1',
+        data: deep(300),
+      })
+      assert.equal(other.status, 400)
+      assert.equal(other.body.code, 'invalid_request')
     })
 
     test('bad programs and unknown languages are refused and store nothing', async () => {

@@ -86,14 +86,22 @@ const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !
 const ops = new Map(Object.entries(JSON_EXPR_V1_OPERATORS))
 const INDEX = /^(?:0|[1-9][0-9]*)$/
 
-function pointer(path: string, key: string | number): string {
-  return `${path}/${String(key).replaceAll('~', '~0').replaceAll('/', '~1')}`
+function escapeKey(key: string | number): string {
+  return String(key).replaceAll('~', '~0').replaceAll('/', '~1')
+}
+
+/** The JSON Pointer of a path kept as a stack of keys, built only when an error names it. */
+function pointerOf(keys: readonly (string | number)[]): string {
+  let out = ''
+  for (const key of keys) out += `/${escapeKey(key)}`
+  return out
 }
 
 /**
  * Checks that `value` is a JSON value within `maxBytes` bytes of JSON text and `maxDepth` levels,
  * and answers its nesting depth. With `depths`, records the depth of every array and object in it.
- * Recursion stops at `maxDepth`, so hostile nesting cannot exhaust the stack.
+ * Recursion stops at `maxDepth`, so hostile nesting cannot exhaust the stack. The walk is linear:
+ * the path is a stack of keys, made into a pointer only for an error.
  */
 function measure(
   value: unknown,
@@ -106,6 +114,7 @@ function measure(
     where === 'program' ? 'compute_program_too_large' : 'compute_input_too_large'
   const invalidCode: ErrorCode =
     where === 'program' ? 'compute_invalid_program' : 'compute_invalid_input'
+  const keys: (string | number)[] = []
   let bytes = 0
   const add = (n: number) => {
     bytes += n
@@ -115,7 +124,7 @@ function measure(
       })
     }
   }
-  const walk = (v: unknown, level: number, path: string): number => {
+  const walk = (v: unknown, level: number): number => {
     if (v === null) {
       add(4)
       return 0
@@ -127,7 +136,7 @@ function measure(
       case 'number':
         if (!Number.isFinite(v)) {
           throw new BatonError(invalidCode, `The ${where} holds a number JSON cannot carry`, {
-            path,
+            path: pointerOf(keys),
           })
         }
         add(JSON.stringify(v).length)
@@ -139,82 +148,99 @@ function measure(
         break
       default:
         throw new BatonError(invalidCode, `The ${where} holds a ${typeof v}, which is not JSON`, {
-          path,
+          path: pointerOf(keys),
         })
     }
-    if (level >= limits.maxDepth) {
-      throw new BatonError(
-        'compute_depth_exceeded',
-        `The ${where} nests deeper than ${limits.maxDepth} levels`,
-        { limit: limits.maxDepth, where },
-      )
-    }
+    if (level >= limits.maxDepth) throw depthExceeded(where, limits.maxDepth)
     let height = 0
     if (Array.isArray(v)) {
       add(2 + Math.max(0, v.length - 1))
       for (let i = 0; i < v.length; i++) {
+        keys.push(i)
         if (!Object.hasOwn(v, i)) {
           throw new BatonError(invalidCode, `The ${where} has a hole in an array`, {
-            path: pointer(path, i),
+            path: pointerOf(keys),
           })
         }
-        height = Math.max(height, walk(v[i], level + 1, pointer(path, i)))
+        height = Math.max(height, walk(v[i], level + 1))
+        keys.pop()
       }
     } else {
       const proto = Object.getPrototypeOf(v)
       if (proto !== Object.prototype && proto !== null) {
         throw new BatonError(invalidCode, `The ${where} holds an object that is not plain JSON`, {
-          path,
+          path: pointerOf(keys),
         })
       }
-      const keys = Object.keys(v)
-      add(2 + Math.max(0, keys.length - 1))
-      for (const key of keys) {
+      const members = Object.keys(v)
+      add(2 + Math.max(0, members.length - 1))
+      for (const key of members) {
         add(Buffer.byteLength(JSON.stringify(key)) + 1)
-        height = Math.max(height, walk((v as Obj)[key], level + 1, pointer(path, key)))
+        keys.push(key)
+        height = Math.max(height, walk((v as Obj)[key], level + 1))
+        keys.pop()
       }
     }
     depths?.set(v, height + 1)
     return height + 1
   }
-  walk(value, 0, '')
+  walk(value, 0)
 }
 
-function invalid(path: string, message: string, context: Record<string, unknown> = {}): never {
-  throw new BatonError('compute_invalid_program', message, { path, ...context })
+/** `compute_depth_exceeded` for a program or input nested deeper than `limit`. */
+export function depthExceeded(where: 'program' | 'input', limit: number): BatonError {
+  return new BatonError(
+    'compute_depth_exceeded',
+    `The ${where} nests deeper than ${limit} levels`,
+    { limit, where },
+  )
 }
 
-function compileNode(v: unknown, path: string): Node {
+function invalid(keys: readonly (string | number)[], message: string, context = {}): never {
+  throw new BatonError('compute_invalid_program', message, { path: pointerOf(keys), ...context })
+}
+
+function compileNode(v: unknown, keys: (string | number)[]): Node {
   if (v === null || typeof v !== 'object') {
     return { k: 'lit', v: v as null | boolean | number | string }
   }
-  if (Array.isArray(v))
-    return { k: 'arr', items: v.map((x, i) => compileNode(x, pointer(path, i))) }
-  const keys = Object.keys(v)
-  if (keys.length !== 1) {
-    invalid(path, 'An object in a program is an operator call with exactly one key', {
-      keys: keys.length,
+  if (Array.isArray(v)) {
+    const items: Node[] = []
+    for (let i = 0; i < v.length; i++) {
+      keys.push(i)
+      items.push(compileNode(v[i], keys))
+      keys.pop()
+    }
+    return { k: 'arr', items }
+  }
+  const names = Object.keys(v)
+  if (names.length !== 1) {
+    invalid(keys, 'An object in a program is an operator call with exactly one key', {
+      keys: names.length,
     })
   }
-  const op = keys[0]!
+  const op = names[0]!
   const arity = ops.get(op)
-  if (arity === undefined) invalid(path, `Unknown operator ${JSON.stringify(op)}`, { operator: op })
+  if (arity === undefined) invalid(keys, `Unknown operator ${JSON.stringify(op)}`, { operator: op })
   const raw = (v as Obj)[op]
   const list: unknown[] = Array.isArray(raw) ? raw : [raw]
   const [min, max] = arity
   if (list.length < min || (max >= 0 && list.length > max)) {
     const takes = max < 0 ? `at least ${min}` : min === max ? `${min}` : `${min} to ${max}`
-    invalid(path, `Operator ${op} takes ${takes} arguments, not ${list.length}`, {
+    invalid(keys, `Operator ${op} takes ${takes} arguments, not ${list.length}`, {
       operator: op,
       arguments: list.length,
     })
   }
-  const at = pointer(path, op)
-  return {
-    k: 'op',
-    op,
-    args: list.map((x, i) => compileNode(x, Array.isArray(raw) ? pointer(at, i) : at)),
+  keys.push(op)
+  const args: Node[] = []
+  for (let i = 0; i < list.length; i++) {
+    if (Array.isArray(raw)) keys.push(i)
+    args.push(compileNode(list[i], keys))
+    if (Array.isArray(raw)) keys.pop()
   }
+  keys.pop()
+  return { k: 'op', op, args }
 }
 
 /**
@@ -229,7 +255,7 @@ export function compileJsonExpr(
 ): CompiledProgram {
   const resolved = resolveComputeLimits(limits)
   measure(program, 'program', resolved)
-  return { language: JSON_EXPR_V1, limits: resolved, root: compileNode(program, '') }
+  return { language: JSON_EXPR_V1, limits: resolved, root: compileNode(program, []) }
 }
 
 /**
@@ -243,7 +269,13 @@ export function evaluateJsonExpr(
   input: unknown,
   limits: Partial<ComputeLimits> = {},
 ): Evaluation {
-  return runCompiled(compileJsonExpr(program, limits), input)
+  let compiled: CompiledProgram
+  try {
+    compiled = compileJsonExpr(program, limits)
+  } catch (error) {
+    throw withSteps(error, 0)
+  }
+  return runCompiled(compiled, input)
 }
 
 /** Checks that an input is a JSON value within the input bounds (bytes and depth). */
@@ -251,25 +283,64 @@ export function checkJsonInput(input: unknown, limits: ComputeLimits): void {
   measure(input, 'input', limits)
 }
 
-/** Runs a compiled program on one input. */
-export function runCompiled(compiled: CompiledProgram, input: unknown): Evaluation {
-  const depths = new WeakMap<object, number>()
-  measure(input, 'input', compiled.limits, depths)
-  const run = new Run(compiled.limits, depths)
-  const value = run.eval(compiled.root, input)
-  const outputText = run.serialize(value)
-  return { output: JSON.parse(outputText) as JsonValue, outputText, steps: run.steps }
+/** What a run may be given beyond its program and input. */
+export interface RunOptions {
+  /**
+   * Where the run writes its step count as it goes (element 0), so that a worker ended for its
+   * wall time or heap can still tell the steps it used.
+   */
+  progress?: Float64Array
+  /** Receives the run's counters when it ends, however it ends (tests read the work per step). */
+  meter?: (m: { steps: number; work: number }) => void
 }
 
+/**
+ * Runs a compiled program on one input. A failure during the run carries the steps it used in its
+ * context (`steps`), like an answer does; one that crossed the step bound used all of them.
+ */
+export function runCompiled(
+  compiled: CompiledProgram,
+  input: unknown,
+  options: RunOptions = {},
+): Evaluation {
+  const depths = new WeakMap<object, number>()
+  const run = new Run(compiled.limits, depths, options.progress)
+  try {
+    measure(input, 'input', compiled.limits, depths)
+    const value = run.eval(compiled.root, input)
+    const outputText = run.serialize(value)
+    return { output: JSON.parse(outputText) as JsonValue, outputText, steps: run.steps }
+  } catch (error) {
+    throw withSteps(error, Math.min(run.steps, compiled.limits.maxSteps))
+  } finally {
+    options.meter?.({ steps: run.steps, work: run.work })
+  }
+}
+
+/** The error with `steps` in its context (a project error; anything else is left as it is). */
+export function withSteps(error: unknown, steps: number): unknown {
+  if (!(error instanceof BatonError) || typeof error.context.steps === 'number') return error
+  return new BatonError(error.code, error.message, { ...error.context, steps }, error.headers)
+}
+
+// The cost model (docs/compute.md, Steps): one step per program node evaluated, per element an
+// operator builds, visits or compares, per `var` segment and `missing` key, and per full 16 code
+// units of text an operator builds, converts, compares or searches. `work` counts, where each
+// builtin is called, the elements and code units it touches; it is not a bound, only what tests
+// check the steps against (no step may stand for more than a constant amount of it).
 class Run {
   steps = 0
+  work = 0
+  readonly keys = new WeakMap<object, string[]>()
   constructor(
     readonly limits: ComputeLimits,
     readonly depths: WeakMap<object, number>,
+    readonly progress?: Float64Array,
   ) {}
 
   charge(n: number): void {
     this.steps += n
+    if (this.progress) this.progress[0] = this.steps
     if (this.steps > this.limits.maxSteps) {
       throw new BatonError(
         'compute_steps_exceeded',
@@ -295,10 +366,24 @@ class Run {
     return height + 1
   }
 
+  /**
+   * The member names of an object, listed once per object: V8 lists a large object's members in
+   * order, sorting them, so a listing repeated per comparison would cost more than its steps.
+   */
+  keysOf(o: object): string[] {
+    let known = this.keys.get(o)
+    if (known === undefined) {
+      known = Object.keys(o)
+      this.keys.set(o, known)
+    }
+    return known
+  }
+
   /** Registers a container the program built, after checking its length and depth. */
   built<T extends unknown[] | Obj>(v: T): T {
     const children = Array.isArray(v) ? v : Object.values(v)
     this.charge(children.length)
+    this.work += children.length
     let height = 0
     for (const x of children) height = Math.max(height, this.depthOf(x))
     if (height + 1 > this.limits.maxDepth) {
@@ -347,6 +432,7 @@ class Run {
     const parts: string[] = []
     for (let i = 0; i < v.length; i++) {
       this.charge(1)
+      this.work += 1
       const x = v[i]
       const part = x === null ? '' : this.text(x)
       length += part.length + (i > 0 ? 1 : 0)
@@ -354,6 +440,7 @@ class Run {
       parts.push(part)
     }
     this.chargeText(length)
+    this.work += length
     return parts.join(',')
   }
 
@@ -364,6 +451,7 @@ class Run {
     if (typeof v === 'boolean') return v ? 1 : 0
     const s = this.text(v)
     this.chargeText(s.length)
+    this.work += s.length
     return Number(s)
   }
 
@@ -372,12 +460,21 @@ class Run {
     if (typeof v === 'number') return v
     const s = this.text(v)
     this.chargeText(s.length)
+    this.work += s.length
     return Number.parseFloat(s)
   }
 
   /** Equality by structure: same kind, same primitive, or same elements and members. */
   strictEq(a: unknown, b: unknown): boolean {
     this.charge(1)
+    this.work += 1
+    if (typeof a === 'string' && typeof b === 'string') {
+      // two strings compare code unit by code unit
+      const n = Math.min(a.length, b.length)
+      this.chargeText(n)
+      this.work += n
+      return a === b
+    }
     if (a === b) return true
     if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false
     if (Array.isArray(a)) {
@@ -386,8 +483,12 @@ class Run {
       return true
     }
     if (Array.isArray(b)) return false
-    const ka = Object.keys(a)
-    if (ka.length !== Object.keys(b).length) return false
+    const ka = this.keysOf(a)
+    const kb = this.keysOf(b)
+    // listing the members costs one step each, whether or not the counts agree
+    this.charge(ka.length + kb.length)
+    this.work += ka.length + kb.length
+    if (ka.length !== kb.length) return false
     for (const k of ka) {
       if (!Object.hasOwn(b, k) || !this.strictEq((a as Obj)[k], (b as Obj)[k])) return false
     }
@@ -397,6 +498,7 @@ class Run {
   /** ECMAScript's `==` over JSON values, except that arrays and objects compare by structure. */
   looseEq(a: unknown, b: unknown): boolean {
     this.charge(1)
+    this.work += 1
     const ka = kind(a)
     const kb = kind(b)
     if (ka === kb) return this.strictEq(a, b)
@@ -417,7 +519,9 @@ class Run {
     const pa = typeof a === 'object' && a !== null ? this.text(a) : a
     const pb = typeof b === 'object' && b !== null ? this.text(b) : b
     if (typeof pa === 'string' && typeof pb === 'string') {
-      this.chargeText(Math.min(pa.length, pb.length))
+      const n = Math.min(pa.length, pb.length)
+      this.chargeText(n)
+      this.work += n
       return pa < pb ? -1 : pa > pb ? 1 : 0
     }
     const na = this.num(pa)
@@ -440,9 +544,11 @@ class Run {
     if (path === undefined || path === null || path === '') return data
     const p = typeof path === 'string' ? path : this.text(path)
     this.chargeText(p.length)
+    this.work += p.length
     let cur = data
     for (const seg of p.split('.')) {
       this.charge(1)
+      this.work += 1
       if (Array.isArray(cur)) {
         if (!INDEX.test(seg)) return fallback
         const i = Number(seg)
@@ -462,34 +568,41 @@ class Run {
     const out: unknown[] = []
     for (const key of keys) {
       this.charge(1)
+      this.work += 1
       const v = this.lookup(data, key, null)
       if (v === null || v === '') out.push(key)
     }
     return this.built(out)
   }
 
+  /** The arguments, each evaluated, in order. */
+  evalAll(args: readonly Node[], data: unknown): unknown[] {
+    const out: unknown[] = []
+    for (const n of args) out.push(this.eval(n, data))
+    return out
+  }
+
   eval(node: Node, data: unknown): unknown {
     this.charge(1)
+    this.work += 1
     if (node.k === 'lit') return node.v
     if (node.k === 'arr') {
       this.checkLength(node.items.length)
-      return this.built(node.items.map((n) => this.eval(n, data)))
+      return this.built(this.evalAll(node.items, data))
     }
     const a = node.args
-    const arg = (i: number) => this.eval(a[i]!, data)
-    const all = () => a.map((n) => this.eval(n, data))
     switch (node.op) {
       case 'var': {
-        const [path, fallback] = all()
+        const [path, fallback] = this.evalAll(a, data)
         return this.lookup(data, path, a.length > 1 ? fallback : null)
       }
       case 'missing': {
-        const values = all()
+        const values = this.evalAll(a, data)
         return this.missing(data, Array.isArray(values[0]) ? values[0] : values)
       }
       case 'missing_some': {
-        const need = this.num(arg(0))
-        const list = arg(1)
+        const need = this.num(this.eval(a[0]!, data))
+        const list = this.eval(a[1]!, data)
         const keys = Array.isArray(list) ? list : [list]
         const missed = this.missing(data, keys)
         return keys.length - missed.length >= need ? this.built([]) : missed
@@ -497,25 +610,26 @@ class Run {
       case 'if':
       case '?:': {
         let i = 0
-        for (; i + 1 < a.length; i += 2) if (this.truthy(arg(i))) return arg(i + 1)
-        return i < a.length ? arg(i) : null
+        for (; i + 1 < a.length; i += 2)
+          if (this.truthy(this.eval(a[i]!, data))) return this.eval(a[i + 1]!, data)
+        return i < a.length ? this.eval(a[i]!, data) : null
       }
       case '==':
-        return this.looseEq(arg(0), arg(1))
+        return this.looseEq(this.eval(a[0]!, data), this.eval(a[1]!, data))
       case '!=':
-        return !this.looseEq(arg(0), arg(1))
+        return !this.looseEq(this.eval(a[0]!, data), this.eval(a[1]!, data))
       case '===':
-        return this.strictEq(arg(0), arg(1))
+        return this.strictEq(this.eval(a[0]!, data), this.eval(a[1]!, data))
       case '!==':
-        return !this.strictEq(arg(0), arg(1))
+        return !this.strictEq(this.eval(a[0]!, data), this.eval(a[1]!, data))
       case '!':
-        return !this.truthy(arg(0))
+        return !this.truthy(this.eval(a[0]!, data))
       case '!!':
-        return this.truthy(arg(0))
+        return this.truthy(this.eval(a[0]!, data))
       case 'or': {
         let v: unknown = null
         for (let i = 0; i < a.length; i++) {
-          v = arg(i)
+          v = this.eval(a[i]!, data)
           if (this.truthy(v)) return v
         }
         return v
@@ -523,51 +637,53 @@ class Run {
       case 'and': {
         let v: unknown = null
         for (let i = 0; i < a.length; i++) {
-          v = arg(i)
+          v = this.eval(a[i]!, data)
           if (!this.truthy(v)) return v
         }
         return v
       }
       case '>':
-        return this.less(arg(1), arg(0))
+        return this.less(this.eval(a[1]!, data), this.eval(a[0]!, data))
       case '>=':
-        return this.lessEq(arg(1), arg(0))
+        return this.lessEq(this.eval(a[1]!, data), this.eval(a[0]!, data))
       case '<':
       case '<=': {
         const test = node.op === '<' ? this.less.bind(this) : this.lessEq.bind(this)
-        const [x, y, z] = all()
+        const [x, y, z] = this.evalAll(a, data)
         return a.length === 2 ? test(x, y) : test(x, y) && test(y, z)
       }
       case 'max':
       case 'min': {
-        const nums = all().map((v) => this.num(v))
+        const nums = this.evalAll(a, data).map((v) => this.num(v))
         return node.op === 'max' ? Math.max(...nums) : Math.min(...nums)
       }
       case '+': {
         let sum = 0
-        for (const v of all()) sum += this.float(v)
+        for (const v of this.evalAll(a, data)) sum += this.float(v)
         return sum
       }
       case '*': {
         let product = 1
-        for (const v of all()) product *= this.float(v)
+        for (const v of this.evalAll(a, data)) product *= this.float(v)
         return product
       }
       case '-':
-        return a.length === 1 ? -this.num(arg(0)) : this.num(arg(0)) - this.num(arg(1))
+        return a.length === 1
+          ? -this.num(this.eval(a[0]!, data))
+          : this.num(this.eval(a[0]!, data)) - this.num(this.eval(a[1]!, data))
       case '/':
-        return this.num(arg(0)) / this.num(arg(1))
+        return this.num(this.eval(a[0]!, data)) / this.num(this.eval(a[1]!, data))
       case '%':
-        return this.num(arg(0)) % this.num(arg(1))
+        return this.num(this.eval(a[0]!, data)) % this.num(this.eval(a[1]!, data))
       case 'map':
       case 'filter':
       case 'all':
       case 'none':
       case 'some':
-        return this.iterate(node.op, arg(0), a[1]!)
+        return this.iterate(node.op, this.eval(a[0]!, data), a[1]!)
       case 'reduce': {
-        const list = arg(0)
-        let acc = a.length > 2 ? arg(2) : null
+        const list = this.eval(a[0]!, data)
+        let acc = a.length > 2 ? this.eval(a[2]!, data) : null
         if (!Array.isArray(list)) return acc
         for (const current of list) {
           acc = this.eval(a[1]!, this.built({ current, accumulator: acc }))
@@ -576,7 +692,7 @@ class Run {
       }
       case 'merge': {
         const out: unknown[] = []
-        for (const v of all()) {
+        for (const v of this.evalAll(a, data)) {
           if (Array.isArray(v)) {
             this.checkLength(out.length + v.length)
             for (const x of v) out.push(x)
@@ -588,10 +704,13 @@ class Run {
         return this.built(out)
       }
       case 'in': {
-        const [needle, hay] = all()
+        const [needle, hay] = this.evalAll(a, data)
         if (typeof hay === 'string') {
           const s = this.text(needle)
-          this.chargeText(hay.length)
+          // a search reads the text and the needle, each at most once (Boyer-Moore-Horspool and
+          // its linear fallbacks)
+          this.chargeText(hay.length + s.length)
+          this.work += hay.length + s.length
           return hay.includes(s)
         }
         if (!Array.isArray(hay)) return false
@@ -601,17 +720,18 @@ class Run {
       case 'cat': {
         let length = 0
         const parts: string[] = []
-        for (const v of all()) {
+        for (const v of this.evalAll(a, data)) {
           const s = this.text(v)
           length += s.length
           this.checkText(length)
           parts.push(s)
         }
         this.chargeText(length)
+        this.work += length
         return parts.join('')
       }
       case 'substr': {
-        const [source, from, count] = all()
+        const [source, from, count] = this.evalAll(a, data)
         const s = this.text(source)
         const size = s.length
         let start = integer(this.num(from))
@@ -623,6 +743,7 @@ class Run {
           end = n < 0 ? Math.max(size + n, start) : Math.min(start + n, size)
         }
         this.chargeText(end - start)
+        this.work += end - start
         return s.slice(start, end)
       }
       default:

@@ -39,9 +39,9 @@ export const DEFAULT_COMPUTE_LIMITS: Readonly<ComputeLimits> = Object.freeze({
   maxArrayLength: 65_536,
 })
 
-/** The worker defaults: one second of wall time and a 64 MiB heap per evaluation. */
+/** The worker defaults: five seconds of wall time and a 64 MiB heap per evaluation. */
 export const DEFAULT_WORKER_LIMITS: Readonly<WorkerLimits> = Object.freeze({
-  timeoutMs: 1_000,
+  timeoutMs: 5_000,
   memoryMb: 64,
 })
 

@@ -12,6 +12,8 @@ import { z } from 'zod'
 import { defineOperation } from '../ops/operation.js'
 import { signer } from '../ops/principal.js'
 import { withProgress } from '../ops/progress.js'
+import { depthExceeded } from './json-expr.js'
+import { DEFAULT_COMPUTE_LIMITS } from './limits.js'
 
 const tags = ['compute']
 const runtimeTags = ['compute runtimes']
@@ -44,6 +46,15 @@ export const submitComputeJob = defineOperation({
     'resource_forbidden',
     'idempotency_conflict',
   ],
+  // A program or input nested past the hub's JSON guard is far deeper than maxDepth: it answers
+  // the documented compute code, like any other nesting past the bound.
+  tooDeep: (field) => {
+    const where = field.split('.')[0]
+    if (where === 'program' || where === 'input') {
+      return depthExceeded(where, DEFAULT_COMPUTE_LIMITS.maxDepth)
+    }
+    return undefined
+  },
   tool: {
     name: 'submit_compute_job',
     title: 'Submit a compute job',

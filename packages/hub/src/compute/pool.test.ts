@@ -22,7 +22,10 @@ test('a program past its wall time is ended, its worker replaced, and the pool s
   const before = pool.stats().replaced
   await assert.rejects(
     pool.evaluate(endless, endlessInput, { limits: unbounded, timeoutMs: 200 }),
-    code('compute_timeout'),
+    (e: unknown) =>
+      code('compute_timeout')(e) &&
+      typeof (e as BatonError).context.steps === 'number' &&
+      ((e as BatonError).context.steps as number) >= 0,
   )
   assert.equal(pool.stats().replaced, before + 1)
   const r = await pool.evaluate({ '+': [{ var: 'a' }, 1] }, { a: 41 })
@@ -41,7 +44,9 @@ test('a program past its heap is ended with compute_memory_exceeded, and the poo
       { xs: Array.from({ length: 40 }, (_, i) => i) },
       { limits: { maxSteps: 9e15, maxArrayLength: 9e15 }, timeoutMs: 30_000 },
     ),
-    code('compute_memory_exceeded'),
+    // the heap ran out only after the steps that filled it: the worker's count tells them
+    (e: unknown) =>
+      code('compute_memory_exceeded')(e) && ((e as BatonError).context.steps as number) > 1000,
   )
   assert.equal(pool.stats().replaced, before + 1)
   assert.deepEqual((await pool.evaluate({ merge: [[1], 2] }, null)).output, [1, 2])
@@ -123,6 +128,46 @@ test('values JSON cannot carry are refused as input or program', () => {
   for (const program of [undefined, Number.NaN, { var: [undefined] }, new Date(0)]) {
     assert.throws(() => evaluateJsonExpr(program, null), code('compute_invalid_program'))
   }
+})
+
+test('every failure of an evaluation carries the steps it used', () => {
+  const fail = (program: unknown, input: unknown, limits = {}) => {
+    try {
+      evaluateJsonExpr(program, input, limits)
+    } catch (e) {
+      assert.ok(e instanceof BatonError)
+      return { code: e.code, steps: e.context.steps }
+    }
+    assert.fail('it answered')
+  }
+  assert.deepEqual(fail(endless, endlessInput, { maxSteps: 500 }), {
+    code: 'compute_steps_exceeded',
+    steps: 500,
+  })
+  assert.deepEqual(fail({ cat: [{ var: 's' }, { var: 's' }] }, { s: 'x'.repeat(40_000) }), {
+    code: 'compute_string_too_long',
+    steps: 7,
+  })
+  assert.deepEqual(fail({ eval: 1 }, null), { code: 'compute_invalid_program', steps: 0 })
+  assert.deepEqual(fail(1, { a: [1, { 'b/c~': Number.NaN }] }), {
+    code: 'compute_invalid_input',
+    steps: 0,
+  })
+})
+
+test('an error names the place refused as a JSON Pointer', () => {
+  const at = (program: unknown, input: unknown) => {
+    try {
+      evaluateJsonExpr(program, input)
+    } catch (e) {
+      assert.ok(e instanceof BatonError)
+      return e.context.path
+    }
+    assert.fail('it answered')
+  }
+  assert.equal(at(1, { a: [1, { 'b/c~': Number.NaN }] }), '/a/1/b~1c~0')
+  assert.equal(at({ if: [true, [0, { 'x/': 1 }]] }, null), '/if/1/1')
+  assert.equal(at({ '!': { eval: 1 } }, null), '/!')
 })
 
 test('bounds must be positive integers', () => {

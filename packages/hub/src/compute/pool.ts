@@ -6,14 +6,20 @@
 import os from 'node:os'
 import { Worker } from 'node:worker_threads'
 import { BatonError, type ErrorCode, isErrorCode } from '@baton/protocol'
-import { checkJsonInput, compileJsonExpr, type Evaluation, type JsonValue } from './json-expr.js'
+import {
+  checkJsonInput,
+  compileJsonExpr,
+  type Evaluation,
+  type JsonValue,
+  withSteps,
+} from './json-expr.js'
 import {
   type ComputeLimits,
   resolveComputeLimits,
   resolveWorkerLimits,
   type WorkerLimits,
 } from './limits.js'
-import type { WorkerAnswer, WorkerRequest } from './worker.js'
+import type { WorkerAnswer, WorkerData, WorkerRequest } from './worker.js'
 
 /** How a pool is built; every bound has a default (see limits.ts). */
 export interface ComputePoolOptions {
@@ -80,6 +86,8 @@ interface Task {
 
 interface Slot {
   worker: Worker
+  /** The step count its running evaluation last wrote. */
+  progress: Float64Array
   ready: boolean
   started: Promise<void>
   failStart?: (error: Error) => void
@@ -125,8 +133,10 @@ export function createComputePool(options: ComputePoolOptions = {}): ComputePool
   let cancelIdle: (() => void) | undefined
 
   const spawn = (): Slot => {
+    const shared = new SharedArrayBuffer(Float64Array.BYTES_PER_ELEMENT)
     const worker = new Worker(options.entry ?? ENTRY, {
       execArgv: [],
+      workerData: { progress: shared } satisfies WorkerData,
       resourceLimits: {
         maxOldGenerationSizeMb: workerLimits.memoryMb,
         maxYoungGenerationSizeMb: Math.max(2, Math.floor(workerLimits.memoryMb / 8)),
@@ -141,7 +151,13 @@ export function createComputePool(options: ComputePoolOptions = {}): ComputePool
       failStart = reject
     })
     started.catch(() => {})
-    const slot: Slot = { worker, ready: false, started, failStart: (error) => failStart(error) }
+    const slot: Slot = {
+      worker,
+      progress: new Float64Array(shared),
+      ready: false,
+      started,
+      failStart: (error) => failStart(error),
+    }
     worker.on('message', (m: WorkerAnswer) => {
       if ('ready' in m) {
         slot.ready = true
@@ -194,15 +210,17 @@ export function createComputePool(options: ComputePoolOptions = {}): ComputePool
     slot.worker.unref()
   }
 
-  // A worker ended (by us on overrun, or by itself): fail its task, and replace it while open.
+  // A worker ended (by us on overrun, or by itself): fail its task with the steps it had used, and
+  // replace the worker while open.
   const lose = (slot: Slot, error: BatonError) => {
     if (!slots.delete(slot)) return
     const task = slot.task
+    const used = Math.min(slot.progress[0] ?? 0, task?.request.limits.maxSteps ?? 0)
     const wasReady = slot.ready
     finish(slot)
     slot.worker.removeAllListeners('message')
     void slot.worker.terminate()
-    task?.reject(error)
+    task?.reject(withSteps(error, used) as BatonError)
     if (closed) return
     if (!wasReady) {
       // it died while starting: do not spin; fail what waits, and start afresh on the next call
@@ -297,8 +315,12 @@ export function createComputePool(options: ComputePoolOptions = {}): ComputePool
             ? workerLimits.timeoutMs
             : resolveWorkerLimits({ timeoutMs: evaluateOptions.timeoutMs }).timeoutMs
         // checked here first, so that JSON.stringify below meets only bounded JSON values
-        compileJsonExpr(program, limits)
-        checkJsonInput(input, limits)
+        try {
+          compileJsonExpr(program, limits)
+          checkJsonInput(input, limits)
+        } catch (error) {
+          throw withSteps(error, 0)
+        }
         if (queue.length >= maxQueue) {
           throw new BatonError(
             'compute_busy',

@@ -143,7 +143,16 @@ export class ComputeRunner {
     } catch (error) {
       const e =
         error instanceof BatonError ? error : new BatonError('internal', 'Evaluation failed')
-      result = { leaseId: job.leaseId, ok: false, error: { code: e.code, message: e.message } }
+      // every failure of an evaluation tells the steps it used, so its reservation settles to them
+      const steps = e.context.steps
+      result = {
+        leaseId: job.leaseId,
+        ok: false,
+        error: { code: e.code, message: e.message },
+        ...(typeof steps === 'number' && Number.isSafeInteger(steps) && steps >= 0
+          ? { steps }
+          : {}),
+      }
     } finally {
       clearInterval(renew)
     }

@@ -5,6 +5,7 @@ import type { AppContext } from '../app.js'
 import { sharedAnswerBytes } from '../events/shared-answer.js'
 import type { WaitAbortEvent, WaitSignal } from '../events/wait.js'
 import { bearerToken } from '../http/bearer.js'
+import { MAX_JSON_DEPTH } from '../http/json-guard.js'
 import {
   CARRIES_ADMISSION,
   localOrigin,
@@ -112,6 +113,25 @@ export function httpInput(op: Operation, req: FastifyRequest): OperationInput<ne
 }
 
 /**
+ * The route's error handler of an operation with its own depth code: the JSON guard's depth
+ * refusal of its body becomes that code, and every error goes on to the hub's error handler.
+ */
+function mapTooDeep(tooDeep: NonNullable<Operation['tooDeep']>) {
+  return (error: Error): never => {
+    const field = error instanceof BatonError ? error.context.field : undefined
+    if (
+      error instanceof BatonError &&
+      error.code === 'invalid_request' &&
+      error.context.max_depth === MAX_JSON_DEPTH &&
+      typeof field === 'string'
+    ) {
+      throw tooDeep(field) ?? error
+    }
+    throw error
+  }
+}
+
+/**
  * Registers every operation as a fastify route: auth first (a refused caller learns nothing
  * about its input), then validation by the declared schemas, then the one service call.
  */
@@ -126,6 +146,7 @@ export function registerHttpOperations(
       method: op.method,
       url: op.path,
       ...(bodyLimit ? { bodyLimit } : {}),
+      ...(op.tooDeep ? { errorHandler: mapTooDeep(op.tooDeep) } : {}),
       // A signed request's nonce and quota charge commit with the operation's own write.
       config: { [CARRIES_ADMISSION]: true },
       handler: async (req, reply) => {

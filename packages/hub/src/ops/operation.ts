@@ -1,4 +1,4 @@
-import type { ErrorCode } from '@baton/protocol'
+import type { BatonError, ErrorCode } from '@baton/protocol'
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js'
 import type { z } from 'zod'
 import type { AppContext } from '../app.js'
@@ -117,6 +117,12 @@ export interface Operation<
    * when the limit is configured (a snapshot's).
    */
   bodyLimit?: number | ((config: Config) => number)
+  /**
+   * What a body nested past the hub's JSON guard (MAX_JSON_DEPTH) answers instead of
+   * `invalid_request`, for an operation whose contract bounds nesting with a code of its own;
+   * `field` is the dotted place the guard stopped at. Answering undefined keeps the guard's error.
+   */
+  tooDeep?: (field: string) => BatonError | undefined
   /** Whether an `Idempotency-Key` header makes the call safe to repeat. */
   idempotencyKey?: boolean
   /**
