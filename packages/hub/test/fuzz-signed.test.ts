@@ -37,6 +37,11 @@ const ROUTES: [string, string][] = [
   ['POST', '/v1/transfers/%s/activate'],
   ['POST', '/v1/transfers/%s/lease'],
   ['POST', '/v1/transfers/%s/usage'],
+  ['POST', '/v1/compute/jobs'],
+  ['GET', '/v1/compute/jobs?state=%s&limit=%s'],
+  ['GET', '/v1/compute/jobs/%s'],
+  ['GET', '/v1/compute/jobs/%s/wait/%s?version=%s'],
+  ['POST', '/v1/compute/jobs/%s/cancel'],
 ]
 
 const value = fc.oneof(
@@ -65,12 +70,110 @@ const field = fc.constantFrom(
   'checksum',
   'amountMicros',
   'seconds',
+  'language',
+  'program',
+  'input',
+  'inputResourceId',
+  'output',
   'extra',
 )
+// json-expr-v1 programs: operator calls nested in each other, with wrong arities and types too.
+const program = fc.letrec<{ expr: unknown }>((tie) => ({
+  expr: fc.oneof(
+    { depthSize: 'small' },
+    fc.jsonValue({ maxDepth: 1 }),
+    fc
+      .tuple(
+        fc.constantFrom(
+          'var',
+          '+',
+          '==',
+          'in',
+          'cat',
+          'merge',
+          'if',
+          'map',
+          'reduce',
+          'substr',
+          'x',
+        ),
+        fc.array(tie('expr'), { maxLength: 3 }),
+      )
+      .map(([op, args]) => ({ [op]: args })),
+  ),
+})).expr
 const body = fc.oneof(
   fc.jsonValue({ maxDepth: 3 }),
   fc.dictionary(field, fc.oneof(fc.jsonValue({ maxDepth: 2 }), value), { maxKeys: 6 }),
+  fc.record(
+    {
+      language: fc.constantFrom('json-expr-v1', 'x', ''),
+      program,
+      input: fc.jsonValue({ maxDepth: 2 }),
+      idempotencyKey: fc.string({ minLength: 0, maxLength: 20 }),
+    },
+    { requiredKeys: ['program'] },
+  ),
 )
+
+// The A2A 1.0 JSON-RPC binding: every method the hub serves (but the streaming ones, which
+// hold their answer open) and some it does not, with random params and versions.
+const a2aMethod = fc.constantFrom(
+  'SendMessage',
+  'GetTask',
+  'ListTasks',
+  'CancelTask',
+  'CreateTaskPushNotificationConfig',
+  'GetTaskPushNotificationConfig',
+  'ListTaskPushNotificationConfigs',
+  'DeleteTaskPushNotificationConfig',
+  'message/send',
+  'NoSuchMethod',
+)
+const a2aField = fc.constantFrom(
+  'id',
+  'taskId',
+  'contextId',
+  'tenant',
+  'message',
+  'historyLength',
+  'currentGeneration',
+  'pageSize',
+  'pageToken',
+  'status',
+  'url',
+  'token',
+  'metadata',
+)
+const a2aMessage = fc.record(
+  {
+    messageId: fc.string({ maxLength: 12 }),
+    role: fc.constantFrom('ROLE_USER', 'ROLE_AGENT', 'user', 'x'),
+    parts: fc.array(
+      fc.oneof(
+        fc.record({ text: fc.string({ maxLength: 30 }) }),
+        fc.record({ data: fc.jsonValue({ maxDepth: 2 }) }),
+        fc.jsonValue({ maxDepth: 1 }),
+      ),
+      { maxLength: 3 },
+    ),
+    taskId: value,
+    metadata: fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), {
+      maxKeys: 3,
+    }),
+  },
+  { requiredKeys: [] },
+)
+const a2aParams = fc.oneof(
+  fc.jsonValue({ maxDepth: 2 }),
+  fc.dictionary(a2aField, fc.oneof(value, fc.jsonValue({ maxDepth: 2 })), { maxKeys: 5 }),
+  fc.record({ message: a2aMessage, tenant: fc.oneof(value, fc.constant('did:key:z6Mkx')) }),
+)
+/** The JSON-RPC error codes of JSON-RPC 2.0 and of A2A 1.0's binding, but internal (-32603). */
+const A2A_CODES = new Set([
+  -32700, -32600, -32601, -32602, -32000, -32001, -32002, -32003, -32004, -32005, -32006, -32007,
+  -32008, -32009, -32010,
+])
 
 for (const store of testStores) {
   describe(`fuzzing the signed routes (${store.name})`, () => {
@@ -113,6 +216,34 @@ for (const store of testStores) {
                 Object.hasOwn(ERRORS, String(code)),
                 `${method} ${path}: ${JSON.stringify(res.body)}`,
               )
+            }
+          },
+        ),
+        { numRuns: 300 },
+      )
+    })
+
+    test('no signed A2A JSON-RPC call makes a 5xx or an internal error; every error is registered', async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          a2aMethod,
+          fc.option(a2aParams),
+          fc.constantFrom('1.0', '1.0.3', '0.3', '', '2.0', 'x'),
+          fc.oneof(fc.constant<unknown>(1), fc.string({ maxLength: 6 }), fc.constant(null)),
+          async (method, params, version, id) => {
+            const rpc = { jsonrpc: '2.0', id, method, ...(params === null ? {} : { params }) }
+            const res = await agent.request<{
+              error?: { code: unknown; data?: { code?: unknown } }
+            }>('POST', '/v1/a2a', rpc, version === '' ? {} : { 'a2a-version': version })
+            const what = `${method} ${JSON.stringify(params)} (A2A-Version ${version})`
+            assert.ok(res.status < 500, `${what} -> ${res.status} ${JSON.stringify(res.body)}`)
+            const error = res.body?.error
+            if (error) {
+              assert.ok(A2A_CODES.has(error.code as number), `${what}: ${JSON.stringify(error)}`)
+              const code = error.data?.code
+              if (code !== undefined) {
+                assert.ok(Object.hasOwn(ERRORS, String(code)), `${what}: ${JSON.stringify(error)}`)
+              }
             }
           },
         ),
