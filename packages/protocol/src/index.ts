@@ -1,5 +1,6 @@
 export * from './a2a.js'
 export * from './canonical-json.js'
+export * from './codecs.js'
 export * from './compute.js'
 export * from './content-digest.js'
 export * from './did-key.js'

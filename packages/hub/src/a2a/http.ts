@@ -15,7 +15,7 @@ import {
   runAdmitted,
 } from '../identity/http.js'
 import { CloseSignal } from '../ops/http.js'
-import type { Caller, Operation } from '../ops/operation.js'
+import { type Caller, inputSchemas, type Operation } from '../ops/operation.js'
 import { parseInput } from '../validation.js'
 import { A2A_RPC_METHODS, A2A_RPC_PATH } from './operations.js'
 import { TaskRefParams } from './wire.js'
@@ -125,10 +125,11 @@ function runOperation(
 ) {
   const defined = (v: unknown) =>
     Object.fromEntries(Object.entries((v ?? {}) as object).filter(([, x]) => x !== undefined))
+  const schemas = inputSchemas(op, ctx.config)
   return op.run(ctx, caller, {
-    params: parseInput(op.params ?? none, defined(input.params), 'params'),
-    query: parseInput(op.query ?? none.passthrough(), defined(input.query), 'params'),
-    body: op.body ? parseInput(op.body, input.body, 'params') : undefined,
+    params: parseInput(schemas.params ?? none, defined(input.params), 'params'),
+    query: parseInput(schemas.query ?? none.passthrough(), defined(input.query), 'params'),
+    body: schemas.body ? parseInput(schemas.body, input.body, 'params') : undefined,
   } as never)
 }
 

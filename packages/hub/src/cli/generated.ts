@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util'
 import { requestJson, type SignedBody, SignedClient } from '@baton/client'
 import { DISCOVERY_PATH } from '@baton/protocol'
 import { z } from 'zod'
-import type { CliSpec, Operation } from '../ops/operation.js'
+import { type CliSpec, defaultConfig, inputSchemas, type Operation } from '../ops/operation.js'
 import { OPERATIONS } from '../ops/registry.js'
 import { remoteInvoke } from '../ops/remote.js'
 import { type Io, UsageError } from './io.js'
@@ -137,12 +137,14 @@ function fieldsOf(schema: z.ZodType | undefined, part: CliField['part']): CliFie
 
 /** The command an operation becomes. */
 export function toCommand(op: Operation): CliCommand {
+  // The CLI publishes a hub's default limits; the hub it reaches checks its own.
+  const schemas = inputSchemas(op, defaultConfig())
   return {
     words: commandWords(op),
     admin: op.auth === 'operator',
     op,
-    positionals: fieldsOf(op.params, 'params'),
-    fields: [...fieldsOf(op.query, 'query'), ...fieldsOf(op.body, 'body')],
+    positionals: fieldsOf(schemas.params, 'params'),
+    fields: [...fieldsOf(schemas.query, 'query'), ...fieldsOf(schemas.body, 'body')],
     aliases: spec(op).aliases ?? {},
   }
 }
@@ -346,7 +348,12 @@ export async function runGenerated(c: CliCommand, argv: string[], io: Io): Promi
   let hasBody = false
   if (bodyFile !== undefined) {
     const whole = await readJson(bodyFile, '--body')
-    if (!objectOf(op.body) || typeof whole !== 'object' || whole === null || Array.isArray(whole)) {
+    if (
+      !objectOf(inputSchemas(op, defaultConfig()).body) ||
+      typeof whole !== 'object' ||
+      whole === null ||
+      Array.isArray(whole)
+    ) {
       if (!op.body) throw new UsageError(`${c.words.join(' ')} takes no body`)
       parts.body = whole as Record<string, unknown>
     } else parts.body = { ...(whole as Record<string, unknown>) }

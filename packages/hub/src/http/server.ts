@@ -203,6 +203,7 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
   const doc = openApiDocument(OPERATIONS, [...DOCUMENTED_ROUTES, ...MCP_DOCS], {
     version: ctx.version,
     serverUrl: ctx.config.identity.publicUrl ?? '/',
+    config: ctx.config,
   })
   app.get('/openapi.json', async () => doc)
 

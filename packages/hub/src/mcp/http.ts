@@ -114,6 +114,7 @@ export function registerMcpRoute(
         settleAfter: settling(ctx),
         auths: principal ? SIGNED : UNSIGNED,
         log: req.log,
+        config: ctx.config,
       },
       ctx.version,
     )
@@ -137,6 +138,7 @@ export function registerMcpRoute(
         auths: SIGNED,
         log: ctx.log,
         watch: busWatch(ctx.bus, who),
+        config: ctx.config,
       },
       ctx.version,
     )

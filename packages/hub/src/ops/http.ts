@@ -104,11 +104,16 @@ function httpCaller(ctx: AppContext, op: Operation, req: FastifyRequest, reply: 
 }
 
 /** Validates the three parts of a request's input with the operation's schemas. */
-export function httpInput(op: Operation, req: FastifyRequest): OperationInput<never, never, never> {
+export function httpInput(
+  op: Operation,
+  req: FastifyRequest,
+  config: AppContext['config'],
+): OperationInput<never, never, never> {
   return parseOperationInput(
     op,
     { params: req.params, query: req.query, body: req.body },
     HTTP_INPUT,
+    config,
   )
 }
 
@@ -151,7 +156,7 @@ export function registerHttpOperations(
       config: { [CARRIES_ADMISSION]: true },
       handler: async (req, reply) => {
         const result = await runAdmitted(ctx, req, () =>
-          op.run(ctx, httpCaller(ctx, op, req, reply), httpInput(op, req)),
+          op.run(ctx, httpCaller(ctx, op, req, reply), httpInput(op, req, ctx.config)),
         )
         if (reply.sent) return reply
         reply.code(op.status ?? 200)

@@ -1,5 +1,6 @@
+import type { Config } from '../config.js'
 import { parseInput } from '../validation.js'
-import type { Operation, OperationInput } from './operation.js'
+import { inputSchemas, type Operation, type OperationInput } from './operation.js'
 
 /** What each part of an input is called in error messages, by the face that received it. */
 export interface InputNames {
@@ -22,10 +23,12 @@ export function parseOperationInput(
   op: Operation,
   raw: Partial<OperationInput<unknown, unknown, unknown>>,
   names: InputNames,
+  config: Config,
 ): OperationInput<never, never, never> {
+  const { params, query, body } = inputSchemas(op, config)
   return {
-    params: op.params ? parseInput(op.params, raw.params ?? {}, names.params) : {},
-    query: op.query ? parseInput(op.query, raw.query ?? {}, names.query) : {},
-    body: op.body ? parseInput(op.body, raw.body, names.body) : undefined,
+    params: params ? parseInput(params, raw.params ?? {}, names.params) : {},
+    query: query ? parseInput(query, raw.query ?? {}, names.query) : {},
+    body: body ? parseInput(body, raw.body, names.body) : undefined,
   } as OperationInput<never, never, never>
 }

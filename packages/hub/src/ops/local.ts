@@ -24,6 +24,6 @@ export function localInvoke(
         progress: caller.progress,
         carry: caller.carry,
       },
-      parseOperationInput(op, input, TOOL_INPUT),
+      parseOperationInput(op, input, TOOL_INPUT, ctx.config),
     )
 }

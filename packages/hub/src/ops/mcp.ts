@@ -2,9 +2,17 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js'
 import type { Logger } from 'pino'
 import { z } from 'zod'
+import type { Config } from '../config.js'
 import { toBatonError } from '../http/errors.js'
 import { Carry } from '../store/transaction.js'
-import type { Auth, Caller, Operation, OperationInput } from './operation.js'
+import {
+  type Auth,
+  type Caller,
+  inputSchemas,
+  type Operation,
+  type OperationInput,
+  toolDescription,
+} from './operation.js'
 
 /**
  * Runs one operation for a tool call: in the hub it is the operation's own `run`; in
@@ -37,13 +45,14 @@ export interface CompositeTool {
 }
 
 /** What the flattened tool arguments of an operation are: path, query and body fields in one. */
-export function toolShape(op: Operation): Record<string, z.ZodType> {
+export function toolShape(op: Operation, config: Config): Record<string, z.ZodType> {
+  const { params, query, body } = inputSchemas(op, config)
   const shape: Record<string, z.ZodType> = {
-    ...(op.params?.shape ?? {}),
-    ...(op.query?.shape ?? {}),
+    ...(params?.shape ?? {}),
+    ...(query?.shape ?? {}),
   }
-  if (op.body instanceof z.ZodObject) Object.assign(shape, op.body.shape)
-  else if (op.body) shape.body = op.body
+  if (body instanceof z.ZodObject) Object.assign(shape, body.shape)
+  else if (body) shape.body = body
   if (op.auth === 'handoff-token') {
     shape.token = z.string().describe('The owner or receiver token')
   }
@@ -58,16 +67,18 @@ export function toolShape(op: Operation): Record<string, z.ZodType> {
 export function splitToolArgs(
   op: Operation,
   args: Record<string, unknown>,
+  config: Config,
 ): { input: OperationInput<unknown, unknown, unknown>; token?: string } {
+  const schemas = inputSchemas(op, config)
   const pick = (keys: string[]) =>
     Object.fromEntries(keys.filter((k) => args[k] !== undefined).map((k) => [k, args[k]]))
   let body: unknown
-  if (op.body instanceof z.ZodObject) body = pick(Object.keys(op.body.shape))
-  else if (op.body) body = args.body
+  if (schemas.body instanceof z.ZodObject) body = pick(Object.keys(schemas.body.shape))
+  else if (schemas.body) body = args.body
   return {
     input: {
-      params: op.params ? pick(Object.keys(op.params.shape)) : {},
-      query: op.query ? pick(Object.keys(op.query.shape)) : {},
+      params: schemas.params ? pick(Object.keys(schemas.params.shape)) : {},
+      query: schemas.query ? pick(Object.keys(schemas.query.shape)) : {},
       body,
     },
     ...(typeof args.token === 'string' ? { token: args.token } : {}),
@@ -154,6 +165,8 @@ export function registerOperationTools(
     ops: readonly Operation[]
     composites: readonly CompositeTool[]
     auths: ReadonlySet<Auth>
+    /** The config whose limits the tools' schemas hold: the hub's, or a default one's. */
+    config: Config
     invoke: Invoke
     log?: Pick<Logger, 'error'>
     /**
@@ -173,8 +186,8 @@ export function registerOperationTools(
       tool.name,
       {
         title: tool.title,
-        description: tool.description ?? op.summary,
-        inputSchema: toolShape(op),
+        description: toolDescription(op, opts.config),
+        inputSchema: toolShape(op, opts.config),
         ...(op.output instanceof z.ZodObject ? { outputSchema: op.output.shape } : {}),
         ...(tool.annotations ? { annotations: tool.annotations } : {}),
       },
@@ -184,7 +197,7 @@ export function registerOperationTools(
           () =>
             settled(carry, () => {
               const carried = tool.meta && extra._meta ? tool.meta.read(args, extra._meta) : args
-              const { input, token } = splitToolArgs(op, carried)
+              const { input, token } = splitToolArgs(op, carried, opts.config)
               return opts.invoke(op, input, {
                 token,
                 signal: extra.signal,

@@ -1,7 +1,8 @@
 import { ERRORS, type ErrorCode } from '@baton/protocol'
 import { z } from 'zod'
+import type { Config } from '../config.js'
 import { operationErrors } from './auth.js'
-import type { Operation } from './operation.js'
+import { inputSchemas, type Operation } from './operation.js'
 
 /** A route that is not an operation (a transport or a text answer) but is still documented. */
 export interface ExtraPath {
@@ -99,9 +100,10 @@ const SECURITY: Record<Operation['auth'], object[]> = {
   operator: [{ operatorToken: [] }],
 }
 
-function operationDoc(op: Operation): object {
+function operationDoc(op: Operation, config: Config): object {
+  const { params, query, body } = inputSchemas(op, config)
   const parameters: object[] = []
-  for (const [name, schema] of Object.entries(op.params?.shape ?? {})) {
+  for (const [name, schema] of Object.entries(params?.shape ?? {})) {
     const s = schema as z.ZodType
     parameters.push({
       name,
@@ -111,7 +113,7 @@ function operationDoc(op: Operation): object {
       schema: jsonSchema(s, 'input'),
     })
   }
-  for (const [name, schema] of Object.entries(op.query?.shape ?? {})) {
+  for (const [name, schema] of Object.entries(query?.shape ?? {})) {
     const s = schema as z.ZodType
     parameters.push({
       name,
@@ -139,11 +141,11 @@ function operationDoc(op: Operation): object {
     tags: op.tags,
     security: SECURITY[op.auth],
     ...(parameters.length ? { parameters } : {}),
-    ...(op.body
+    ...(body
       ? {
           requestBody: {
-            required: !op.body.safeParse(undefined).success,
-            content: { 'application/json': { schema: jsonSchema(op.body, 'input') } },
+            required: !body.safeParse(undefined).success,
+            content: { 'application/json': { schema: jsonSchema(body, 'input') } },
           },
         }
       : {}),
@@ -161,7 +163,7 @@ function operationDoc(op: Operation): object {
 export function openApiDocument(
   ops: readonly Operation[],
   extra: readonly ExtraPath[],
-  info: { version: string; serverUrl: string },
+  info: { version: string; serverUrl: string; config: Config },
 ): object {
   const paths: Record<string, Record<string, object>> = {}
   const add = (path: string, method: string, doc: object) => {
@@ -169,7 +171,7 @@ export function openApiDocument(
     paths[key] ??= {}
     paths[key][method.toLowerCase()] = doc
   }
-  for (const op of ops) add(op.path, op.method, operationDoc(op))
+  for (const op of ops) add(op.path, op.method, operationDoc(op, info.config))
   for (const e of extra) {
     add(e.path, e.method, {
       operationId: e.operationId,

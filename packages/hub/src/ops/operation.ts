@@ -2,7 +2,7 @@ import type { BatonError, ErrorCode } from '@baton/protocol'
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js'
 import type { z } from 'zod'
 import type { AppContext } from '../app.js'
-import type { Config } from '../config.js'
+import { type Config, loadConfig } from '../config.js'
 import type { WaitSignal } from '../events/wait.js'
 import type { Principal } from '../identity/service.js'
 import type { Carry } from '../store/transaction.js'
@@ -47,12 +47,19 @@ export interface OperationInput<P, Q, B> {
   body: B
 }
 
+/**
+ * A schema (or text) as declared: fixed, or made from the hub's config where it holds a limit
+ * the operator can change (`(config) => z.string().max(config.handoff.maxNoteChars)`), so every
+ * face publishes and enforces the limit this hub was started with.
+ */
+export type Declared<T> = T | ((config: Config) => T)
+
 /** How an operation appears as an MCP tool; `false` keeps it off MCP (operator-only work). */
 export interface ToolSpec {
   name: string
   title: string
   /** What the tool does, for a model; the operation's summary when absent. */
-  description?: string
+  description?: Declared<string>
   annotations?: ToolAnnotations
   /**
    * What the tool reads from the request's `_meta` and writes to the result's (seed 003 carries
@@ -103,9 +110,9 @@ export interface Operation<
   /** The path with `:param` segments, as fastify takes it. */
   path: string
   auth: Auth
-  params?: P
-  query?: Q
-  body?: B
+  params?: Declared<P>
+  query?: Declared<Q>
+  body?: Declared<B>
   /** The answer's schema; MCP tools check their structured content against it. */
   output: O
   /** The status of a successful answer (default 200). */
@@ -149,4 +156,48 @@ export function defineOperation<
   O extends z.ZodType,
 >(op: Operation<P, Q, B, O>): Operation {
   return op as unknown as Operation
+}
+
+/** An operation's input schemas as this hub's config makes them (see {@link Declared}). */
+export interface InputSchemas {
+  params?: AnyObject | undefined
+  query?: AnyObject | undefined
+  body?: z.ZodType | undefined
+}
+
+const made = new WeakMap<Operation, { config: Config; schemas: InputSchemas }>()
+
+const declared = <T>(d: Declared<T> | undefined, config: Config): T | undefined =>
+  typeof d === 'function' ? (d as (c: Config) => T)(config) : d
+
+/**
+ * The input schemas of an operation under `config`, made once per operation and config: every
+ * face reads them here, so the route, the OpenAPI document, the MCP tool and the CLI all hold
+ * the limits the hub runs with.
+ */
+export function inputSchemas(op: Operation, config: Config): InputSchemas {
+  const known = made.get(op)
+  if (known?.config === config) return known.schemas
+  const schemas = {
+    params: declared(op.params, config),
+    query: declared(op.query, config),
+    body: declared(op.body, config),
+  }
+  made.set(op, { config, schemas })
+  return schemas
+}
+
+/** A tool's description under `config`: its own, or the operation's summary. */
+export function toolDescription(op: Operation, config: Config): string {
+  return (op.tool !== false ? declared(op.tool.description, config) : undefined) ?? op.summary
+}
+
+let defaults: Config | undefined
+/**
+ * The config of a hub started with no settings: what faces outside a hub (the CLI, `baton mcp`)
+ * publish, since the hub they reach checks its own.
+ */
+export function defaultConfig(): Config {
+  defaults ??= loadConfig({})
+  return defaults
 }
