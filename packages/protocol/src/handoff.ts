@@ -34,27 +34,44 @@ export const Nonce = z
   .max(128)
   .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces')
 
-/** A note on a handoff or a move; the hub's configured limit (500 by default) applies on top. */
-const Note = z.string().max(10_000)
+/** The limits of a token handoff's input that a hub's operator may change. */
+export interface HandoffInputLimits {
+  /** Characters of a note on a handoff or a move. */
+  maxNoteChars: number
+  /** States of a custom machine. */
+  maxStates: number
+}
 
-/** The body of `POST /services/v1/handoff`. */
-export const CreateHandoffInput = z.strictObject({
-  payload: jsonValue().refine((v) => v !== null, 'payload must not be null'),
-  note: Note.optional(),
-  notify_url: z.string().max(2048).optional(),
-  states: z.array(StateName).min(1).optional(),
-  final: z.array(StateName).optional(),
-  transitions: z.record(z.string(), z.array(StateName)).optional(),
-})
+/**
+ * The body of `POST /services/v1/handoff` under a hub's limits: the whole rule of its shape
+ * (a machine's meaning, such as final states being declared ones, is `invalid_machine`).
+ */
+export function createHandoffInput(limits: HandoffInputLimits = HANDOFF_LIMITS) {
+  const states = z.array(StateName).max(limits.maxStates)
+  return z.strictObject({
+    payload: jsonValue().refine((v) => v !== null, 'payload must not be null'),
+    note: z.string().max(limits.maxNoteChars).optional(),
+    notify_url: z.string().max(2048).optional(),
+    states: states.min(2).optional(),
+    final: states.min(1).optional(),
+    transitions: z.record(StateName, states).optional(),
+  })
+}
+/** The body of `POST /services/v1/handoff` under the default limits. */
+export const CreateHandoffInput = createHandoffInput()
 /** A parsed create request. */
 export type CreateHandoffInput = z.infer<typeof CreateHandoffInput>
 
-/** The body of `POST /services/v1/handoff/{id}/{state}`. */
-export const AdvanceInput = z.strictObject({
-  from: StateName,
-  nonce: Nonce.optional(),
-  note: Note.optional(),
-})
+/** The body of `POST /services/v1/handoff/{id}/{state}` under a hub's limits. */
+export function advanceInput(limits: Pick<HandoffInputLimits, 'maxNoteChars'> = HANDOFF_LIMITS) {
+  return z.strictObject({
+    from: StateName,
+    nonce: Nonce.optional(),
+    note: z.string().max(limits.maxNoteChars).optional(),
+  })
+}
+/** The body of a move under the default limits. */
+export const AdvanceInput = advanceInput()
 /** A parsed move request. */
 export type AdvanceInput = z.infer<typeof AdvanceInput>
 

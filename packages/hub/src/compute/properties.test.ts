@@ -162,13 +162,13 @@ const slowCall = fc.constantFrom<(a: unknown, b: unknown) => unknown>(
   (a, b) => ({ cat: [a, b] }),
   (a, b) => ({ merge: [a, b, a] }),
   (a, b) => ({ '+': [a, b] }),
-  (a, b) => ({ '*': [a, 1] }),
+  (a, _b) => ({ '*': [a, 1] }),
   (a, b) => ({ '-': [a, b] }),
   (a, b) => ({ max: [a, b] }),
-  (a, b) => ({ substr: [a, 1, -1] }),
+  (a, _b) => ({ substr: [a, 1, -1] }),
   (a, b) => ({ missing: [a, b] }),
   (a, b) => ({ var: [a, b] }),
-  (a, b) => ({ some: [a, { '===': [{ var: '' }, -1] }] }),
+  (a, _b) => ({ some: [a, { '===': [{ var: '' }, -1] }] }),
   (a, b) => ({ map: [a, { in: [{ var: '' }, [b]] }] }),
 )
 const slowCase = fc.record({

@@ -1,11 +1,12 @@
 import {
-  AdvanceInput,
+  advanceInput,
   CreatedHandoffView,
-  CreateHandoffInput,
-  HANDOFF_LIMITS,
+  createHandoffInput,
   HandoffView,
   MoveResultView,
   WaitView,
+  waitSeconds,
+  wholeNumber,
 } from '@baton/protocol'
 import { z } from 'zod'
 import type { CompositeTool } from '../ops/mcp.js'
@@ -24,7 +25,7 @@ export const createHandoff = defineOperation({
   method: 'POST',
   path: '/services/v1/handoff',
   auth: 'none',
-  body: CreateHandoffInput,
+  body: (config) => createHandoffInput(config.handoff),
   output: CreatedHandoffView,
   status: 201,
   bodyLimit: 64 * 1024,
@@ -33,8 +34,8 @@ export const createHandoff = defineOperation({
   tool: {
     name: 'create_agent_handoff',
     title: 'Create an agent handoff',
-    description:
-      'Create a handoff holding a JSON payload (at most 16 KiB) for another agent. Answers a handoff_id, an owner_token to keep and a receiver_token to pass to the other agent; both are shown only once. Optional: note, notify_url, and a custom forward-only machine (states, final, transitions).',
+    description: (config) =>
+      `Create a handoff holding a JSON payload (at most ${config.handoff.maxPayloadBytes} bytes as JSON) for another agent. Answers a handoff_id, an owner_token to keep and a receiver_token to pass to the other agent; both are shown only once. Optional: note, notify_url, and a custom forward-only machine (states, final, transitions).`,
     annotations: { destructiveHint: false, idempotentHint: false },
   },
   run: (ctx, caller, { body }) =>
@@ -72,7 +73,7 @@ export const advanceHandoff = defineOperation({
     handoff_id: HandoffId,
     state: z.string().max(128).describe('The state to enter'),
   }),
-  body: AdvanceInput,
+  body: (config) => advanceInput(config.handoff),
   output: MoveResultView,
   bodyLimit: 16 * 1024,
   errors: [
@@ -94,22 +95,21 @@ export const advanceHandoff = defineOperation({
     ctx.handoffs.advance(params.handoff_id, params.state, body, caller.token, caller),
 })
 
-/** seed 002: answers as soon as the handoff changes or ends, within 25 seconds. */
+/** seed 002: answers as soon as the handoff changes or ends, within the hub's longest wait. */
 export const waitHandoff = defineOperation({
   name: 'waitHandoff',
-  summary: 'Answer as soon as the handoff changes or ends, within {seconds} (at most 25)',
+  summary:
+    "Answer as soon as the handoff changes or ends, within {seconds} (clamped to the hub's longest wait, 25 s by default)",
   tags,
   method: 'GET',
   path: '/services/v1/handoff/:handoff_id/wait/:seconds',
   auth: 'handoff-token',
   params: z.strictObject({
     handoff_id: HandoffId,
-    seconds: z.string().max(16).describe('How long to wait; larger values are clamped'),
+    seconds: waitSeconds().describe('How long to wait; larger values are clamped'),
   }),
-  query: z.object({
-    version: z
-      .string()
-      .max(16)
+  query: z.strictObject({
+    version: wholeNumber()
       .optional()
       .describe('The version the caller has seen; a later version answers at once'),
   }),
@@ -121,7 +121,7 @@ export const waitHandoff = defineOperation({
   run: (ctx, caller, { params, query }) =>
     withProgress(
       caller,
-      Math.min(Number(params.seconds) || 0, ctx.config.handoff.maxWaitSeconds),
+      Math.min(params.seconds, ctx.config.handoff.maxWaitSeconds),
       ctx.handoffs.wait(
         params.handoff_id,
         caller.token,
@@ -137,15 +137,15 @@ export const waitHandoff = defineOperation({
 export const readAgentHandoffTool: CompositeTool = {
   name: 'read_agent_handoff',
   title: 'Read an agent handoff',
-  description:
-    'Read a handoff: state, version, payload, machine and history. With wait_seconds (at most 25) it answers as soon as the handoff changes or ends; pass the version you have seen so a change in between is not missed.',
+  description: (config) =>
+    `Read a handoff: state, version, payload, machine and history. With wait_seconds (at most ${config.handoff.maxWaitSeconds}) it answers as soon as the handoff changes or ends; pass the version you have seen so a change in between is not missed.`,
   auth: 'handoff-token',
-  input: {
+  input: (config) => ({
     handoff_id: HandoffId,
     token: z.string().describe('The owner or receiver token'),
-    wait_seconds: z.number().int().min(0).max(HANDOFF_LIMITS.maxWaitSeconds).optional(),
+    wait_seconds: z.number().int().min(0).max(config.handoff.maxWaitSeconds).optional(),
     version: z.number().int().min(0).optional().describe('The version you have already seen'),
-  },
+  }),
   output: HandoffView.extend({ changed: z.boolean().optional() }),
   ops: [readHandoff, waitHandoff],
   annotations: { readOnlyHint: true },
@@ -169,8 +169,8 @@ export const readAgentHandoffTool: CompositeTool = {
     return invoke(
       waitHandoff,
       {
-        params: { handoff_id, seconds: String(wait_seconds ?? 0) },
-        query: version === undefined ? {} : { version: String(version) },
+        params: { handoff_id, seconds: wait_seconds ?? 0 },
+        query: version === undefined ? {} : { version },
         body: undefined,
       },
       { ...caller, token },

@@ -119,7 +119,6 @@ export class HandoffService {
         { limit: config.maxPayloadBytes, size: payloadBytes },
       )
     }
-    this.checkNote(body.note)
     const machine = parseMachine(body, config.maxStates)
     if (body.notify_url !== undefined)
       checkNotifyUrl(body.notify_url, this.deps.allowLoopbackNotify)
@@ -184,16 +183,6 @@ export class HandoffService {
     )
   }
 
-  private checkNote(note: string | undefined): void {
-    const max = this.deps.config.maxNoteChars
-    if (note !== undefined && note.length > max) {
-      throw new BatonError('invalid_request', `The note is longer than ${max} characters`, {
-        field: 'note',
-        limit: max,
-      })
-    }
-  }
-
   /** Reads a handoff with either token. */
   async read(id: string, token: string | undefined): Promise<HandoffView> {
     const { row } = await this.authorize(this.deps.database.db, id, token)
@@ -213,7 +202,6 @@ export class HandoffService {
     token: string | undefined,
     { carry }: Carrying = {},
   ): Promise<MoveResultView> {
-    this.checkNote(body.note)
     const target = StateName.safeParse(to)
     if (!target.success) {
       throw new BatonError('unknown_state', `${JSON.stringify(to)} is not a state name`, {
@@ -423,14 +411,12 @@ export class HandoffService {
   async wait(
     id: string,
     token: string | undefined,
-    seconds: unknown,
-    seenVersion?: unknown,
+    seconds: number,
+    seen?: number,
     signal?: WaitSignal,
     address?: string,
   ): Promise<WaitView> {
-    const secs = parseWholeNumber(seconds, 'seconds')
-    const seen = seenVersion === undefined ? undefined : parseWholeNumber(seenVersion, 'version')
-    const waitMs = Math.min(secs, this.deps.config.maxWaitSeconds) * 1000
+    const waitMs = Math.min(seconds, this.deps.config.maxWaitSeconds) * 1000
     if (!token) throw missingToken()
     if (!isHandoffId(id)) throw notFound(id)
     const data: HandoffWaiter = { id, token, seen, waitMs }
@@ -640,16 +626,6 @@ function missingToken(): BatonError {
 
 function notFound(id: string): BatonError {
   return new BatonError('handoff_not_found', `No handoff ${JSON.stringify(id)} for this token`)
-}
-
-function parseWholeNumber(value: unknown, field: string): number {
-  const n = typeof value === 'string' && /^\d{1,9}$/.test(value) ? Number(value) : value
-  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) {
-    throw new BatonError('invalid_request', `${field} must be a whole number of at least 0`, {
-      field,
-    })
-  }
-  return n
 }
 
 function conflictContext(row: MoveRow, machine: Machine): Record<string, unknown> {

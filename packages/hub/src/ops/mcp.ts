@@ -8,6 +8,7 @@ import { Carry } from '../store/transaction.js'
 import {
   type Auth,
   type Caller,
+  type Declared,
   inputSchemas,
   type Operation,
   type OperationInput,
@@ -31,9 +32,10 @@ export type Invoke = (
 export interface CompositeTool {
   name: string
   title: string
-  description: string
+  description: Declared<string>
   auth: Auth
-  input: z.ZodRawShape
+  /** Its arguments, made from the config where they hold a limit (a wait's longest seconds). */
+  input: Declared<z.ZodRawShape>
   output: z.ZodObject
   ops: readonly Operation[]
   annotations?: ToolAnnotations
@@ -218,8 +220,9 @@ export function registerOperationTools(
       c.name,
       {
         title: c.title,
-        description: c.description,
-        inputSchema: c.input,
+        description:
+          typeof c.description === 'function' ? c.description(opts.config) : c.description,
+        inputSchema: typeof c.input === 'function' ? c.input(opts.config) : c.input,
         outputSchema: c.output.shape,
         ...(c.annotations ? { annotations: c.annotations } : {}),
       },
