@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { jsonValue } from './json.js'
+import { nonNullJson } from './json.js'
 
 /** Seed 002 defaults: the machine every handoff uses unless it declares its own. */
 export const DEFAULT_MACHINE = {
@@ -49,7 +49,7 @@ export interface HandoffInputLimits {
 export function createHandoffInput(limits: HandoffInputLimits = HANDOFF_LIMITS) {
   const states = z.array(StateName).max(limits.maxStates)
   return z.strictObject({
-    payload: jsonValue().refine((v) => v !== null, 'payload must not be null'),
+    payload: nonNullJson(),
     note: z.string().max(limits.maxNoteChars).optional(),
     notify_url: z.string().max(2048).optional(),
     states: states.min(2).optional(),

@@ -17,3 +17,17 @@ export function jsonValue(): z.ZodType<JsonValue> {
     .unknown()
     .refine((v) => v !== undefined, { message: 'Required', abort: true }) as z.ZodType<JsonValue>
 }
+
+/**
+ * A schema for any JSON value but null, present; published as `{"not": {"type": "null"}}` so the
+ * rule is in the document, not only in the hub.
+ *
+ * @example z.object({ payload: nonNullJson() })
+ */
+export function nonNullJson(): z.ZodType<JsonValue> {
+  return z
+    .unknown()
+    .refine((v) => v !== undefined, { message: 'Required', abort: true })
+    .refine((v) => v !== null, 'must not be null')
+    .meta({ not: { type: 'null' } }) as z.ZodType<JsonValue>
+}
