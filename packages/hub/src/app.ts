@@ -24,11 +24,12 @@ import { createLogger } from './log.js'
 import { MessageService } from './messages/service.js'
 import { countingBus, createMetrics, type Metrics } from './metrics.js'
 import { ResourceService } from './resources/service.js'
-import { type Database, openDatabase } from './store/database.js'
+import { type Database, openDatabase, ping } from './store/database.js'
 import { pruneIdempotencyKeys } from './store/idempotency.js'
 import { pruneQuotaCounters } from './store/quota.js'
 import { KeySealer } from './store/sealing.js'
 import { countStatements, transaction, WriteBatcher } from './store/transaction.js'
+import { startTracing, type Tracing } from './telemetry/tracing.js'
 import { TransferService } from './transfers/service.js'
 import { TokenKeyring } from './transfers/tokens.js'
 import { VERSION } from './version.js'
@@ -40,6 +41,8 @@ export interface AppContext {
   log: Logger
   clock: Clock
   metrics: Metrics
+  /** OpenTelemetry spans, exported when an OTLP endpoint is configured; a no-op otherwise. */
+  tracing: Tracing
   database: Database
   /** Seals the hub's keys at rest. */
   sealer: KeySealer
@@ -87,14 +90,19 @@ export async function createApp(
     log,
   })
   let bus: EventBus | undefined
+  const tracing = await startTracing(config.tracing, VERSION, log).catch(async (error) => {
+    await database.close().catch(() => {})
+    throw error
+  })
   try {
-    return await assemble(config, opts, { log, clock, metrics, database, sealer }, (b) => {
+    return await assemble(config, opts, { log, clock, metrics, tracing, database, sealer }, (b) => {
       bus = b
     })
   } catch (error) {
     // Nothing is left open by a hub that failed to start (a sealed key without its secret, say).
     await bus?.close().catch(() => {})
     await database.close().catch(() => {})
+    await tracing.shutdown()
     throw error
   }
 }
@@ -102,10 +110,17 @@ export async function createApp(
 async function assemble(
   config: Config,
   opts: { clock?: Clock; log?: Logger; bus?: EventBus },
-  base: { log: Logger; clock: Clock; metrics: Metrics; database: Database; sealer: KeySealer },
+  base: {
+    log: Logger
+    clock: Clock
+    metrics: Metrics
+    tracing: Tracing
+    database: Database
+    sealer: KeySealer
+  },
   opened: (bus: EventBus) => void,
 ): Promise<AppContext> {
-  const { log, clock, metrics, database, sealer } = base
+  const { log, clock, metrics, tracing, database, sealer } = base
   countStatements(database)
   const batcher = new WriteBatcher(
     database,
@@ -115,13 +130,14 @@ async function assemble(
     (seconds) => metrics.commitDuration.observe(seconds),
   )
   // One instance hears its own events in memory; many instances share them through PostgreSQL.
-  const bus =
+  const bus = metrics.countEvents(
     opts.bus ??
-    (config.databaseUrl
-      ? await PgEventBus.connect(config.databaseUrl, log, (up) =>
-          metrics.eventListenerUp.set(up ? 1 : 0),
-        )
-      : new MemoryEventBus())
+      (config.databaseUrl
+        ? await PgEventBus.connect(config.databaseUrl, log, (up) =>
+            metrics.eventListener().set(up ? 1 : 0),
+          )
+        : new MemoryEventBus()),
+  )
   opened(bus)
   const notifier = new Notifier(database, clock, {
     ...config.notify,
@@ -136,6 +152,7 @@ async function assemble(
   })
   const waits = new WaitRegistry(bus, closingSignal, config.waits)
   metrics.countWaitsWith(() => waits.waiting)
+  metrics.checkUpWith(async () => !closing && (await ping(database)))
   const handoffs = new HandoffService({
     database,
     batcher,
@@ -324,6 +341,7 @@ async function assemble(
     log,
     clock,
     metrics,
+    tracing,
     database,
     sealer,
     batcher,
@@ -360,6 +378,7 @@ async function assemble(
       await notifier.stop()
       await bus.close()
       await database.close()
+      await tracing.shutdown()
     },
     runCleanup: () => cleanupJob.runNow(),
   }

@@ -62,7 +62,7 @@ test('every documented variable is read, and every read variable is documented',
   const { readFile } = await import('node:fs/promises')
   const source = await readFile(new URL('./config.ts', import.meta.url), 'utf8')
   const read = new Set(
-    [...source.matchAll(/['.]((?:BATON|DATABASE)_[A-Z0-9_]+)\b/g)].map((m) => m[1]!),
+    [...source.matchAll(/['.]((?:BATON|DATABASE|OTEL)_[A-Z0-9_]+)\b/g)].map((m) => m[1]!),
   )
   for (const name of Object.keys(ENV_DOC))
     assert.ok(read.has(name), `${name} is documented but not read`)

@@ -18,6 +18,8 @@ export interface Config {
   /** SQLite: run the write connection on a worker thread, off the event loop. */
   sqliteWriterThread: boolean
   logLevel: string
+  /** OpenTelemetry span export (OTLP over HTTP); off while no endpoint is set. */
+  tracing: { tracesUrl: string | undefined; serviceName: string }
   /** Trust X-Forwarded-For from these proxies: false, true (any), a hop count, or addresses/CIDRs. */
   trustProxy: boolean | number | string[]
   /** Host names `/mcp` also accepts beyond the derived ones (`name` or `name:port`; `*`: any). */
@@ -149,7 +151,15 @@ export const ENV_DOC: Record<string, string> = {
   DATABASE_URL: 'PostgreSQL connection string; selects PostgreSQL instead of SQLite',
   BATON_SQLITE_WRITER_THREAD:
     'SQLite: run the write connection (statements and the commit fsync) on a worker thread (default false: statements in the event loop, each commit made durable by an fdatasync on the thread pool)',
-  BATON_LOG_LEVEL: 'pino log level (default info)',
+  BATON_LOG_LEVEL:
+    'pino log level (default info: one line per request, 4xx at warn and 5xx at error)',
+  BATON_OTLP_ENDPOINT:
+    'OTLP/HTTP receiver base URL (http://collector:4318) to export OpenTelemetry spans to, as JSON, to <url>/v1/traces; falls back to OTEL_EXPORTER_OTLP_ENDPOINT; unset: no spans and no OpenTelemetry code loaded',
+  OTEL_EXPORTER_OTLP_ENDPOINT: 'the OpenTelemetry name for BATON_OTLP_ENDPOINT',
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT:
+    'full OTLP/HTTP traces URL, used as given; wins over the two base URLs',
+  OTEL_SERVICE_NAME: 'service.name of exported spans (default baton-hub)',
+  OTEL_SDK_DISABLED: 'true turns span export off whatever endpoint is set',
   BATON_TRUST_PROXY:
     'trust X-Forwarded-For: false, true, a hop count, or comma-separated addresses/CIDRs',
   BATON_ALLOWED_HOSTS:
@@ -263,6 +273,23 @@ export const ENV_DOC: Record<string, string> = {
     'new keys one client address may enrol per hour; more answer 429 rate_limited (default 20)',
 }
 
+/** Where spans go: the OTLP/HTTP traces URL from the hub's or OpenTelemetry's own variables. */
+function tracingConfig(env: Env): Config['tracing'] {
+  const serviceName = env.OTEL_SERVICE_NAME || 'baton-hub'
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') {
+    return { tracesUrl: undefined, serviceName }
+  }
+  const base = env.BATON_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT
+  // OTLP exporter specification: a base endpoint gets the signal's path, v1/traces, appended.
+  const tracesUrl =
+    env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ||
+    (base ? `${base.replace(/\/+$/, '')}/v1/traces` : undefined)
+  if (tracesUrl !== undefined && !/^https?:\/\//.test(tracesUrl)) {
+    throw new Error(`The OTLP endpoint must be an http(s) URL, got ${JSON.stringify(tracesUrl)}`)
+  }
+  return { tracesUrl, serviceName }
+}
+
 /** Reads the configuration from the environment, then applies flag overrides on top. */
 export function loadConfig(
   env: Env = process.env,
@@ -288,6 +315,7 @@ export function loadConfig(
     databaseUrl: merged.DATABASE_URL || undefined,
     sqliteWriterThread: bool(merged, 'BATON_SQLITE_WRITER_THREAD', false),
     logLevel: merged.BATON_LOG_LEVEL || 'info',
+    tracing: tracingConfig(merged),
     trustProxy: trustProxy(merged.BATON_TRUST_PROXY),
     allowedHosts: list(merged.BATON_ALLOWED_HOSTS).map((h) => h.toLowerCase()),
     allowedOrigins: list(merged.BATON_ALLOWED_ORIGINS).map((o) => {

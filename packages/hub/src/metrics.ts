@@ -1,5 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
-import type { EventBus } from './events/bus.js'
+import type { BatonEvent, EventBus } from './events/bus.js'
 
 /** The codes of a signed request refused for its signature (seed 000; RFC 9421, RFC 9530). */
 const SIGNATURE_FAILURES = new Set([
@@ -12,15 +12,47 @@ const SIGNATURE_FAILURES = new Set([
   'signature_replayed',
 ])
 
+/** How long a scrape waits for the database to answer before `baton_up` says 0. */
+const UP_TIMEOUT_MS = 2000
+
+/**
+ * prom-client's defaults that are gauges named `_total`; Prometheus keeps `_total` for counters.
+ * Their values are the sums of `nodejs_active_handles`, `nodejs_active_requests` and
+ * `nodejs_active_resources` over their `type` label, which stay.
+ */
+const MISNAMED_DEFAULTS = [
+  'nodejs_active_handles_total',
+  'nodejs_active_requests_total',
+  'nodejs_active_resources_total',
+]
+
 /** The hub's Prometheus metrics, one registry per hub so several hubs can share a process. */
 export function createMetrics() {
   const registry = new Registry()
-  // prom-client's default names already start with process_ or nodejs_.
-  collectDefaultMetrics({ register: registry, prefix: 'baton_' })
+  // Unprefixed, as the standard process and Node.js dashboards expect them.
+  collectDefaultMetrics({ register: registry })
+  for (const name of MISNAMED_DEFAULTS) registry.removeSingleMetric(name)
   let transferStates: (() => Promise<Record<string, number>>) | undefined
   let waitCount: (() => number) | undefined
+  let isUp: (() => Promise<boolean>) | undefined
+  const events = createEventMetrics(registry)
   return {
     registry,
+    up: new Gauge({
+      name: 'baton_up',
+      help: 'Whether the hub serves and its database answers (1) or not (0), at each scrape',
+      registers: [registry],
+      async collect() {
+        if (!isUp) return
+        let timer: NodeJS.Timeout | undefined
+        const late = new Promise<boolean>((resolve) => {
+          timer = setTimeout(() => resolve(false), UP_TIMEOUT_MS)
+        })
+        const up = await Promise.race([isUp().catch(() => false), late])
+        clearTimeout(timer)
+        this.set(up ? 1 : 0)
+      },
+    }),
     httpRequests: new Counter({
       name: 'baton_http_requests_total',
       help: 'HTTP requests answered, by method, route and status',
@@ -55,11 +87,6 @@ export function createMetrics() {
     connectionsRefused: new Counter({
       name: 'baton_connections_refused_total',
       help: 'Connections closed on accept because their client address held the most allowed',
-      registers: [registry],
-    }),
-    eventListenerUp: new Gauge({
-      name: 'baton_event_listener_up',
-      help: 'Whether the PostgreSQL LISTEN session of the event bus is connected (1) or reconnecting (0)',
       registers: [registry],
     }),
     signatureFailures: new Counter({
@@ -99,6 +126,40 @@ export function createMetrics() {
         for (const [state, n] of Object.entries(counts)) this.set({ state }, n)
       },
     }),
+    /**
+     * The gauge of the PostgreSQL LISTEN session of the event bus, made only on PostgreSQL: a
+     * SQLite hub has no such session, and a 0 there would read as an outage.
+     */
+    eventListener(): Gauge {
+      return (
+        (registry.getSingleMetric('baton_event_listener_up') as Gauge | undefined) ??
+        new Gauge({
+          name: 'baton_event_listener_up',
+          help: 'Whether the PostgreSQL LISTEN session of the event bus is connected (1) or reconnecting (0)',
+          registers: [registry],
+        })
+      )
+    },
+    /** Where `baton_up` asks, at each scrape, whether the hub serves and its database answers. */
+    checkUpWith(read: () => Promise<boolean>): void {
+      isUp = read
+    },
+    /**
+     * A bus that counts each event this instance publishes into the domain metrics. Events are
+     * published after their write committed, so the counters count committed work; events
+     * heard from other instances (PostgreSQL) pass the inner bus only and are not counted twice.
+     */
+    countEvents(bus: EventBus): EventBus {
+      return {
+        publish(event) {
+          events.record(event)
+          bus.publish(event)
+        },
+        subscribe: (topic, listener) => bus.subscribe(topic, listener),
+        close: () => bus.close(),
+        listenerCount: () => bus.listenerCount?.() ?? 0,
+      }
+    },
     /** Where the open-waits gauge reads its count at each scrape. */
     countWaitsWith(read: () => number): void {
       waitCount = read
@@ -110,6 +171,61 @@ export function createMetrics() {
     /** Counts an error answered to a client when it is a signature failure. */
     recordError(code: string): void {
       if (SIGNATURE_FAILURES.has(code)) this.signatureFailures.inc({ code })
+    },
+  }
+}
+
+/** The domain counters, one per feature, fed from the committed events. */
+function createEventMetrics(registry: Registry) {
+  const counter = <L extends string>(name: string, help: string, labelNames: L[] = []) =>
+    new Counter({ name, help, labelNames, registers: [registry] })
+  const handoffsCreated = counter('baton_handoffs_created_total', 'Token handoffs created')
+  const messagesSent = counter('baton_messages_sent_total', 'Messages sent (committed)')
+  const messagesAcked = counter('baton_messages_acked_total', 'Messages acknowledged')
+  const computeJobs = counter(
+    'baton_compute_jobs_total',
+    'Compute job state changes, by the state entered (queued, running, succeeded, failed, canceled)',
+    ['state'],
+  )
+  const a2aTasks = counter(
+    'baton_a2a_task_updates_total',
+    'A2A task changes committed (a send, a status, an artifact), by the state after the change',
+    ['state'],
+  )
+  const hops = counter(
+    'baton_hop_deliveries_total',
+    'Signed handoff context deliveries witnessed by the hub, by kind (offer, status)',
+    ['kind'],
+  )
+  const admissions = counter(
+    'baton_admissions_total',
+    'Admission decisions: new keys enrolled (pending, or approved under open admission) and operator decisions, by the state decided',
+    ['state'],
+  )
+  const transfers = counter(
+    'baton_transfer_transitions_total',
+    'Session transfer state changes, by the state entered',
+    ['state'],
+  )
+  const state = (event: BatonEvent) => String(event.data.state ?? 'unknown')
+  return {
+    record(event: BatonEvent): void {
+      const type = event.type
+      if (type === 'message.created') messagesSent.inc()
+      else if (type === 'message.acked') messagesAcked.inc()
+      else if (type === 'handoff.created') handoffsCreated.inc()
+      else if (type === 'principal.enrolled' || type === 'principal.decided') {
+        admissions.inc({ state: state(event) })
+      } else if (type === 'a2a.task.changed') a2aTasks.inc({ state: state(event) })
+      else if (type.startsWith('hop.')) hops.inc({ kind: type.slice(4) })
+      // The queue topic repeats a job's event (without its id) as a hint to runtimes; the job's
+      // own event counts.
+      // The type names the state entered (the event's data may hold the row before the move).
+      else if (type.startsWith('compute.job.') && event.data.jobId !== undefined) {
+        computeJobs.inc({ state: type.slice(12) })
+      } else if (type.startsWith('transfer.') && type !== 'transfer.usage') {
+        transfers.inc({ state: state(event) })
+      }
     },
   }
 }

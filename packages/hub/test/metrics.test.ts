@@ -1,5 +1,6 @@
-// /metrics as a Prometheus server scrapes it: names with one prefix, the conventional types, and
-// the domain metrics counting what happened.
+// /metrics as a Prometheus server scrapes it: the hub's names with one prefix, the process's and
+// Node's unprefixed, the conventional types and suffixes, a health gauge that means something on
+// each store, and the domain metrics counting what happened.
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { call, signedAgent, startTestHub, type TestHub, testStores } from './support.js'
@@ -30,43 +31,91 @@ for (const store of testStores) {
   describe(`/metrics (${store.name})`, () => {
     let hub: TestHub
     before(async () => {
-      hub = await startTestHub(store, { BATON_ADMISSION: 'open' })
+      hub = await startTestHub(store, { BATON_ADMISSION: 'open', BATON_COMPUTE_EMBEDDED: 'true' })
     })
     after(() => hub?.close())
 
-    test('every name starts with baton_ once, with Prometheus types and suffixes', async () => {
+    test('names follow the Prometheus conventions: baton_ for the hub, none for the process', async () => {
       const s = await scrape(hub)
-      for (const name of s.types.keys()) {
-        assert.match(name, /^baton_[a-z0-9_]+$/)
-        assert.doesNotMatch(name, /baton_process_process_|baton_baton_/)
+      for (const [name, type] of s.types) {
+        // The standard process and Node.js metrics, unprefixed; every other one is the hub's.
+        if (/^(process|nodejs)_/.test(name)) assert.doesNotMatch(name, /baton/, name)
+        else assert.match(name, /^baton_[a-z0-9_]+$/, name)
+        assert.doesNotMatch(name, /baton_baton_|_process_process_/, name)
+        // Counters, and only counters, end in _total.
+        if (type === 'counter') assert.match(name, /_total$/, name)
+        else assert.doesNotMatch(name, /_total$/, name)
       }
       const expected: Record<string, string> = {
-        baton_process_cpu_seconds_total: 'counter',
-        baton_process_resident_memory_bytes: 'gauge',
-        baton_nodejs_eventloop_lag_seconds: 'gauge',
+        process_cpu_seconds_total: 'counter',
+        process_resident_memory_bytes: 'gauge',
+        nodejs_eventloop_lag_seconds: 'gauge',
+        nodejs_active_handles: 'gauge',
+        baton_up: 'gauge',
         baton_http_requests_total: 'counter',
         baton_http_request_duration_seconds: 'histogram',
         baton_write_batch_size: 'histogram',
         baton_write_commit_duration_seconds: 'histogram',
+        baton_handoffs_created_total: 'counter',
         baton_handoff_moves_total: 'counter',
         baton_notify_deliveries_total: 'counter',
         baton_notify_outbox_signals: 'gauge',
-        baton_event_listener_up: 'gauge',
         baton_connections_refused_total: 'counter',
         baton_signature_failures_total: 'counter',
         baton_open_waits: 'gauge',
         baton_sse_clients: 'gauge',
         baton_transfers: 'gauge',
+        baton_transfer_transitions_total: 'counter',
+        baton_messages_sent_total: 'counter',
+        baton_messages_acked_total: 'counter',
+        baton_compute_jobs_total: 'counter',
+        baton_a2a_task_updates_total: 'counter',
+        baton_hop_deliveries_total: 'counter',
+        baton_admissions_total: 'counter',
       }
       for (const [name, type] of Object.entries(expected)) {
         assert.equal(s.types.get(name), type, name)
       }
-      // prom-client's own defaults name a few gauges *_total; the hub's names follow the rule.
-      for (const [name, type] of s.types) {
-        if (/^baton_(nodejs|process)_/.test(name)) continue
-        if (type === 'counter') assert.match(name, /_total$/, name)
-        else assert.doesNotMatch(name, /_total$/, name)
+    })
+
+    test('baton_up is 1 while the hub serves; the LISTEN gauge exists only on PostgreSQL', async () => {
+      const s = await scrape(hub)
+      assert.equal(value(s, 'baton_up'), 1)
+      if (store.name === 'postgres') assert.equal(value(s, 'baton_event_listener_up'), 1)
+      else assert.equal(s.types.get('baton_event_listener_up'), undefined)
+    })
+
+    test('each feature counts its committed work', async () => {
+      const a = await signedAgent(hub)
+      const sent = await a.request('POST', '/v1/messages', {
+        recipient: a.principal,
+        body: { n: 1 },
+        idempotencyKey: 'metrics-1',
+      })
+      assert.equal(sent.status, 201, JSON.stringify(sent.body))
+      const id = (sent.body as { id: string }).id
+      assert.equal((await a.request('POST', `/v1/messages/${id}/ack`)).status, 200)
+      const job = await a.request('POST', '/v1/compute/jobs', {
+        language: 'json-expr-v1',
+        program: { '+': [{ var: 'a' }, { var: 'b' }] },
+        input: { a: 1, b: 2 },
+        idempotencyKey: 'metrics-job-1',
+      })
+      assert.equal(job.status, 201, JSON.stringify(job.body))
+      const jobId = (job.body as { jobId: string }).jobId
+      let state = ''
+      while (!['succeeded', 'failed'].includes(state)) {
+        const res = await a.request('GET', `/v1/compute/jobs/${jobId}/wait/5`)
+        assert.equal(res.status, 200, JSON.stringify(res.body))
+        state = (res.body as { state: string }).state
       }
+      const s = await scrape(hub)
+      assert.equal(value(s, 'baton_messages_sent_total'), 1)
+      assert.equal(value(s, 'baton_messages_acked_total'), 1)
+      assert.equal(value(s, 'baton_compute_jobs_total{state="queued"}'), 1)
+      assert.equal(value(s, 'baton_compute_jobs_total{state="succeeded"}'), 1)
+      // Open admission approves each new key as it enrols.
+      assert.ok((value(s, 'baton_admissions_total{state="approved"}') ?? 0) >= 1)
     })
 
     test('signature failures are counted by code', async () => {

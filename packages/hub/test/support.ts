@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { createIdentity, SignedClient } from '@baton/client'
 import pg from 'pg'
-import pino from 'pino'
+import pino, { type Logger } from 'pino'
 import type { Clock } from '../src/clock.js'
 import { type Config, loadConfig } from '../src/config.js'
 import { type RunningHub, startHub } from '../src/hub.js'
@@ -116,7 +116,7 @@ export const TEST_ADDRESS_LIMITS: Record<string, string> = {
 export async function startTestHub(
   store: TestStore,
   env: Record<string, string> = {},
-  opts: { clock?: Clock } = {},
+  opts: { clock?: Clock; log?: Logger } = {},
 ): Promise<TestHub> {
   const db = await store.fresh()
   const config = loadConfig({
@@ -127,7 +127,7 @@ export async function startTestHub(
     ...db.env,
     ...env,
   })
-  const hub = await startHub(config, { ...opts, log: pino({ level: 'silent' }) })
+  const hub = await startHub(config, { ...opts, log: opts.log ?? pino({ level: 'silent' }) })
   return {
     ...hub,
     config,

@@ -175,6 +175,12 @@ export const HopDeliveryView = z.object({
   chain: z.array(z.string()).optional(),
   receipt: z.string(),
   createdAt: z.string(),
+  traceparent: z
+    .string()
+    .optional()
+    .describe(
+      'The W3C traceparent of the request that caused the delivery, when it carried one: continue that trace',
+    ),
 })
 /** One hop inbox entry. */
 export type HopDeliveryView = z.infer<typeof HopDeliveryView>

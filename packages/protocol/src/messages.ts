@@ -78,6 +78,12 @@ export const MessageView = z.object({
   body: z.unknown(),
   createdAt: z.iso.datetime(),
   ackedAt: z.iso.datetime().nullable(),
+  traceparent: z
+    .string()
+    .optional()
+    .describe(
+      'The W3C traceparent of the request that sent the message, when it carried one: continue that trace',
+    ),
 })
 /** An inbox message. */
 export type MessageView = z.infer<typeof MessageView>

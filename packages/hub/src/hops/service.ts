@@ -81,6 +81,8 @@ interface Delivery {
   kind: HopDeliveryView['kind']
   offer: string
   element: string
+  /** The W3C traceparent of the request that caused it, for the recipient to continue. */
+  trace?: string | undefined
 }
 
 /**
@@ -105,7 +107,11 @@ export class HopService {
    * last status included) and is not delivered again; other octets for the same sender and hop
    * are equivocation, refused and reported to both parties of the first offer.
    */
-  async offer(sender: string, input: unknown, { carry }: Carrying = {}): Promise<OfferedHopView> {
+  async offer(
+    sender: string,
+    input: unknown,
+    { carry, trace }: Carrying = {},
+  ): Promise<OfferedHopView> {
     const { to, handoff } = parseInput(OfferHandoffInput, input)
     const offerIss = issuerOf(handoff.offer, HOP_LIMITS.maxElementOctets)
     if (offerIss !== undefined && offerIss !== sender) {
@@ -122,7 +128,7 @@ export class HopService {
     // transaction of the offer's outcome, with the request's nonce: one commit on every path.
     const replay = this.replay.noting()
     const result = await verifyHandoff(handoff, { ...options, replay })
-    if (result.ok) return this.settle(handoff, result, replay.noted, carry)
+    if (result.ok) return this.settle(handoff, result, replay.noted, { carry, trace })
     if (result.reason === 'replay' && result.retransmission === true && result.digest) {
       const known = await store.findHop(this.deps.database.db, result.digest)
       if (known)
@@ -138,7 +144,7 @@ export class HopService {
       // delivering): the identical octets are checked again, without the replay check.
       const again = await verifyHandoff(handoff, options)
       if (!again.ok) throw refusal(again)
-      return this.settle(handoff, again, undefined, carry)
+      return this.settle(handoff, again, undefined, { carry, trace })
     }
     if (result.reason === 'equivocation' && result.firstDigest) {
       const { firstDigest } = result
@@ -147,7 +153,7 @@ export class HopService {
         .run((tx) => this.reportEquivocation(tx, firstDigest, handoff.offer as string))
     } else if (AFTER_REPLAY.has(result.check) && replay.noted?.digest === result.digest) {
       // Remembered by the replay check, then refused: a retransmission answers `replay`.
-      return this.settle(handoff, result, replay.noted, carry)
+      return this.settle(handoff, result, replay.noted, { carry, trace })
     }
     throw refusal(result)
   }
@@ -162,7 +168,7 @@ export class HopService {
     handoff: Handoff,
     result: HandoffVerification,
     noted: HopRecord | undefined,
-    carry: Carrying['carry'],
+    { carry, trace }: Carrying,
   ): Promise<OfferedHopView> {
     const digest = result.digest!
     const outcome = await this.deps.batcher.carrying(carry).run(
@@ -185,7 +191,7 @@ export class HopService {
         if (prior?.data?.refused !== undefined)
           return { error: replayRefusal('replay', { digest }) }
         if (!result.ok) return { error: refusal(result) }
-        return { hop: await this.insertOffer(tx, handoff, result, now), retransmission }
+        return { hop: await this.insertOffer(tx, handoff, result, now, trace), retransmission }
       },
       // The same offer delivered at once on two instances: the loser's re-run finds the winner's.
       { rerunOnUniqueViolation: true },
@@ -237,7 +243,11 @@ export class HopService {
    * Witnesses a signed status from `sender` for a hop it is a party to, moves the hop's state
    * and delivers the status to the other party. A repeat of the same octets answers the same.
    */
-  async answer(sender: string, input: unknown, { carry }: Carrying = {}): Promise<AnsweredHopView> {
+  async answer(
+    sender: string,
+    input: unknown,
+    { carry, trace }: Carrying = {},
+  ): Promise<AnsweredHopView> {
     const { status } = parseInput(AnswerHandoffInput, input)
     let parsed: ParsedElement
     try {
@@ -295,7 +305,7 @@ export class HopService {
         // Another instance moved the hop after it was read: this status is decided again.
         if (!moved) throw MOVED
         const deliveries: Delivery[] = [
-          { recipient: claims.aud, kind: 'status', offer: current.digest, element: status },
+          { recipient: claims.aud, kind: 'status', offer: current.digest, element: status, trace },
         ]
         const propagated: string[] = []
         if (claims.state === 'canceled') {
@@ -427,6 +437,7 @@ export class HopService {
         element: r.element,
         receipt: r.receipt,
         createdAt: iso(r.created_at),
+        ...(r.trace ? { traceparent: r.trace } : {}),
       }
       if (r.kind === 'offer') {
         const hop = await store.findHop(db, r.offer)
@@ -491,12 +502,13 @@ export class HopService {
     handoff: Handoff,
     verified: Extract<HandoffVerification, { ok: true }>,
     now: number,
+    trace: string | undefined,
   ): Promise<HopRow> {
     const c = verified.claims
     const element = handoff.offer as string
     const [delivered] = await this.deliver(
       tx,
-      [{ recipient: c.aud, kind: 'offer', offer: verified.digest, element }],
+      [{ recipient: c.aud, kind: 'offer', offer: verified.digest, element, trace }],
       now,
     )
     const row: HopRow = {
@@ -622,6 +634,7 @@ export class HopService {
         element: d.element,
         receipt,
         created_at: now,
+        trace: d.trace ?? null,
       }
       await store.insertDelivery(tx.db, row)
       receipts.push({ receipt, sequence })

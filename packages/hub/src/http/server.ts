@@ -8,11 +8,13 @@ import Fastify, {
 import { registerA2aRoutes } from '../a2a/http.js'
 import type { AppContext } from '../app.js'
 import { registerGuidePages } from '../guides/pages.js'
-import { registerIdentityRoutes } from '../identity/http.js'
+import { registerIdentityRoutes, verifiedPrincipal } from '../identity/http.js'
 import { MCP_DOCS, registerMcpRoute } from '../mcp/http.js'
 import { registerHttpOperations } from '../ops/http.js'
 import { type ExtraPath, openApiDocument } from '../ops/openapi.js'
 import { OPERATIONS } from '../ops/registry.js'
+import { registerRequestTelemetry } from '../telemetry/http.js'
+import { REQUEST_ID_HEADER, requestIdOf } from '../telemetry/request-id.js'
 import { registerDashboard } from '../web/dashboard.js'
 import { errorHeaders } from './challenge.js'
 import { capConnectionsPerAddress } from './connections.js'
@@ -83,17 +85,24 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
     // Requests log through the hub's logger itself, not a child logger made per request: a child
     // is about 1 KiB, and 10,000 long polls held open kept 10,000 of them alive.
     childLoggerFactory: (logger) => logger,
+    // The caller's X-Request-Id only when it is a safe, bounded token; a fresh one otherwise.
     requestIdHeader: false,
+    genReqId: (req) => requestIdOf(req.headers[REQUEST_ID_HEADER]),
     // Errors the router raises before any route runs (bad URL encoding, over-long segments).
-    frameworkErrors: (error, _req, reply) => {
+    frameworkErrors: (error, req, reply) => {
       const e = toBatonError(error)
-      void (reply as FastifyReply).code(e.status).send(e.toBody())
+      void (reply as FastifyReply).header(REQUEST_ID_HEADER, req.id).code(e.status).send(e.toBody())
     },
   })
 
   capConnectionsPerAddress(app.server, config.connections.maxPerAddress, config.trustProxy, () =>
     metrics.connectionsRefused.inc(),
   )
+
+  // First of all hooks, so every answer carries the request id, refusals before the body too.
+  registerRequestTelemetry(app, ctx.log, ctx.tracing, {
+    principal: (req) => verifiedPrincipal(req)?.principal,
+  })
 
   // One JSON parser with stable codes, for every route and every body (MCP and snapshots too):
   // strict UTF-8, then one walk of the text for depth, element count, `__proto__` and text, then
@@ -177,12 +186,6 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
     const route = req.routeOptions.url ?? 'unmatched'
     metrics.httpRequests.inc({ method: req.method, route, status: reply.statusCode })
     metrics.httpDuration.observe({ method: req.method, route }, reply.elapsedTime / 1000)
-    if (reply.statusCode >= 500 || config.logLevel === 'debug') {
-      req.log.info(
-        { method: req.method, route, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
-        'request',
-      )
-    }
     done()
   })
 

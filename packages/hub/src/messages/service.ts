@@ -107,7 +107,7 @@ export class MessageService {
   async send(
     sender: string,
     msg: SendMessageInput,
-    { carry }: Carrying = {},
+    { carry, trace }: Carrying = {},
   ): Promise<SentMessageView> {
     if (nestsDeeperThan(msg.body, MESSAGE_LIMITS.maxDepth)) {
       throw new BatonError(
@@ -179,6 +179,7 @@ export class MessageService {
           receipt,
           created_at: now,
           acked_at: null,
+          trace: trace ?? null,
         }
         await store.insertMessage(tx.db, row)
         tx.afterCommit(() =>
@@ -409,5 +410,6 @@ function toMessageView(row: MessageRow): MessageView {
     body: JSON.parse(row.body),
     createdAt: iso(row.created_at),
     ackedAt: row.acked_at === null ? null : iso(row.acked_at),
+    ...(row.trace ? { traceparent: row.trace } : {}),
   }
 }

@@ -15,6 +15,7 @@ import {
   runAdmitted,
 } from '../identity/http.js'
 import { parseIdempotencyKey } from '../store/idempotency.js'
+import { handOnTrace } from '../telemetry/http.js'
 import { HTTP_INPUT, parseOperationInput } from './input.js'
 import type { Caller, Operation, OperationInput } from './operation.js'
 
@@ -81,6 +82,7 @@ function httpCaller(ctx: AppContext, op: Operation, req: FastifyRequest, reply: 
     },
     signal: op.longPoll ? new CloseSignal(reply.raw) : NEVER_ABORTED,
     carry: pendingAdmission(req),
+    trace: handOnTrace(req),
   }
   switch (op.auth) {
     case 'handoff-token': {

@@ -23,6 +23,7 @@ export function localInvoke(
         signal: caller.signal,
         progress: caller.progress,
         carry: caller.carry,
+        trace: caller.trace,
       },
       parseOperationInput(op, input, TOOL_INPUT, ctx.config),
     )

@@ -5,6 +5,7 @@ import { z } from 'zod'
 import type { Config } from '../config.js'
 import { toBatonError } from '../http/errors.js'
 import { Carry } from '../store/transaction.js'
+import { formatTraceparent, parseTraceparent } from '../telemetry/trace-context.js'
 import {
   type Auth,
   type Caller,
@@ -22,7 +23,7 @@ import {
 export type Invoke = (
   op: Operation,
   input: OperationInput<unknown, unknown, unknown>,
-  caller: Pick<Caller, 'token' | 'signal' | 'progress' | 'idempotencyKey' | 'carry'>,
+  caller: Pick<Caller, 'token' | 'signal' | 'progress' | 'idempotencyKey' | 'carry' | 'trace'>,
 ) => Promise<unknown>
 
 /**
@@ -113,10 +114,24 @@ type ToolExtra = {
   /** The `auth` the HTTP face set on the request the call came in (`carryingAuth`). */
   authInfo?: { extra?: Record<string, unknown> | undefined } | undefined
   _meta?: { progressToken?: string | number; [key: string]: unknown } | undefined
+  /** The HTTP request that carried the call (Streamable HTTP only). */
+  requestInfo?: { headers?: Record<string, string | string[] | undefined> } | undefined
   sendNotification: (n: {
     method: 'notifications/progress'
     params: { progressToken: string | number; progress: number; total?: number; message?: string }
   }) => Promise<void>
+}
+
+/**
+ * The trace context of a tool call: `_meta.traceparent` (how MCP requests carry W3C Trace
+ * Context), else the `traceparent` header of the HTTP request that carried the call.
+ */
+function traceOf(extra: ToolExtra): string | undefined {
+  const headers = extra.requestInfo?.headers
+  const trace =
+    parseTraceparent(extra._meta?.traceparent, extra._meta?.tracestate) ??
+    parseTraceparent(headers?.traceparent, headers?.tracestate)
+  return trace ? formatTraceparent(trace) : undefined
 }
 
 function progressOf(extra: ToolExtra): Caller['progress'] {
@@ -205,6 +220,7 @@ export function registerOperationTools(
                 signal: extra.signal,
                 progress: progressOf(extra),
                 carry,
+                trace: traceOf(extra),
               })
             }),
           opts.log,

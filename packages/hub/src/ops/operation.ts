@@ -36,6 +36,11 @@ export interface Caller {
    * service, which passes `carry` to that write (`RunOptions.carry`). Absent for unsigned calls.
    */
   carry?: Carry | undefined
+  /**
+   * The W3C traceparent of the request (the hub's span when tracing, else the caller's own),
+   * recorded with the work it hands on, so the agent that receives it continues the trace.
+   */
+  trace?: string | undefined
   /** Reports progress of long work (waits, uploads); faces that cannot carry it ignore it. */
   progress?: ((p: { progress: number; total?: number; message?: string }) => void) | undefined
 }

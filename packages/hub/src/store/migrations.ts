@@ -535,6 +535,14 @@ const migrations: Record<string, Migration> = {
       }
     },
   },
+  '014_trace_context': {
+    async up(db: Kysely<unknown>) {
+      // W3C Trace Context: the traceparent of the request that handed the work on, read back
+      // by the agent that receives it so it continues the same trace. Null: none was carried.
+      await db.schema.alterTable('messages').addColumn('trace', 'text').execute()
+      await db.schema.alterTable('hop_deliveries').addColumn('trace', 'text').execute()
+    },
+  },
 }
 
 const provider: MigrationProvider = { getMigrations: async () => migrations }

@@ -115,6 +115,8 @@ export interface MessageRow {
   receipt: string
   created_at: number
   acked_at: number | null
+  /** The W3C traceparent of the sending request (migration 014), handed to the reader. */
+  trace: string | null
 }
 
 export interface CounterRow {
@@ -286,6 +288,8 @@ export interface HopDeliveryRow {
   element: string
   receipt: string
   created_at: number
+  /** The W3C traceparent of the request that caused it (migration 014), handed to the reader. */
+  trace: string | null
 }
 
 /** One (iss, hop) of the hub-backed replay store (migration 010). */

@@ -1,4 +1,5 @@
 import { type Kysely, type KyselyPlugin, type QueryId, sql } from 'kysely'
+import { inSpan } from '../telemetry/spans.js'
 import type { Database } from './database.js'
 import type { Schema } from './schema.js'
 
@@ -77,7 +78,14 @@ export function countCommit(database: Database): void {
  * Runs `fn` in one write transaction, retrying the whole of it on busy, serialization or deadlock
  * errors. Side effects registered with `afterCommit` run only after a successful commit.
  */
-export async function transaction<T>(database: Database, fn: (tx: Tx) => Promise<T>): Promise<T> {
+export function transaction<T>(database: Database, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  // A span per transaction (retries included) when tracing is configured; a plain call otherwise.
+  return inSpan('baton.transaction', { 'db.system.name': database.caps.name }, () =>
+    attemptTransaction(database, fn),
+  )
+}
+
+async function attemptTransaction<T>(database: Database, fn: (tx: Tx) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     const hooks: (() => void)[] = []
     try {
@@ -180,6 +188,8 @@ export class Carry<I = unknown, T = unknown> {
  */
 export interface Carrying {
   carry?: Carry | undefined
+  /** The W3C traceparent the request hands on to the work it writes (`Caller.trace`). */
+  trace?: string | undefined
 }
 
 /** Options of one write queued on the batcher. */
