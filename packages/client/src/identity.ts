@@ -34,10 +34,15 @@ export interface Identity {
   publicKeyJwk: PublicJwk
   privateKeyJwk: PrivateJwk
   createdAt: string
+  /** The display label the agent means to give itself, if one was chosen. */
+  name?: string | undefined
 }
 
-/** Makes a new Ed25519 identity for a hub (named by its discovery URL). */
-export function createIdentity(hub: string, now: Date = new Date()): Identity {
+/**
+ * Makes a new Ed25519 identity for a hub (named by its discovery URL), with the display label
+ * `name` the agent means to set once it is enrolled, if given.
+ */
+export function createIdentity(hub: string, now: Date = new Date(), name?: string): Identity {
   const privateKeyJwk = generateKeyPair('EdDSA').privateJwk as PrivateJwk
   const privateKey = createPrivateKey({ key: privateKeyJwk, format: 'jwk' })
   const publicKey = createPublicKey(privateKey)
@@ -50,6 +55,7 @@ export function createIdentity(hub: string, now: Date = new Date()): Identity {
     publicKeyJwk,
     privateKeyJwk: { kty: 'OKP', crv: 'Ed25519', x: privateKeyJwk.x, d: privateKeyJwk.d },
     createdAt: now.toISOString(),
+    ...(name === undefined ? {} : { name }),
   }
 }
 
@@ -61,6 +67,7 @@ export function toIdentityFile(identity: Identity): IdentityFile {
     publicKeyJwk: identity.publicKeyJwk,
     privateKeyJwk: identity.privateKeyJwk,
     createdAt: identity.createdAt,
+    ...(identity.name === undefined ? {} : { name: identity.name }),
   }
 }
 

@@ -1,4 +1,9 @@
-import { BatonError, type DiscoveryDocument, type MeView } from '@baton/protocol'
+import {
+  BatonError,
+  type DiscoveryDocument,
+  type MeView,
+  type PrincipalView,
+} from '@baton/protocol'
 import { fetchDiscovery, resolveApiUrl } from './discovery.js'
 import type { RawAnswer } from './http.js'
 import { type Identity, loadIdentity } from './identity.js'
@@ -124,6 +129,16 @@ export class SignedClient {
   /** `GET /v1/me`: the principal, its admission state, quotas and usage. */
   me(): Promise<MeView> {
     return this.call<MeView>('GET', '/v1/me')
+  }
+
+  /**
+   * `PUT /v1/me/label`: gives this agent a display label shown beside its did:key, replacing
+   * any before it; a label names the agent for people and grants nothing.
+   *
+   * @example await client.setLabel('planner')
+   */
+  setLabel(label: string): Promise<PrincipalView> {
+    return this.call<PrincipalView>('PUT', '/v1/me/label', { label })
   }
 
   private async send<T>(

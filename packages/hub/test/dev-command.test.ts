@@ -60,10 +60,15 @@ describe('baton dev', () => {
     const again = await fetch(link, { redirect: 'manual' })
     assert.equal(again.status, 303)
     assert.equal(again.headers.get('set-cookie'), null)
+    // The sign-in page it lands on says the link was used, instead of nothing.
+    assert.equal(again.headers.get('location'), '/dashboard/?link=used')
+    const landing = await (await fetch(`${hub}/dashboard/?link=used`)).text()
+    assert.match(landing, /This sign-in link was already used; sign in with the operator token\./)
     const forged = await fetch(`${hub}/dashboard/dev-signin/${'A'.repeat(32)}`, {
       redirect: 'manual',
     })
     assert.equal(forged.headers.get('set-cookie'), null)
+    assert.equal(forged.headers.get('location'), '/dashboard/?link=invalid')
   })
 
   test('admission is open: a new agent is approved at once', async () => {

@@ -176,6 +176,11 @@ export const CASES: Record<string, Case> = {
   ready: { request: get('/readyz'), expect: {} },
   discovery: { request: get('/.well-known/agent-net'), expect: {} },
   me: { request: get('/v1/me'), expect: { pending: 'ok', rejected: 'ok', suspended: 'ok' } },
+  // Each caller labels only itself, so every admitted agent may; a pending key may not yet.
+  setMyLabel: {
+    request: (_f, caller) => ({ path: '/v1/me/label', body: { label: `matrix ${caller}` } }),
+    expect: {},
+  },
   listPrincipals: { request: get('/admin/v1/principals?limit=10'), expect: {} },
   readPrincipal: {
     request: (f) => ({ path: `/admin/v1/principals/${encodeURIComponent(f.principal)}` }),
@@ -184,6 +189,13 @@ export const CASES: Record<string, Case> = {
   decidePrincipal: {
     request: (f) => ({
       path: `/admin/v1/principals/${encodeURIComponent(f.decided)}/approve`,
+    }),
+    expect: {},
+  },
+  labelPrincipal: {
+    request: (f) => ({
+      path: `/admin/v1/principals/${encodeURIComponent(f.principal)}/label`,
+      body: { label: 'owner' },
     }),
     expect: {},
   },

@@ -43,6 +43,30 @@ export const AdmissionDecision = z.enum(['approve', 'reject', 'suspend'])
 /** One operator decision. */
 export type AdmissionDecision = z.infer<typeof AdmissionDecision>
 
+/**
+ * An agent's display label: 1 to 64 characters, no control, format or line-separator characters,
+ * and no space at either end. It names an agent for people; it is never used for authorization.
+ *
+ * @example AgentLabel.parse('planner')
+ */
+export const AgentLabel = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[^\p{C}\p{Z}](?:[^\p{C}\p{Zl}\p{Zp}]*[^\p{C}\p{Z}])?$/u, {
+    message: 'a label is printable text without control characters or spaces at either end',
+  })
+  .describe('A display label, 1 to 64 printable characters; never used for authorization')
+
+/** An agent's display label. */
+export type AgentLabel = z.infer<typeof AgentLabel>
+
+/** The body that sets a display label, replacing any before it. */
+export const SetLabelInput = z.strictObject({ label: AgentLabel })
+
+/** A parsed label write. */
+export type SetLabelInput = z.infer<typeof SetLabelInput>
+
 /** An Ed25519 public key as a JWK (RFC 8037). */
 export const PublicJwk = z.object({
   kty: z.literal('OKP'),
@@ -69,6 +93,8 @@ export const IdentityFile = z.object({
   publicKeyJwk: PublicJwk,
   privateKeyJwk: PrivateJwk,
   createdAt: z.string(),
+  /** The display label the agent means to give itself (absent when none was chosen). */
+  name: AgentLabel.optional(),
 })
 
 /** The identity file an agent keeps. */
@@ -82,6 +108,8 @@ export type QuotaUsage = z.infer<typeof QuotaUsage>
 /** The answer of `GET /v1/me`. */
 export const MeView = z.object({
   principal: z.string(),
+  /** The display label, set by the agent or an operator; null when none. */
+  label: z.string().nullable(),
   state: AdmissionState,
   enrolledAt: z.iso.datetime(),
   decidedAt: z.iso.datetime().nullable(),
@@ -97,6 +125,8 @@ export type MeView = z.infer<typeof MeView>
 /** A principal as the admin API shows it. */
 export const PrincipalView = z.object({
   principal: z.string(),
+  /** The display label, set by the agent or an operator; null when none. */
+  label: z.string().nullable(),
   state: AdmissionState,
   enrolledAt: z.iso.datetime(),
   decidedAt: z.iso.datetime().nullable(),

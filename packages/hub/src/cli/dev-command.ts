@@ -29,7 +29,13 @@ function oneTimeSignIn(app: FastifyInstance, adminToken: string, now: () => numb
     const expected = Buffer.from(code)
     const valid = given.length === expected.length && timingSafeEqual(given, expected)
     reply.header('cache-control', 'no-store')
-    if (!valid || used) return reply.code(303).header('location', '/dashboard/').send()
+    // Without a session the dashboard then says why the link did not sign this browser in.
+    if (!valid || used) {
+      return reply
+        .code(303)
+        .header('location', `/dashboard/?link=${valid ? 'used' : 'invalid'}`)
+        .send()
+    }
     used = true
     const { cookie } = keeper.issue(now())
     reply.header(

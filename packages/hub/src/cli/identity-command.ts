@@ -1,14 +1,20 @@
 import { parseArgs } from 'node:util'
 import { createIdentity, loadIdentity, saveIdentity } from '@baton/client'
+import { AgentLabel } from '@baton/protocol'
 import { type Io, UsageError } from './io.js'
 
 const USAGE = `baton identity <command>
 
   init --hub <discovery-url> --out <file>   make an Ed25519 key and save it (mode 0600, never overwritten)
+       [--name <label>]                     and the display label to give it (1 to 64 characters)
   show <file>                               print the principal and hub of an identity file (not the key)
 
 The principal is a did:key derived from the public key. The first signed request enrols it; an
-operator then approves it (baton admin), unless the hub runs in open admission.`
+operator then approves it (baton admin), unless the hub runs in open admission. A name is set on
+the hub with \`baton me label --identity <file> --label <label>\` once the key is admitted.`
+
+/** A word as a POSIX shell reads it back unchanged. */
+const shellQuote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`
 
 /** `baton identity init|show`: make and inspect agent identity files. */
 export async function identityCommand(argv: string[], io: Io): Promise<number> {
@@ -18,6 +24,7 @@ export async function identityCommand(argv: string[], io: Io): Promise<number> {
     options: {
       hub: { type: 'string' },
       out: { type: 'string' },
+      name: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -36,11 +43,25 @@ export async function identityCommand(argv: string[], io: Io): Promise<number> {
       } catch {
         throw new UsageError('--hub must be the absolute URL of the hub discovery document')
       }
-      const identity = createIdentity(values.hub)
+      if (values.name !== undefined && !AgentLabel.safeParse(values.name).success) {
+        throw new UsageError('--name must be 1 to 64 printable characters, no space at either end')
+      }
+      const identity = createIdentity(values.hub, new Date(), values.name)
       await saveIdentity(values.out, identity)
       io.stdout(
         JSON.stringify(
-          { principal: identity.principal, hub: identity.hub, file: values.out },
+          {
+            principal: identity.principal,
+            hub: identity.hub,
+            file: values.out,
+            ...(identity.name === undefined
+              ? {}
+              : {
+                  name: identity.name,
+                  // The hub learns the name from a signed request of the admitted key.
+                  setName: `baton me label --identity ${values.out} --label ${shellQuote(identity.name)}`,
+                }),
+          },
           null,
           2,
         ),
@@ -53,7 +74,12 @@ export async function identityCommand(argv: string[], io: Io): Promise<number> {
       const identity = await loadIdentity(file)
       io.stdout(
         JSON.stringify(
-          { principal: identity.principal, hub: identity.hub, createdAt: identity.createdAt },
+          {
+            principal: identity.principal,
+            hub: identity.hub,
+            createdAt: identity.createdAt,
+            ...(identity.name === undefined ? {} : { name: identity.name }),
+          },
           null,
           2,
         ),

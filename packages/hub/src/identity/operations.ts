@@ -6,6 +6,7 @@ import {
   MeView,
   PrincipalPageView,
   PrincipalView,
+  SetLabelInput,
 } from '@baton/protocol'
 import { z } from 'zod'
 import { defineOperation } from '../ops/operation.js'
@@ -54,6 +55,32 @@ export const me = defineOperation({
   run: (ctx, caller) => {
     if (!caller.principal) throw new BatonError('signature_missing', 'The request is not signed')
     return ctx.identity.me(caller.principal)
+  },
+})
+
+/** The signing agent names itself for people; a label is never used for authorization. */
+export const setMyLabel = defineOperation({
+  name: 'setMyLabel',
+  summary:
+    'Give yourself a display label (1 to 64 printable characters) shown beside your did:key, replacing any before it',
+  tags: ['identity'],
+  method: 'PUT',
+  path: '/v1/me/label',
+  auth: 'signature',
+  body: SetLabelInput,
+  output: PrincipalView,
+  errors: [],
+  tool: {
+    name: 'set_my_label',
+    title: 'Set my display label',
+    description:
+      'Give yourself a display label such as "planner" or "reviewer", shown beside your did:key in the dashboard, listings and chains so people can tell agents apart. It names you; it grants nothing.',
+    annotations: { destructiveHint: false, idempotentHint: true },
+  },
+  cli: ['me', 'label'],
+  run: (ctx, caller, { body }) => {
+    if (!caller.principal) throw new BatonError('signature_missing', 'The request is not signed')
+    return ctx.identity.setLabel(caller.principal.principal, body.label, caller)
   },
 })
 
@@ -115,5 +142,30 @@ export const decidePrincipal = defineOperation({
   run: (ctx, _caller, { params }) => ctx.identity.decide(params.principal, params.decision),
 })
 
+/** An operator labels any principal, pending ones included (operator only). */
+export const labelPrincipal = defineOperation({
+  name: 'labelPrincipal',
+  summary: 'Set the display label of a principal, in any admission state (operator only)',
+  tags: adminTags,
+  method: 'PUT',
+  path: '/admin/v1/principals/:principal/label',
+  auth: 'operator',
+  params: z.strictObject({ principal: principalParam }),
+  body: SetLabelInput,
+  output: PrincipalView,
+  errors: ['principal_not_found'],
+  tool: false,
+  cli: ['principals', 'label'],
+  run: (ctx, _caller, { params, body }) => ctx.identity.setLabel(params.principal, body.label),
+})
+
 /** Every identity operation, in the order they are documented. */
-export const identityOperations = [discovery, me, listPrincipals, readPrincipal, decidePrincipal]
+export const identityOperations = [
+  discovery,
+  me,
+  setMyLabel,
+  listPrincipals,
+  readPrincipal,
+  decidePrincipal,
+  labelPrincipal,
+]

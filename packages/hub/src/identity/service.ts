@@ -3,6 +3,7 @@ import { generateKeyPair } from '@baton/context'
 import {
   AdmissionDecision,
   AdmissionState,
+  type AgentLabel,
   BatonError,
   BODY_COMPONENTS,
   type DiscoveryDocument,
@@ -31,6 +32,7 @@ import type { KeySealer } from '../store/sealing.js'
 import {
   Carry,
   type CarryGroup,
+  type Carrying,
   type GroupOutcome,
   type Tx,
   type WriteBatcher,
@@ -148,9 +150,11 @@ function toPrincipal(row: PrincipalRow): Principal {
   }
 }
 
-function toView(p: Principal): PrincipalView {
+function toView(row: PrincipalRow): PrincipalView {
+  const p = toPrincipal(row)
   return {
     principal: p.principal,
+    label: row.label ?? null,
     state: p.state,
     enrolledAt: iso(p.enrolledAt)!,
     decidedAt: iso(p.decidedAt),
@@ -553,6 +557,7 @@ export class IdentityService {
           })
     return {
       principal: p.principal,
+      label: (await store.findLabel(db, p.principal)) ?? null,
       state: p.state,
       enrolledAt: iso(p.enrolledAt)!,
       decidedAt: iso(p.decidedAt),
@@ -647,7 +652,7 @@ export class IdentityService {
     const page = rows.slice(0, limit)
     const last = page.at(-1)
     return {
-      principals: page.map((r) => toView(toPrincipal(r))),
+      principals: page.map((r) => toView(r)),
       next_cursor: rows.length > limit && last ? toCursor(last) : null,
     }
   }
@@ -656,7 +661,7 @@ export class IdentityService {
   async get(principal: string): Promise<PrincipalView> {
     const row = await store.findPrincipal(this.deps.database.db, principal)
     if (!row) throw new BatonError('principal_not_found', 'No such principal', { principal })
-    return toView(toPrincipal(row))
+    return toView(row)
   }
 
   /** An operator's decision: approve, reject or suspend a principal (any state to any). */
@@ -684,7 +689,36 @@ export class IdentityService {
       return updated
     })
     if (!row) throw new BatonError('principal_not_found', 'No such principal', { principal })
-    return toView(toPrincipal(row))
+    return toView(row)
+  }
+
+  /**
+   * Sets a principal's display label, by the agent itself (`carry` holds its signed
+   * request's admission) or by an operator. A label names; it never grants anything.
+   */
+  async setLabel(
+    principal: string,
+    label: AgentLabel,
+    { carry }: Carrying = {},
+  ): Promise<PrincipalView> {
+    const row = await this.deps.batcher.carrying(carry).run(async (tx) => {
+      const now = this.deps.clock.now()
+      const updated = await store.setPrincipalLabel(tx.db, principal, label)
+      if (updated) {
+        tx.afterCommit(() =>
+          this.deps.bus?.publish({
+            topic: `principal:${principal}`,
+            type: 'principal.labeled',
+            at: now,
+            // Listeners on the topic read `state` as the admission every request is judged by.
+            data: { principal, state: updated.state },
+          }),
+        )
+      }
+      return updated
+    })
+    if (!row) throw new BatonError('principal_not_found', 'No such principal', { principal })
+    return toView(row)
   }
 
   /** Removes nonces whose signatures can no longer be fresh. */

@@ -53,6 +53,33 @@ export async function setPrincipalState(
     .executeTakeFirst()
 }
 
+/** Sets a principal's display label; answers the updated row, or undefined if unknown. */
+export async function setPrincipalLabel(
+  db: Kysely<Schema>,
+  principal: string,
+  label: string,
+): Promise<PrincipalRow | undefined> {
+  return db
+    .updateTable('principals')
+    .set({ label })
+    .where('principal', '=', principal)
+    .returningAll()
+    .executeTakeFirst()
+}
+
+/** A principal's display label, undefined when it has none or is not enrolled. */
+export async function findLabel(
+  db: Kysely<Schema>,
+  principal: string,
+): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('principals')
+    .select('label')
+    .where('principal', '=', principal)
+    .executeTakeFirst()
+  return row?.label ?? undefined
+}
+
 /** Principals in enrolment order, after a position (keyset paging), optionally in one state. */
 export async function listPrincipals(
   db: Kysely<Schema>,

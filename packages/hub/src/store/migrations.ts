@@ -543,6 +543,12 @@ const migrations: Record<string, Migration> = {
       await db.schema.alterTable('hop_deliveries').addColumn('trace', 'text').execute()
     },
   },
+  '015_agent_labels': {
+    async up(db: Kysely<unknown>) {
+      // A display label an agent gives itself or an operator sets; never used for authorization.
+      await db.schema.alterTable('principals').addColumn('label', 'text').execute()
+    },
+  },
 }
 
 const provider: MigrationProvider = { getMigrations: async () => migrations }

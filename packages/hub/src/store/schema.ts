@@ -50,6 +50,8 @@ export interface PrincipalRow {
   state: string
   enrolled_at: number
   decided_at: number | null
+  /** The display label (migration 015); null when none. */
+  label?: string | null
 }
 
 export interface SignatureNonceRow {

@@ -55,6 +55,35 @@ function loadAssets(): Map<string, Asset> {
 
 const text = (v: unknown) => (typeof v === 'string' && v.length <= 500 ? v : undefined)
 
+/** An Ed25519 did:key as the hub derives principals: `did:key:z6Mk` and base58btc. */
+const DID_KEY = /^did:key:z[1-9A-HJ-NP-Za-km-z]{40,60}$/
+
+/**
+ * The did:keys an answer names, in one walk over at most `maxNodes` values, at most `max` of
+ * them: the page shows each beside its label, so the answer carries the labels it needs.
+ */
+function principalsIn(answer: unknown, max = 500, maxNodes = 50_000): string[] {
+  const found = new Set<string>()
+  const stack: unknown[] = [answer]
+  for (let seen = 0; stack.length > 0 && seen < maxNodes && found.size < max; seen++) {
+    const v = stack.pop()
+    if (typeof v === 'string') {
+      if (DID_KEY.test(v)) found.add(v)
+    } else if (Array.isArray(v)) {
+      for (const x of v) stack.push(x)
+    } else if (v !== null && typeof v === 'object') {
+      for (const x of Object.values(v)) stack.push(x)
+    }
+  }
+  return [...found]
+}
+
+/** The one-time link of `baton dev` sends a browser here when its code is used or wrong. */
+const LINK_MESSAGES: Record<string, string> = {
+  used: 'This sign-in link was already used; sign in with the operator token.',
+  invalid: 'This sign-in link is not valid; sign in with the operator token.',
+}
+
 const SIGNOUT_TOPIC = 'dashboard:signouts'
 const SIGNOUT_REFRESH_MS = 5000
 
@@ -198,8 +227,13 @@ export function registerDashboard(api: Api, ctx: AppContext): void {
 
     const appPage = async (req: FastifyRequest, reply: FastifyReply) => {
       if (!keeper) return html(reply, 403, page('disabled.html'))
-      // Without a session, a dashboard page is nothing but the sign-in page.
-      if (!sessionOf(req)) return html(reply, 401, signInPage())
+      // Without a session, a dashboard page is nothing but the sign-in page; after a one-time
+      // link that could not sign in, it says why (a fixed text, never from the request).
+      if (!sessionOf(req)) {
+        const link = (req.query as Record<string, unknown> | undefined)?.link
+        const message = typeof link === 'string' ? LINK_MESSAGES[link] : undefined
+        return html(reply, 401, signInPage(message))
+      }
       const url = req.url.split('?')[0]!
       if (url.startsWith('/dashboard/api/')) {
         throw new BatonError('not_found', `No route ${req.method} ${url}`)
@@ -292,12 +326,21 @@ export function registerDashboard(api: Api, ctx: AppContext): void {
       }
     })
 
-    // Read API: every answer needs a session and is never cached.
-    const read = (url: string, handler: (req: FastifyRequest) => Promise<unknown>) =>
+    // Read API: every answer needs a session and is never cached. An answer that names
+    // principals carries their display labels (`labels`, by did:key); revealed contents do not.
+    const read = (
+      url: string,
+      handler: (req: FastifyRequest) => Promise<unknown>,
+      { labels = true } = {},
+    ) =>
       scope.get(url, async (req, reply) => {
         requireSession(req)
         reply.header('cache-control', 'no-store')
-        return handler(req)
+        const answer = await handler(req)
+        if (!labels || answer === null || typeof answer !== 'object' || Array.isArray(answer)) {
+          return answer
+        }
+        return { ...answer, labels: await q.labelsOf(db(), principalsIn(answer)) }
       })
     const query = (req: FastifyRequest) => req.query as Record<string, unknown>
     const param = (req: FastifyRequest, name: string) =>
@@ -321,8 +364,10 @@ export function registerDashboard(api: Api, ctx: AppContext): void {
     read('/dashboard/api/handoffs/:id', async (req) =>
       found(await q.readHandoff(db(), now(), param(req, 'id')), 'handoff'),
     )
-    read('/dashboard/api/handoffs/:id/payload', async (req) =>
-      found(await q.readHandoffPayload(db(), param(req, 'id')), 'handoff'),
+    read(
+      '/dashboard/api/handoffs/:id/payload',
+      async (req) => found(await q.readHandoffPayload(db(), param(req, 'id')), 'handoff'),
+      { labels: false },
     )
     read('/dashboard/api/resources', async (req) =>
       q.listResources(db(), {
@@ -345,8 +390,10 @@ export function registerDashboard(api: Api, ctx: AppContext): void {
         ? { principal, messages: await q.listMessages(db(), principal) }
         : { principals: await q.messageSummary(db()) }
     })
-    read('/dashboard/api/messages/:id/body', async (req) =>
-      found(await q.readMessageBody(db(), param(req, 'id')), 'message'),
+    read(
+      '/dashboard/api/messages/:id/body',
+      async (req) => found(await q.readMessageBody(db(), param(req, 'id')), 'message'),
+      { labels: false },
     )
     read('/dashboard/api/transfers', async (req) => ({
       transfers: await q.listTransfers(db(), { state: text(query(req).state) ?? '' }),
@@ -354,12 +401,21 @@ export function registerDashboard(api: Api, ctx: AppContext): void {
     read('/dashboard/api/transfers/:id', async (req) =>
       found(await q.readTransfer(db(), param(req, 'id')), 'transfer'),
     )
-    read('/dashboard/api/transfers/:id/snapshot', async (req) =>
-      found(await q.readTransferSnapshot(db(), param(req, 'id')), 'transfer snapshot'),
+    read(
+      '/dashboard/api/transfers/:id/snapshot',
+      async (req) =>
+        found(await q.readTransferSnapshot(db(), param(req, 'id')), 'transfer snapshot'),
+      { labels: false },
     )
     read('/dashboard/api/notify', () => ctx.notifier.queue())
     read('/dashboard/api/hops', async () => ({ hops: await ctx.hops.recent() }))
     read('/dashboard/api/compute', () => ctx.compute.dashboard())
+    read('/dashboard/api/a2a', async (req) => ({
+      tasks: await q.listA2aTasks(db(), { state: text(query(req).state) ?? '' }),
+    }))
+    read('/dashboard/api/a2a/:id', async (req) =>
+      found(await q.readA2aTask(db(), param(req, 'id')), 'A2A task'),
+    )
     read('/dashboard/api/hops/:digest', async (req) =>
       found(await ctx.hops.operatorChain(param(req, 'digest')), 'hop'),
     )

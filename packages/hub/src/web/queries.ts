@@ -29,7 +29,7 @@ export const ACTIVITY = { buckets: 60, bucketMs: 60_000 } as const
 
 async function countBy(
   db: Db,
-  table: 'handoffs' | 'transfers' | 'principals',
+  table: 'handoffs' | 'transfers' | 'principals' | 'a2a_tasks' | 'compute_jobs' | 'hops',
   now: number,
 ): Promise<Record<string, number>> {
   const out: Record<string, number> = {}
@@ -102,12 +102,16 @@ async function openHandoffsByState(db: Db, now: number): Promise<Record<string, 
 
 /** Counts that matter now, and activity per minute over the last hour. */
 export async function overview(db: Db, now: number) {
-  const [handoffs, openHandoffs, transfers, principals] = await Promise.all([
-    countBy(db, 'handoffs', now),
-    openHandoffsByState(db, now),
-    countBy(db, 'transfers', now),
-    countBy(db, 'principals', now),
-  ])
+  const [handoffs, openHandoffs, transfers, principals, a2aTasks, computeJobs, hops] =
+    await Promise.all([
+      countBy(db, 'handoffs', now),
+      openHandoffsByState(db, now),
+      countBy(db, 'transfers', now),
+      countBy(db, 'principals', now),
+      countBy(db, 'a2a_tasks', now),
+      countBy(db, 'compute_jobs', now),
+      countBy(db, 'hops', now),
+    ])
   const scalar = async (q: Promise<{ n: number } | undefined>) => num((await q)?.n)
   const count = sql<number>`count(*)`.as('n')
   const [unacked, resources, liveGrants] = await Promise.all([
@@ -136,6 +140,9 @@ export async function overview(db: Db, now: number) {
     openHandoffs,
     transfers,
     principals,
+    a2aTasks,
+    computeJobs,
+    hops,
     pendingAdmissions: principals.pending ?? 0,
     unackedMessages: unacked,
     resources,
@@ -512,4 +519,117 @@ export async function readTransferSnapshot(db: Db, id: string) {
     .where('transfer_id', '=', id)
     .executeTakeFirst()
   return row ? { id: row.transfer_id, snapshot: parseJson(row.content) } : undefined
+}
+
+/** The display labels of `principals` that have one (a label names; it never authorizes). */
+export async function labelsOf(db: Db, principals: string[]): Promise<Record<string, string>> {
+  const out: Record<string, string> = {}
+  if (principals.length === 0) return out
+  const rows = await db
+    .selectFrom('principals')
+    .select(['principal', 'label'])
+    .where('principal', 'in', principals)
+    .where('label', 'is not', null)
+    .execute()
+  for (const r of rows) if (r.label) out[r.principal] = r.label
+  return out
+}
+
+/** An A2A task state as the dashboard names it: `TASK_STATE_INPUT_REQUIRED` is `input-required`. */
+const a2aState = (state: string) =>
+  state
+    .replace(/^TASK_STATE_/, '')
+    .toLowerCase()
+    .replace(/_/g, '-')
+
+// A read of the a2a tables for the operator, beside the feature's own reads: the A2A service
+// answers only a task's parties, and the operator is none of them.
+
+/** A2A tasks, most recently changed first, optionally in one state (`working`, `completed`…). */
+export async function listA2aTasks(db: Db, q: { state?: string; limit?: number }) {
+  let query = db
+    .selectFrom('a2a_tasks')
+    .select([
+      'id',
+      'context_id',
+      'owner',
+      'agent',
+      'state',
+      'generation',
+      'created_at',
+      'updated_at',
+    ])
+  if (q.state)
+    query = query.where('state', '=', `TASK_STATE_${q.state.toUpperCase().replace(/-/g, '_')}`)
+  const rows = await query
+    .orderBy('updated_at', 'desc')
+    .orderBy('id', 'asc')
+    .limit(q.limit ?? 200)
+    .execute()
+  return rows.map((r) => ({
+    id: r.id,
+    contextId: r.context_id,
+    owner: r.owner,
+    agent: r.agent,
+    state: a2aState(r.state),
+    generation: num(r.generation),
+    createdAt: iso(r.created_at),
+    updatedAt: iso(r.updated_at),
+  }))
+}
+
+/**
+ * One A2A task and its events, oldest first: kind, author, the state each left the task in, and
+ * an artifact's id. Message and artifact contents are not read out.
+ */
+export async function readA2aTask(db: Db, id: string) {
+  const row = await db
+    .selectFrom('a2a_tasks')
+    .select([
+      'id',
+      'context_id',
+      'owner',
+      'agent',
+      'state',
+      'generation',
+      'created_at',
+      'updated_at',
+    ])
+    .where('id', '=', id)
+    .executeTakeFirst()
+  if (!row) return undefined
+  const events = await db
+    .selectFrom('a2a_events')
+    .select(['generation', 'kind', 'author', 'body', 'at'])
+    .where('task_id', '=', id)
+    .orderBy('generation', 'asc')
+    .limit(1000)
+    .execute()
+  return {
+    id: row.id,
+    contextId: row.context_id,
+    owner: row.owner,
+    agent: row.agent,
+    state: a2aState(row.state),
+    generation: num(row.generation),
+    createdAt: iso(row.created_at),
+    updatedAt: iso(row.updated_at),
+    events: events.map((e) => {
+      const body = parseJson(e.body) as {
+        state?: unknown
+        status?: { state?: unknown }
+        artifact?: { artifactId?: unknown }
+      } | null
+      const state = body?.status?.state ?? body?.state
+      const artifact = body?.artifact?.artifactId
+      return {
+        generation: num(e.generation),
+        kind: e.kind,
+        author: e.author,
+        state: typeof state === 'string' ? a2aState(state) : null,
+        artifactId: typeof artifact === 'string' ? artifact : null,
+        at: iso(e.at),
+      }
+    }),
+  }
 }

@@ -4,6 +4,13 @@ import { barChart, budgetBar, esc, machineDrawing } from './draw.js'
 const view = document.getElementById('view')
 const live = document.getElementById('live')
 let csrfToken = ''
+/** How the hub admits new keys (`approval` or `open`), from the session. */
+let admissionMode = 'approval'
+/**
+ * Display labels by did:key, from the `labels` of every answer. A label is text an agent chose:
+ * it is only ever written escaped, and it never stands in for the did:key it sits beside.
+ */
+const labels = new Map()
 
 // ---- talking to the hub ---------------------------------------------------------------------
 
@@ -22,6 +29,7 @@ async function api(path) {
       body,
       status: res.status,
     })
+  for (const [principal, label] of Object.entries(body.labels ?? {})) labels.set(principal, label)
   return body
 }
 
@@ -77,12 +85,17 @@ function who(value, { href = '', cls = '' } = {}) {
   const v = String(value)
   const did = /^(did:[a-z0-9]+:)(.{9,})$/.exec(v)
   const tail = did ? `${did[1]}…${did[2].slice(-4)}` : ''
-  const label = did
+  const id = did
     ? `<span class="id who ${cls}" title="${esc(v)}" data-principal-text="${esc(v)}"><span class="full">${esc(v)}</span><span class="tail">${esc(tail)}</span></span>`
     : short(v, cls)
+  // The label is the agent's own words: beside the did:key, never instead of it.
+  const name = did ? labels.get(v) : undefined
+  const label = name
+    ? `<span class="who-label" title="${esc(name)}" data-label="${esc(name)}">${esc(name)}</span>`
+    : ''
   const shown = href
-    ? `<a href="${esc(href)}" data-focus-key="who:${esc(href)}">${label}</a>`
-    : label
+    ? `<a href="${esc(href)}" data-focus-key="who:${esc(href)}">${label}${id}</a>`
+    : `${label}${id}`
   if (!did) return shown
   return `<span class="who-wrap">${shown}<button type="button" class="copy" data-copy="${esc(v)}" aria-label="Copy ${esc(tail)}" title="Copy ${esc(v)}">${copyIcon}</button></span>`
 }
@@ -101,13 +114,22 @@ const eventData = (data) =>
     /(&quot;)(sha-\d+:)/g,
     (_, q, algo) => `${q}<span class="algo">${algo}</span>`,
   )
-const money = (micros) =>
-  micros === null || micros === undefined
-    ? '—'
-    : (micros / 1_000_000).toLocaleString('en', {
-        minimumFractionDigits: 2,
-        maximumFractionDigits: 6,
-      })
+/**
+ * An amount of a transfer budget (seed 004), counted in integer micro-units (1 unit = 1 000 000):
+ * two decimals and the unit, the exact amount in the title. A rate keeps up to six decimals.
+ */
+function money(micros, { rate = false } = {}) {
+  if (micros === null || micros === undefined) return '—'
+  const units = micros / 1_000_000
+  const exact = units.toLocaleString('en', { minimumFractionDigits: 2, maximumFractionDigits: 6 })
+  const shown = rate
+    ? exact
+    : units.toLocaleString('en', { minimumFractionDigits: 2, maximumFractionDigits: 2 })
+  // A small amount that two decimals would show as zero keeps its digits.
+  const text = shown === '0.00' && micros !== 0 ? exact : shown
+  const unit = rate ? 'units / s' : 'units'
+  return `<span class="amount" title="${esc(`${exact} ${unit} (${number.format(micros)} micro-units${rate ? ' / s' : ''})`)}">${esc(text)} ${unit}</span>`
+}
 const json = (value) => `<pre class="json">${esc(JSON.stringify(value, null, 2))}</pre>`
 const enc = encodeURIComponent
 
@@ -164,7 +186,11 @@ const views = {
   admission: {
     title: 'Admission',
     shell: ({ params }) =>
-      `<h1 class="page">Admission queue</h1><div class="toolbar">${select(
+      `<h1 class="page">Admission queue</h1>${
+        admissionMode === 'open'
+          ? '<p class="panel note" id="admission-open" role="note"><strong>Admission is open:</strong> every new key is approved as it enrols (<code>BATON_ADMISSION=open</code>), so nothing waits here. Reject or suspend still shut a key out.</p>'
+          : ''
+      }<div class="toolbar">${select(
         'f-state',
         'Show',
         [
@@ -193,7 +219,7 @@ const views = {
     shell: ({ id, params }) =>
       id
         ? `<p class="crumbs"><a href="#/handoffs">Handoffs</a> /</p><div id="content"></div>`
-        : `<h1 class="page">Token handoffs</h1><div class="toolbar"><label for="f-state">State</label> <input id="f-state" type="search" list="handoff-states" placeholder="any; open, expired or a state name" size="30" value="${esc(params.get('state') ?? '')}" /><datalist id="handoff-states">${[
+        : `<h1 class="page">Token handoffs</h1><div class="toolbar"><label for="f-state">State</label> <input id="f-state" type="search" list="handoff-states" placeholder="any state" aria-describedby="f-state-hint" value="${esc(params.get('state') ?? '')}" /><span id="f-state-hint" class="muted hint">open, expired or a state name</span><datalist id="handoff-states">${[
             'open',
             'expired',
             'offered',
@@ -273,6 +299,24 @@ const views = {
     onEvent: (ev, r) =>
       r.id ? isType(ev, 'message') && ev.topic.endsWith(r.id) : isType(ev, 'message'),
   },
+  a2a: {
+    title: 'A2A',
+    shell: ({ id, params }) =>
+      id
+        ? `<p class="crumbs"><a href="#/a2a">A2A</a> /</p><div id="content"></div>`
+        : `<h1 class="page">A2A tasks</h1><div class="toolbar">${select(
+            'f-state',
+            'State',
+            [['', 'All'], ...A2A_STATES.map((s) => [s, s])],
+            params.get('state') ?? '',
+          )}</div><div id="content"></div>`,
+    load: ({ id, params }) =>
+      id
+        ? api(`/dashboard/api/a2a/${enc(id)}`)
+        : api(`/dashboard/api/a2a?state=${enc(params.get('state') ?? '')}`),
+    draw: (data, r) => (r.id ? drawA2aTask(data) : drawA2aTasks(data)),
+    onEvent: (ev, r) => (r.id ? ev.topic.includes(r.id) : isType(ev, 'a2a')),
+  },
   hops: {
     title: 'Hops',
     shell: ({ id }) =>
@@ -305,7 +349,7 @@ const views = {
 }
 
 /** Sections that have one page per id; the others have no pages below them. */
-const withIds = new Set(['handoffs', 'transfers', 'resources', 'messages', 'hops'])
+const withIds = new Set(['handoffs', 'transfers', 'resources', 'messages', 'a2a', 'hops'])
 
 const notFoundPage = (what) =>
   `<div class="panel not-found" id="not-found"><p>There is nothing at <code>${esc(what)}</code>.</p><p><a href="#/overview" data-focus-key="home">Go to the overview</a></p></div>`
@@ -337,8 +381,32 @@ function byState(counts) {
     .join('')
 }
 
+/** A2A 1.0 task states, as the dashboard names them. */
+const A2A_STATES = [
+  'submitted',
+  'working',
+  'input-required',
+  'auth-required',
+  'completed',
+  'failed',
+  'canceled',
+  'rejected',
+]
+
 /** The transfer states the "Running transfers" card counts. */
 const RUNNING = ['active', 'insolvent']
+
+/** A2A counts by the state names the A2A page uses. */
+const a2aNames = (counts) =>
+  Object.fromEntries(
+    Object.entries(counts).map(([s, n]) => [
+      s
+        .replace(/^TASK_STATE_/, '')
+        .toLowerCase()
+        .replaceAll('_', '-'),
+      n,
+    ]),
+  )
 
 function drawOverview(o) {
   const sum = (obj) => Object.values(obj).reduce((a, b) => a + b, 0)
@@ -366,6 +434,17 @@ function drawOverview(o) {
       o.resources,
       `<span class="chip">live grants ${number.format(o.liveGrants)}</span>`,
     ),
+    stat(
+      'A2A tasks',
+      sum(o.a2aTasks ?? {}),
+      `${byState(a2aNames(o.a2aTasks ?? {}))} <a href="#/a2a">Tasks</a>`,
+    ),
+    stat(
+      'Compute jobs',
+      sum(o.computeJobs ?? {}),
+      `${byState(o.computeJobs ?? {})} <a href="#/compute">Queue</a>`,
+    ),
+    stat('Hops', sum(o.hops ?? {}), `${byState(o.hops ?? {})} <a href="#/hops">Chains</a>`),
   ].join('')
   const chart = (title, values) => {
     const total = values.reduce((a, b) => a + b, 0)
@@ -418,10 +497,22 @@ function drawPrincipals({ principals, next_cursor }, r) {
   )}${pager('admission', r.params, next_cursor)}`
 }
 
+/** A machine's states in order as small steps, the current one filled; the steps wrap. */
+function miniMachine(states, state) {
+  if (!states.length) return '—'
+  const steps = states
+    .map(
+      (s) =>
+        `<li class="step${s === state ? ' current' : ''}"${s === state ? ' aria-current="step"' : ''}>${esc(s)}</li>`,
+    )
+    .join('')
+  return `<ol class="mini-machine" aria-label="states in order">${steps}</ol>`
+}
+
 function drawHandoffs({ handoffs }) {
   const rows = handoffs.map(
     (h) =>
-      `<tr><td><a href="#/handoffs/${enc(h.id)}" data-focus-key="h:${esc(h.id)}">${short(h.id)}</a></td><td>${badge(h.expired ? 'expired' : h.state)}</td><td class="num">${h.version}</td><td class="hide-narrow muted">${esc(h.states.join(' → '))}</td><td>${time(h.updatedAt)}</td><td class="hide-narrow">${time(h.expiresAt)}</td></tr>`,
+      `<tr><td><a href="#/handoffs/${enc(h.id)}" data-focus-key="h:${esc(h.id)}">${short(h.id)}</a></td><td>${badge(h.expired ? 'expired' : h.state)}</td><td class="num">${h.version}</td><td class="hide-narrow">${miniMachine(h.states, h.state)}</td><td>${time(h.updatedAt)}</td><td class="hide-narrow">${time(h.expiresAt)}</td></tr>`,
   )
   return table(
     [
@@ -462,10 +553,49 @@ function drawHandoff(h) {
   <div class="panel" id="reveal-box"><p class="hidden-body">${number.format(h.payloadChars)} characters of JSON, hidden.</p><button type="button" data-reveal="/dashboard/api/handoffs/${enc(h.id)}/payload" data-field="payload" data-focus-key="reveal">Show payload</button></div>`
 }
 
+function drawA2aTasks({ tasks }) {
+  const rows = tasks.map(
+    (t) =>
+      `<tr data-task="${esc(t.id)}"><td><a href="#/a2a/${enc(t.id)}" data-focus-key="a2a:${esc(t.id)}">${short(t.id)}</a></td><td>${badge(t.state)}</td><td class="hide-narrow">${who(t.owner)}</td><td class="hide-narrow">${who(t.agent)}</td><td class="num">${number.format(t.generation)}</td><td>${time(t.updatedAt)}</td></tr>`,
+  )
+  return table(
+    [
+      '<th>Task</th>',
+      '<th>State</th>',
+      '<th class="hide-narrow">Owner</th>',
+      '<th class="hide-narrow">Agent</th>',
+      '<th class="num">Generation</th>',
+      '<th>Updated</th>',
+    ],
+    rows,
+    'No A2A tasks match.',
+  )
+}
+
+function drawA2aTask(t) {
+  const events = t.events
+    .map(
+      (e) =>
+        `<li data-generation="${e.generation}"><span class="seq">#${e.generation}</span><div><strong>${esc(e.kind)}</strong>${e.state ? ` ${badge(e.state)}` : ''}${e.artifactId ? ` <span class="mono">${esc(e.artifactId)}</span>` : ''} <span class="muted">by ${who(e.author)} · ${time(e.at)}</span></div></li>`,
+    )
+    .join('')
+  return `<h1 class="page"><span class="mono">${esc(t.id)}</span> <span id="a2a-state">${badge(t.state)}</span> <span class="muted">generation ${number.format(t.generation)}</span></h1>
+  <dl class="panel meta">
+    <div><dt>Owner</dt><dd>${who(t.owner, { cls: 'long' })}</dd></div>
+    <div><dt>Agent</dt><dd>${who(t.agent, { cls: 'long' })}</dd></div>
+    <div><dt>Context</dt><dd><span class="id" title="${esc(t.contextId)}">${esc(t.contextId)}</span></dd></div>
+    <div><dt>Created</dt><dd>${time(t.createdAt)}</dd></div>
+    <div><dt>Updated</dt><dd>${time(t.updatedAt)}</dd></div>
+  </dl>
+  <h2>Events</h2>
+  <p class="muted">Oldest first, one per generation. Message and artifact contents are not shown.</p>
+  <div class="panel"><ol class="timeline" id="a2a-events">${events || '<li class="muted">No events.</li>'}</ol></div>`
+}
+
 function drawHops({ hops }) {
   const rows = hops.map(
     (h) =>
-      `<tr><td><a href="#/hops/${enc(h.digest)}" data-focus-key="hop:${esc(h.digest)}" class="mono">${esc(h.digest.slice(0, 12))}…</a></td><td>${badge(h.state)}${outcomeBeside(h)}</td><td class="hide-narrow">${short(h.iss)}</td><td class="hide-narrow">${short(h.aud)}</td><td class="hide-narrow">${esc(h.dialog)}</td><td class="num">${h.chain.length}</td><td>${time(h.updatedAt)}</td></tr>`,
+      `<tr><td><a href="#/hops/${enc(h.digest)}" data-focus-key="hop:${esc(h.digest)}" class="mono">${esc(h.digest.slice(0, 12))}…</a></td><td>${badge(h.state)}${outcomeBeside(h)}</td><td class="hide-narrow">${who(h.iss)}</td><td class="hide-narrow">${who(h.aud)}</td><td class="hide-narrow">${esc(h.dialog)}</td><td class="num">${h.chain.length}</td><td>${time(h.updatedAt)}</td></tr>`,
   )
   return table(
     [
@@ -489,11 +619,11 @@ function drawCompute({ queue, workers, jobs }) {
   )
   const workerRows = workers.map(
     (w) =>
-      `<tr data-worker="${esc(w.runtimeId)}"><td class="mono">${esc(w.runtimeId)}</td><td class="hide-narrow">${w.principal === 'hub' ? 'embedded' : short(w.principal)}</td><td>${esc(w.languages.join(', '))}</td><td>${time(w.lastHeartbeat)}</td></tr>`,
+      `<tr data-worker="${esc(w.runtimeId)}"><td class="mono">${esc(w.runtimeId)}</td><td class="hide-narrow">${w.principal === 'hub' ? 'embedded' : who(w.principal)}</td><td>${esc(w.languages.join(', '))}</td><td>${time(w.lastHeartbeat)}</td></tr>`,
   )
   const jobRows = jobs.map(
     (j) =>
-      `<tr data-job="${esc(j.jobId)}"><td class="mono">${esc(j.jobId)}</td><td class="job-state">${badge(j.state)}</td><td class="hide-narrow">${short(j.owner)}</td><td class="hide-narrow">${esc(j.language)}</td><td class="num">${j.steps === null ? '—' : number.format(j.steps)}</td><td class="num">${j.durationMs === null ? '—' : `${number.format(j.durationMs)} ms`}</td><td class="job-error mono">${esc(j.errorCode ?? '')}</td><td>${time(j.createdAt)}</td></tr>`,
+      `<tr data-job="${esc(j.jobId)}"><td class="mono">${esc(j.jobId)}</td><td class="job-state">${badge(j.state)}</td><td class="hide-narrow">${who(j.owner)}</td><td class="hide-narrow">${esc(j.language)}</td><td class="num">${j.steps === null ? '—' : number.format(j.steps)}</td><td class="num">${j.durationMs === null ? '—' : `${number.format(j.durationMs)} ms`}</td><td class="job-error mono">${esc(j.errorCode ?? '')}</td><td>${time(j.createdAt)}</td></tr>`,
   )
   return `<h2>Queue</h2>
   ${table(['<th>Language</th>', '<th class="num">Queued</th>', '<th class="num">Running</th>'], queueRows, 'No languages.')}
@@ -511,14 +641,20 @@ function outcomeBeside(h) {
     : ''
 }
 
+/** A hub receipt on one line, cut with an ellipsis; the whole value in its title and a copy button. */
+function receipt(value) {
+  if (!value) return '—'
+  return `<span class="receipt-wrap"><span class="mono receipt" title="${esc(value)}">${esc(value)}</span><button type="button" class="copy" data-copy="${esc(value)}" aria-label="Copy the receipt" title="Copy the receipt">${copyIcon}</button></span>`
+}
+
 // One box per hop, oldest first, linked by prev: its parties, state, flags, statuses and receipts.
 function drawHopChain({ hops }, current) {
   const boxes = hops
     .map((h, i) => {
       const statuses = h.statuses
         .map(
-          (s) =>
-            `<li>${badge(s.state)}${s.reason ? ` <span class="muted">${esc(s.reason)}</span>` : ''} <span class="muted">by ${short(s.iss)} · ${time(s.receivedAt)}</span><div class="mono receipt" title="hub receipt">${esc(s.receipt.slice(-24))}</div></li>`,
+          (s, j) =>
+            `<li class="hop-status"><span class="seq">#${j + 1}</span><div><div class="status-line">${badge(s.state)}${s.reason ? ` <span class="muted">${esc(s.reason)}</span>` : ''} <span class="muted by">by ${who(s.iss)} · ${time(s.receivedAt)}</span></div>${receipt(s.receipt)}</div></li>`,
         )
         .join('')
       const flags = h.flags.map((f) => `<span class="chip flag">${esc(f)}</span>`).join(' ')
@@ -526,14 +662,14 @@ function drawHopChain({ hops }, current) {
       return `${i > 0 ? '<div class="hop-link" aria-hidden="true">↓ prev</div>' : ''}<section class="panel hop${h.digest === current ? ' hop-current' : ''}" data-hop="${esc(h.digest)}" aria-label="hop ${i + 1} of ${hops.length}">
   <h2 class="flush">Hop ${i + 1} <span class="hop-state">${badge(h.state)}</span>${outcomeBeside(h)} ${flags}</h2>
   <dl class="meta">
-    <div><dt>Delegator</dt><dd>${short(h.iss, 'long')}</dd></div>
-    <div><dt>Delegate</dt><dd>${short(h.aud, 'long')}</dd></div>
+    <div><dt>Delegator</dt><dd>${who(h.iss, { cls: 'long' })}</dd></div>
+    <div><dt>Delegate</dt><dd>${who(h.aud, { cls: 'long' })}</dd></div>
     <div><dt>Dialog</dt><dd>${esc(h.dialog)}${h.task ? ` · ${esc(h.task)}` : ''}</dd></div>
     <div><dt>Digest</dt><dd class="mono">${esc(h.digest)}</dd></div>
     <div><dt>Offered</dt><dd>${time(h.createdAt)}</dd></div>
     <div><dt>Expires</dt><dd>${time(new Date(h.exp * 1000).toISOString())}</dd></div>
     <div><dt>References</dt><dd>${refs || '—'}</dd></div>
-    <div><dt>Offer receipt</dt><dd class="mono receipt">${esc(h.receipt.slice(-24))}</dd></div>
+    <div><dt>Offer receipt</dt><dd>${receipt(h.receipt)}</dd></div>
   </dl>
   <h3>Statuses</h3>
   <ol class="timeline">${statuses || '<li class="muted">No status yet.</li>'}</ol>
@@ -590,7 +726,7 @@ function drawTransfer(t) {
   return `<h1 class="page"><span class="mono">${esc(t.id)}</span> <span id="transfer-state">${badge(t.state)}</span></h1>
   <div class="panel"><h2 class="flush">Budget <span class="muted" id="budget-percent">${t.budgetMicros ? Math.round((t.spentMicros / t.budgetMicros) * 100) : 0}% spent</span></h2>
     <div id="budget">${budgetBar(t.spentMicros, t.budgetMicros, t.state)}</div>
-    <div class="budget-numbers"><span>spent <strong id="spent">${money(t.spentMicros)}</strong> of <strong>${money(t.budgetMicros)}</strong> allocated</span><span>${remaining !== null && remaining < 0 ? `over budget by ${money(-remaining)}` : `remaining ${money(remaining)}`}</span><span>rate ${money(t.rateMicros)} / s</span>${grace}</div>
+    <div class="budget-numbers"><span>spent <strong id="spent">${money(t.spentMicros)}</strong> of <strong>${money(t.budgetMicros)}</strong> allocated</span><span>${remaining !== null && remaining < 0 ? `over budget by ${money(-remaining)}` : `remaining ${money(remaining)}`}</span><span>rate ${money(t.rateMicros, { rate: true })}</span>${grace}</div>
   </div>
   <h2>Runtime</h2>
   <dl class="panel meta">
@@ -786,7 +922,11 @@ function confirmDecision(decision, principal) {
   const words = decisionWords[decision]
   if (!words) return Promise.resolve(true)
   document.getElementById('confirm-title').textContent = words.title
-  document.getElementById('confirm-principal').textContent = principal
+  // As text: the label is the agent's own words.
+  const label = labels.get(principal)
+  document.getElementById('confirm-principal').textContent = label
+    ? `${label} · ${principal}`
+    : principal
   document.getElementById('confirm-text').textContent = words.text
   const ok = document.getElementById('confirm-ok')
   ok.textContent = decision === 'reject' ? 'Reject' : 'Suspend'
@@ -807,7 +947,7 @@ async function copyText(button) {
     await navigator.clipboard.writeText(value)
   } catch {
     // No clipboard (a plain-http address that is not loopback): select the text to copy by hand.
-    const text = button.parentElement.querySelector('.id')
+    const text = button.parentElement.querySelector('.id, .receipt')
     const range = document.createRange()
     range.selectNodeContents(text)
     getSelection().removeAllRanges()
@@ -991,5 +1131,6 @@ window.addEventListener('hashchange', () => {
 
 const session = await api('/dashboard/api/session')
 csrfToken = session.csrfToken
+admissionMode = session.admission ?? 'approval'
 connect()
 await show()
