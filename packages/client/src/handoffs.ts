@@ -59,7 +59,7 @@ export class HandoffClient {
     )
   }
 
-  /** Waits up to `seconds` (at most 25) for a change after `version`, or for the end. */
+  /** Waits up to `seconds` (clamped to the hub's longest wait) for a change after `version`, or for the end. */
   wait(
     id: string,
     token: string,

@@ -44,7 +44,7 @@ for (const store of testStores) {
       const owner = alice.identity.principal
 
       // A stranger's wait is refused like a missing job, and takes no slot.
-      await assert.rejects(hub.ctx.compute.wait(bob.identity.principal, id, '20'), {
+      await assert.rejects(hub.ctx.compute.wait(bob.identity.principal, id, 20), {
         code: 'compute_job_not_found',
       })
 
@@ -52,7 +52,7 @@ for (const store of testStores) {
       const statementsBefore = counts.statements
       const waits: Promise<ComputeJobWaitView>[] = []
       for (let i = 0; i < 100; i++) {
-        waits.push(hub.ctx.compute.wait(owner, id, '20'))
+        waits.push(hub.ctx.compute.wait(owner, id, 20))
         while (hub.ctx.waits.waiting < i + 1) await new Promise((r) => setImmediate(r))
       }
       // The first waiter reads the job; the others join that read, nothing having changed.

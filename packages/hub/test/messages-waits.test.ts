@@ -35,9 +35,9 @@ for (const store of testStores) {
       const waits: Promise<MessagePageView>[] = []
       for (let i = 0; i < 100; i++) {
         const query = {
-          after: String(first.sequence + (i % 10)),
-          limit: String(1 + Math.floor(i / 10)),
-          wait: '20',
+          after: first.sequence + (i % 10),
+          limit: 1 + Math.floor(i / 10),
+          wait: 20,
         }
         waits.push(messages.list(reader, query))
       }
@@ -80,19 +80,19 @@ for (const store of testStores) {
       const m1 = await send('b-1', 1)
       const m2 = await send('b-2', 2)
       // Opens the inbox's group at its end.
-      const atEnd = messages.list(reader, { after: String(m2.sequence), limit: '100', wait: '20' })
+      const atEnd = messages.list(reader, { after: m2.sequence, limit: 100, wait: 20 })
       while (hub.ctx.waits.waiting < 1) await new Promise((r) => setImmediate(r))
       // A cursor before where the group began: its messages are not in the shared read.
-      const early = await messages.list(reader, { after: String(m1.sequence - 1), wait: '20' })
+      const early = await messages.list(reader, { after: m1.sequence - 1, wait: 20 })
       assert.deepEqual(
         early.messages.map((m) => m.id),
         [m1.id, m2.id],
       )
       // A cursor ahead of the group's start, whose page goes past what one shared read holds.
       const ahead = messages.list(reader, {
-        after: String(m2.sequence + 50),
-        limit: '100',
-        wait: '20',
+        after: m2.sequence + 50,
+        limit: 100,
+        wait: 20,
       })
       while (hub.ctx.waits.waiting < 2) await new Promise((r) => setImmediate(r))
       // More messages than one shared read holds commit at once, as another instance would

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { waitSeconds, wholeNumber } from './codecs.js'
 import { jsonValue } from './json.js'
 
 /** The states of a compute job; `succeeded`, `failed` and `canceled` are final. */
@@ -35,6 +36,37 @@ export const SubmitComputeJobInput = z
   })
 /** A parsed submit request. */
 export type SubmitComputeJobInput = z.infer<typeof SubmitComputeJobInput>
+
+/** Compute listing defaults: jobs answered per page when `limit` is not given, and at most. */
+export const COMPUTE_LIST_LIMITS = { defaultPageSize: 50, maxPageSize: 100 } as const
+
+/** The query of `GET /v1/compute/jobs`. */
+export const ListComputeJobsQuery = z.strictObject({
+  limit: wholeNumber({ min: 1, max: COMPUTE_LIST_LIMITS.maxPageSize })
+    .optional()
+    .describe(
+      `At most this many, 1 to ${COMPUTE_LIST_LIMITS.maxPageSize} (default ${COMPUTE_LIST_LIMITS.defaultPageSize})`,
+    ),
+})
+/** A parsed compute listing query. */
+export type ListComputeJobsQuery = z.output<typeof ListComputeJobsQuery>
+
+/** The path parameters of `GET /v1/compute/jobs/{id}/wait/{seconds}` under a hub's longest wait. */
+export function computeWaitParams(limits: { maxWaitSeconds: number }) {
+  return z.strictObject({
+    id: z.string().max(128).describe('The job id'),
+    seconds: waitSeconds().describe(
+      `How long to wait; longer than ${limits.maxWaitSeconds} is clamped`,
+    ),
+  })
+}
+
+/** The query of a compute job wait. */
+export const ComputeWaitQuery = z.strictObject({
+  version: wholeNumber()
+    .optional()
+    .describe('The version the caller has seen; a later version answers at once'),
+})
 
 /** A compute job as its submitter sees it. */
 export const ComputeJobView = z.object({
@@ -108,6 +140,8 @@ export type ComputeClaimView = z.infer<typeof ComputeClaimView>
 
 /** The body of a lease renewal. */
 export const ComputeLeaseInput = z.strictObject({ leaseId: z.string().min(1).max(64) })
+/** A parsed lease renewal. */
+export type ComputeLeaseInput = z.infer<typeof ComputeLeaseInput>
 
 /** A runtime's result: the output, or a failure with a registered code. */
 export const ComputeResultInput = z.strictObject({

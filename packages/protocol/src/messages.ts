@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { booleanFlag, waitSeconds, wholeNumber } from './codecs.js'
 import { jsonValue } from './json.js'
 
 /** Message limits; the body size is overridable by the hub's configuration. */
@@ -29,15 +30,63 @@ export const RECEIPT_TYPE = 'baton-message-receipt+jws'
 /** The `v` of a receipt payload; a new payload shape gets a new number. */
 export const RECEIPT_VERSION = 1
 
-/** The body of `POST /v1/messages` (seed 000: `handoff-notice.json`, `handoff-reply.json`). */
-export const SendMessageInput = z.strictObject({
-  recipient: z.string().min(1).max(200),
-  body: jsonValue().refine((v) => v !== null, 'body must not be null'),
-  idempotencyKey: z.string().min(1).max(MESSAGE_LIMITS.maxIdempotencyKeyChars),
-})
+/** The limits of a message's input that a hub's operator may change. */
+export interface MessageInputLimits {
+  /** Largest body, as canonical JSON (RFC 8785), in bytes. */
+  maxBodyBytes: number
+  /** Longest long-poll `wait`, in seconds; longer waits are clamped. */
+  maxWaitSeconds: number
+}
+
+/**
+ * The body of `POST /v1/messages` (seed 000: `handoff-notice.json`, `handoff-reply.json`) under a
+ * hub's limits. A body's canonical size is no JSON Schema rule: it is `message_too_large` (413).
+ */
+export function sendMessageInput(
+  limits: Pick<MessageInputLimits, 'maxBodyBytes'> = MESSAGE_LIMITS,
+) {
+  return z.strictObject({
+    recipient: z.string().min(1).max(200),
+    body: jsonValue()
+      .refine((v) => v !== null, 'body must not be null')
+      .describe(
+        `Any JSON but null, at most ${limits.maxBodyBytes} bytes as RFC 8785 canonical JSON and ${MESSAGE_LIMITS.maxDepth} levels deep`,
+      ),
+    idempotencyKey: z.string().min(1).max(MESSAGE_LIMITS.maxIdempotencyKeyChars),
+  })
+}
+/** The body of `POST /v1/messages` under the default limits. */
+export const SendMessageInput = sendMessageInput()
 
 /** A parsed send request. */
 export type SendMessageInput = z.infer<typeof SendMessageInput>
+
+/**
+ * The query of `GET /v1/messages` under a hub's limits: the whole rule of its shape, so a cursor,
+ * a page size, the flag and the wait arrive as the numbers and the boolean the inbox reads.
+ */
+export function inboxQuery(limits: Pick<MessageInputLimits, 'maxWaitSeconds'> = MESSAGE_LIMITS) {
+  return z.strictObject({
+    after: wholeNumber()
+      .optional()
+      .describe('Exclusive global sequence (default 0); pass the last nextAfter'),
+    limit: wholeNumber({ min: 1, max: MESSAGE_LIMITS.maxPageSize })
+      .optional()
+      .describe(
+        `At most this many messages, 1 to ${MESSAGE_LIMITS.maxPageSize} (default ${MESSAGE_LIMITS.defaultPageSize})`,
+      ),
+    unacked: booleanFlag().optional().describe('true: only messages not yet acknowledged'),
+    wait: waitSeconds()
+      .optional()
+      .describe(
+        `Seconds to wait for a message when none is there; longer than ${limits.maxWaitSeconds} is clamped`,
+      ),
+  })
+}
+/** The query of an inbox read under the default limits. */
+export const InboxQuery = inboxQuery()
+/** A parsed inbox query. */
+export type InboxQuery = z.output<typeof InboxQuery>
 
 /**
  * What a hub receipt attests, signed by the hub's key: the message, its place in the global

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { waitSeconds, wholeNumber } from './codecs.js'
 import { jsonValue } from './json.js'
 
 /** Session transfer defaults (seed 004); each is overridable by the hub's configuration. */
@@ -154,6 +155,37 @@ export const MintTokenInput = z.strictObject({
 })
 /** A parsed mint request. */
 export type MintTokenInput = z.infer<typeof MintTokenInput>
+
+/** Whose transfers a listing answers: those the caller owns, or those it runs. */
+export const TransferRole = z.enum(['owner', 'runtime'])
+/** A listing's role. */
+export type TransferRole = z.infer<typeof TransferRole>
+
+/** The query of `GET /v1/transfers`. */
+export const ListTransfersQuery = z.strictObject({
+  role: TransferRole.optional().describe('owner (default) or runtime'),
+  state: z.enum(TRANSFER_STATES).optional().describe('Only transfers in this state'),
+})
+/** A parsed listing query. */
+export type ListTransfersQuery = z.output<typeof ListTransfersQuery>
+
+/** The query of `GET /v1/transfers/{id}/wait` under a hub's longest wait. */
+export function transferWaitQuery(
+  limits: { maxWaitSeconds: number } = { maxWaitSeconds: TRANSFER_LIMITS.maxWaitSeconds },
+) {
+  return z.strictObject({
+    seconds: waitSeconds()
+      .optional()
+      .describe(`How long to wait (default 0); longer than ${limits.maxWaitSeconds} is clamped`),
+    version: wholeNumber()
+      .optional()
+      .describe('The version the caller has seen; a later version answers at once'),
+  })
+}
+/** The query of a transfer wait under the default limits. */
+export const TransferWaitQuery = transferWaitQuery()
+/** A parsed transfer wait query. */
+export type TransferWaitQuery = z.output<typeof TransferWaitQuery>
 
 /** The body of `POST /admin/v1/transfers/{id}/terminate`. */
 export const TerminateInput = z.strictObject({

@@ -6,6 +6,9 @@ import {
   ComputeResultInput,
   ComputeRuntimeInput,
   ComputeRuntimeView,
+  ComputeWaitQuery,
+  computeWaitParams,
+  ListComputeJobsQuery,
   SubmitComputeJobInput,
 } from '@baton/protocol'
 import { z } from 'zod'
@@ -73,9 +76,7 @@ export const listComputeJobs = defineOperation({
   method: 'GET',
   path: '/v1/compute/jobs',
   auth: 'signature',
-  query: z.object({
-    limit: z.string().max(8).optional().describe('At most this many (1-100, default 50)'),
-  }),
+  query: ListComputeJobsQuery,
   output: z.object({ jobs: z.array(ComputeJobView) }),
   errors: [],
   tool: {
@@ -110,36 +111,28 @@ export const readComputeJob = defineOperation({
 export const waitComputeJob = defineOperation({
   name: 'waitComputeJob',
   cli: ['compute', 'wait'],
-  summary: 'Answer as soon as the job changes or ends, within {seconds} (at most 25)',
+  summary:
+    "Answer as soon as the job changes or ends, within {seconds} (clamped to the hub's longest wait, 25 s by default)",
   tags,
   method: 'GET',
   path: '/v1/compute/jobs/:id/wait/:seconds',
   auth: 'signature',
-  params: z.strictObject({
-    id: z.string().max(128).describe('The job id'),
-    seconds: z.string().max(16).describe('How long to wait; larger values are clamped'),
-  }),
-  query: z.object({
-    version: z
-      .string()
-      .max(16)
-      .optional()
-      .describe('The version the caller has seen; a later version answers at once'),
-  }),
+  params: (config) => computeWaitParams(config.compute),
+  query: ComputeWaitQuery,
   output: ComputeJobWaitView,
   errors: ['compute_job_not_found'],
   longPoll: true,
   tool: {
     name: 'wait_compute_job',
     title: 'Wait for a compute job',
-    description:
-      'Answer as soon as one of your compute jobs changes or ends, within `seconds` (at most 25). Pass the version you have seen so a change in between is not missed.',
+    description: (config) =>
+      `Answer as soon as one of your compute jobs changes or ends, within \`seconds\` (at most ${config.compute.maxWaitSeconds}; longer is clamped). Pass the version you have seen so a change in between is not missed.`,
     annotations: { readOnlyHint: true },
   },
   run: (ctx, caller, { params, query }) =>
     withProgress(
       caller,
-      Math.min(Number(params.seconds) || 0, ctx.config.compute.maxWaitSeconds),
+      Math.min(params.seconds, ctx.config.compute.maxWaitSeconds),
       ctx.compute.wait(
         signer(caller),
         params.id,

@@ -2,11 +2,12 @@ import { randomBytes } from 'node:crypto'
 import {
   BatonError,
   type ClaimedComputeJobView,
+  COMPUTE_LIST_LIMITS,
   type ComputeJobView,
   type ComputeJobWaitView,
-  ComputeLeaseInput,
-  ComputeResultInput,
-  ComputeRuntimeInput,
+  type ComputeLeaseInput,
+  type ComputeResultInput,
+  type ComputeRuntimeInput,
   type ComputeRuntimeView,
   isErrorCode,
   type RuntimeAvailability,
@@ -24,7 +25,6 @@ import { requestHash } from '../store/idempotency.js'
 import { consumeDailyQuota, quotaExceeded, utcDayStart } from '../store/quota.js'
 import type { ComputeJobRow } from '../store/schema.js'
 import type { Carrying, Tx, WriteBatcher } from '../store/transaction.js'
-import { parseInput } from '../validation.js'
 import { checkJsonInput, compileJsonExpr, JSON_EXPR_V1 } from './json-expr.js'
 import { DEFAULT_COMPUTE_LIMITS } from './limits.js'
 import * as store from './store.js'
@@ -93,14 +93,6 @@ function notFound(id: string): BatonError {
 
 function leaseLost(): BatonError {
   return new BatonError('compute_lease_lost', 'This runtime no longer holds the job')
-}
-
-function wholeNumber(raw: unknown, field: string): number {
-  const n = typeof raw === 'number' ? raw : Number(raw)
-  if (!Number.isSafeInteger(n) || n < 0 || (typeof raw === 'string' && !/^\d{1,9}$/.test(raw))) {
-    throw new BatonError('invalid_request', `${field} must be a whole number`, { field })
-  }
-  return n
 }
 
 function toView(row: ComputeJobRow): ComputeJobView {
@@ -371,26 +363,23 @@ export class ComputeService {
     return toView(await this.visible(owner, id))
   }
 
-  async list(owner: string, limit: unknown): Promise<{ jobs: ComputeJobView[] }> {
-    const n = limit === undefined ? 50 : wholeNumber(limit, 'limit')
-    if (n < 1 || n > 100) {
-      throw new BatonError('invalid_request', 'limit must be 1 to 100', { field: 'limit' })
-    }
-    return { jobs: (await store.listJobs(this.db, owner, n)).map(toView) }
+  async list(
+    owner: string,
+    limit: number = COMPUTE_LIST_LIMITS.defaultPageSize,
+  ): Promise<{ jobs: ComputeJobView[] }> {
+    return { jobs: (await store.listJobs(this.db, owner, limit)).map(toView) }
   }
 
-  /** Waits up to `seconds` (clamped) for the job to pass `seenVersion` or to end. */
+  /** Waits up to `seconds` (clamped) for the job to pass `seen` or to end. */
   async wait(
     owner: string,
     id: string,
-    seconds: unknown,
-    seenVersion?: unknown,
+    seconds: number,
+    seen?: number,
     signal?: WaitSignal,
     address?: string,
   ): Promise<ComputeJobWaitView> {
-    const secs = wholeNumber(seconds ?? 0, 'seconds')
-    const seen = seenVersion === undefined ? undefined : wholeNumber(seenVersion, 'version')
-    const waitMs = Math.min(secs, this.deps.config.maxWaitSeconds) * 1000
+    const waitMs = Math.min(seconds, this.deps.config.maxWaitSeconds) * 1000
     if (!JOB_ID_RE.test(id)) throw notFound(id)
     const data: JobWaiter = { owner, id, seen, waitMs }
     const { first, last } = await this.deps.waits.wait({
@@ -464,11 +453,10 @@ export class ComputeService {
   /** A runtime's heartbeat: registers or renews it as live for the languages it serves. */
   async heartbeat(
     principal: string,
-    input: unknown,
+    body: ComputeRuntimeInput,
     { carry }: Carrying = {},
   ): Promise<ComputeRuntimeView> {
     this.assertRuntime(principal)
-    const body = parseInput(ComputeRuntimeInput, input)
     const unsupported = body.languages.filter((l) => !SUPPORTED_LANGUAGES.includes(l))
     if (unsupported.length > 0) {
       throw new BatonError(
@@ -644,11 +632,10 @@ export class ComputeService {
   async renew(
     principal: string,
     jobId: string,
-    input: unknown,
+    body: ComputeLeaseInput,
     { carry }: Carrying = {},
   ): Promise<{ leaseEndsAt: string }> {
     this.assertRuntime(principal)
-    const body = parseInput(ComputeLeaseInput, input)
     const now = this.deps.clock.now()
     const until = now + this.deps.config.leaseMs
     const ok = await this.deps.batcher
@@ -665,11 +652,10 @@ export class ComputeService {
   async complete(
     principal: string,
     jobId: string,
-    input: unknown,
+    body: ComputeResultInput,
     { carry }: Carrying = {},
   ): Promise<ComputeJobView> {
     this.assertRuntime(principal)
-    const body = parseInput(ComputeResultInput, input)
     const row = await store.findJob(this.db, jobId)
     if (!row || row.lease_id !== body.leaseId) throw leaseLost()
     const now = this.deps.clock.now()

@@ -32,8 +32,11 @@ const input = (
 const RESOURCE_NOT_FOUND = -32002
 /** Most subscriptions one MCP session holds at once: each costs a watch (a bus listener or a poll). */
 export const MAX_SUBSCRIPTIONS_PER_SESSION = 32
-/** Longest wait one long poll of a stdio watch asks the hub for (the hub's own cap is 25 s). */
-const WAIT_SECONDS = '25'
+/**
+ * The wait one long poll of a stdio watch asks for: longer than any hub holds one, so each poll
+ * lasts the hub's own longest wait (a longer wait is clamped, never refused).
+ */
+const WAIT_SECONDS = 3600
 /** An inbox page as a resource: the first unacknowledged messages, oldest first. */
 const INBOX_PAGE = '100'
 

@@ -5,6 +5,7 @@ import {
   canonicalJson,
   createMessageBodyDigest,
   createMessageReceipt,
+  type InboxQuery,
   MESSAGE_LIMITS,
   type MessagePageView,
   type MessageView,
@@ -52,14 +53,6 @@ export const outboxTopic = (principal: string) => `outbox:${principal}`
 
 const ID_RE = /^msg_[A-Za-z0-9_-]{22}$/
 const iso = (ms: number) => new Date(ms).toISOString()
-
-/** The query of an inbox read as the operation parsed it: text, whose numbers are parsed here. */
-export interface InboxInput {
-  after?: string | undefined
-  limit?: string | undefined
-  unacked?: string | undefined
-  wait?: string | undefined
-}
 
 /** One inbox long poll: the page it asked for and how long it waits. */
 interface InboxWaiter {
@@ -203,21 +196,16 @@ export class MessageService {
    */
   async list(
     recipient: string,
-    input: InboxInput,
+    {
+      after = 0,
+      limit = MESSAGE_LIMITS.defaultPageSize,
+      unacked = false,
+      wait = 0,
+    }: InboxQuery = {},
     signal?: WaitSignal,
     address?: string,
   ): Promise<MessagePageView> {
-    const after = parseWhole(input.after, 'after', 0)
-    const limit = parseWhole(input.limit, 'limit', MESSAGE_LIMITS.defaultPageSize)
-    if (limit < 1 || limit > MESSAGE_LIMITS.maxPageSize) {
-      throw new BatonError('invalid_request', `limit must be 1 to ${MESSAGE_LIMITS.maxPageSize}`, {
-        field: 'limit',
-        max: MESSAGE_LIMITS.maxPageSize,
-      })
-    }
-    const unacked = parseFlag(input.unacked, 'unacked')
-    const waitMs =
-      Math.min(parseWhole(input.wait, 'wait', 0), this.deps.config.maxWaitSeconds) * 1000
+    const waitMs = Math.min(wait, this.deps.config.maxWaitSeconds) * 1000
     const startedAt = this.deps.clock.now()
     this.assertPollInterval(recipient, startedAt)
     const waiter: InboxWaiter = { recipient, after, limit, unacked, waitMs }
@@ -235,7 +223,7 @@ export class MessageService {
 
   /** Acknowledges a message addressed to the caller; a repeat answers the first ackedAt. */
   async ack(recipient: string, id: string, { carry }: Carrying = {}): Promise<AckView> {
-    if (typeof id !== 'string' || !ID_RE.test(id)) throw notFound(id)
+    if (!ID_RE.test(id)) throw notFound(id)
     const row = await this.deps.batcher.carrying(carry).run(async (tx) => {
       const now = this.deps.clock.now()
       const changed = await store.markAcked(tx.db, id, recipient, now)
@@ -368,25 +356,8 @@ function nestsDeeperThan(value: unknown, max: number): boolean {
   return false
 }
 
-function notFound(id: unknown): BatonError {
+function notFound(id: string): BatonError {
   return new BatonError('message_not_found', `No message ${JSON.stringify(id)} in your inbox`)
-}
-
-function parseWhole(value: string | undefined, field: string, fallback: number): number {
-  if (value === undefined || value === '') return fallback
-  const n = /^\d{1,15}$/.test(value) ? Number(value) : Number.NaN
-  if (!Number.isSafeInteger(n)) {
-    throw new BatonError('invalid_request', `${field} must be a whole number of at least 0`, {
-      field,
-    })
-  }
-  return n
-}
-
-function parseFlag(value: string | undefined, field: string): boolean {
-  if (value === undefined || value === '' || value === 'false') return false
-  if (value === 'true') return true
-  throw new BatonError('invalid_request', `${field} must be true or false`, { field })
 }
 
 function toSent(row: MessageRow): SentMessageView {

@@ -8,17 +8,18 @@ import {
   type ErrorCode,
   LeaseInput,
   LeaseView,
+  ListTransfersQuery,
   MintedTokenView,
   MintTokenInput,
   ProvisionInput,
   PushInput,
   SnapshotView,
   TerminateInput,
-  TRANSFER_LIMITS,
   TransferIdempotencyKey,
   TransferListView,
   TransferView,
   TransferWaitView,
+  transferWaitQuery,
   UsageInput,
   UsageView,
 } from '@baton/protocol'
@@ -96,10 +97,7 @@ export const listTransfers = defineOperation({
   method: 'GET',
   path: '/v1/transfers',
   auth: 'signature',
-  query: z.object({
-    role: z.string().max(16).optional().describe('owner (default) or runtime'),
-    state: z.string().max(32).optional().describe('Only transfers in this state'),
-  }),
+  query: ListTransfersQuery,
   output: TransferListView,
   errors: [],
   tool: {
@@ -154,16 +152,14 @@ export const getStatus = defineOperation({
 /** Answers as soon as the transfer passes `version` or ends. */
 export const waitTransfer = defineOperation({
   name: 'waitTransfer',
-  summary: 'Answer as soon as the transfer passes `version` or ends, within `seconds` (max 25)',
+  summary:
+    "Answer as soon as the transfer passes `version` or ends, within `seconds` (clamped to the hub's longest wait, 25 s by default)",
   tags,
   method: 'GET',
   path: '/v1/transfers/:id/wait',
   auth: 'signature',
   params,
-  query: z.object({
-    seconds: z.string().max(16).optional().describe('How long to wait; larger values are clamped'),
-    version: z.string().max(16).optional().describe('The version the caller has seen'),
-  }),
+  query: (config) => transferWaitQuery(config.transfer),
   output: TransferWaitView,
   errors: notFound,
   longPoll: true,
@@ -172,11 +168,11 @@ export const waitTransfer = defineOperation({
   run: (ctx, caller, { params, query }) =>
     withProgress(
       caller,
-      Math.min(Number(query.seconds) || 0, ctx.config.transfer.maxWaitSeconds),
+      Math.min(query.seconds ?? 0, ctx.config.transfer.maxWaitSeconds),
       ctx.transfers.wait(
         principalOf(caller),
         params.id,
-        query.seconds,
+        query.seconds ?? 0,
         query.version,
         caller.signal,
         caller.ip,
@@ -512,13 +508,14 @@ const pushStateTool: CompositeTool = {
 const getStatusTool: CompositeTool = {
   name: 'get_status',
   title: 'Read a transfer',
-  description: `Read the transfer, its budget and its ordered event log. With wait_seconds (at most ${TRANSFER_LIMITS.maxWaitSeconds}) it answers as soon as the version passes the one you have seen.`,
+  description: (config) =>
+    `Read the transfer, its budget and its ordered event log. With wait_seconds (at most ${config.transfer.maxWaitSeconds}) it answers as soon as the version passes the one you have seen.`,
   auth: 'signature',
-  input: {
+  input: (config) => ({
     transferId,
-    wait_seconds: z.number().int().min(0).max(TRANSFER_LIMITS.maxWaitSeconds).optional(),
+    wait_seconds: z.number().int().min(0).max(config.transfer.maxWaitSeconds).optional(),
     version: z.number().int().min(0).optional(),
-  },
+  }),
   output: TransferView.extend({ changed: z.boolean().optional() }),
   ops: [getStatus, waitTransfer],
   annotations: { readOnlyHint: true },
@@ -535,10 +532,7 @@ const getStatusTool: CompositeTool = {
       waitTransfer,
       {
         params: { id },
-        query: {
-          seconds: String(wait_seconds ?? 0),
-          ...(version === undefined ? {} : { version: String(version) }),
-        },
+        query: { seconds: wait_seconds ?? 0, ...(version === undefined ? {} : { version }) },
         body: undefined,
       },
       caller,

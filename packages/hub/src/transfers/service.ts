@@ -1,23 +1,24 @@
 import { createHash, randomBytes } from 'node:crypto'
 import {
-  ActivateInput,
+  type ActivateInput,
   BatonError,
-  ClaimNextInput,
+  type ClaimNextInput,
   type CreatedTransferView,
   CreateTransferInput,
   canonicalJson,
-  LeaseInput,
+  type LeaseInput,
   type LeaseView,
+  type ListTransfersQuery,
   type MintedTokenView,
-  MintTokenInput,
-  ProvisionInput,
-  PushInput,
+  type MintTokenInput,
+  type ProvisionInput,
+  type PushInput,
   type Snapshot,
   type SnapshotView,
-  TerminateInput,
+  type TerminateInput,
   type TransferView,
   type TransferWaitView,
-  UsageInput,
+  type UsageInput,
   type UsageView,
 } from '@baton/protocol'
 import type { Logger } from 'pino'
@@ -140,10 +141,8 @@ export class TransferService {
   /** Transfers the caller owns or runs, newest first (without their event logs). */
   async list(
     caller: string,
-    query: Record<string, unknown>,
+    { role = 'owner', state }: ListTransfersQuery = {},
   ): Promise<{ transfers: TransferView[] }> {
-    const role = query.role === 'runtime' ? 'runtime' : 'owner'
-    const state = typeof query.state === 'string' ? query.state : undefined
     const rows = await store.listFor(this.deps.database.db, {
       principal: caller,
       role,
@@ -172,10 +171,9 @@ export class TransferService {
   async provision(
     caller: string,
     id: string,
-    input: unknown,
+    body: ProvisionInput,
     { carry }: Carrying = {},
   ): Promise<TransferView> {
-    const body = parseInput(ProvisionInput, input)
     const params = {
       tier: body.tier,
       budgetMicros: body.budgetMicros,
@@ -195,10 +193,9 @@ export class TransferService {
   async activate(
     caller: string,
     id: string,
-    input: unknown,
+    body: ActivateInput,
     { carry }: Carrying = {},
   ): Promise<TransferView> {
-    const body = parseInput(ActivateInput, input)
     const token = verifyToken(this.deps.keyring, body.token, {
       transferId: id,
       scope: 'activate',
@@ -217,10 +214,9 @@ export class TransferService {
   /** Claims the oldest provisioned, unclaimed transfer of a tier; null when there is none. */
   async claimNext(
     runtime: string,
-    input: unknown,
+    { tier }: ClaimNextInput,
     by: Carrying = {},
   ): Promise<{ transfer: TransferView | null }> {
-    const { tier } = parseInput(ClaimNextInput, input)
     this.assertRuntimeAllowed(runtime)
     if (!this.deps.config.tiers[tier]) throw this.unknownTier(tier)
     for (let round = 0; round < 3; round++) {
@@ -246,10 +242,9 @@ export class TransferService {
   async push(
     runtime: string,
     id: string,
-    input: unknown,
+    body: PushInput,
     { carry }: Carrying = {},
   ): Promise<TransferView> {
-    const body = parseInput(PushInput, input)
     if (!isTransferId(id)) throw notFound(id)
     return this.lifecycle.run({ kind: 'push', id, runtime, checksum: body.checksum }, { carry })
   }
@@ -261,10 +256,9 @@ export class TransferService {
   async lease(
     runtime: string,
     id: string,
-    input: unknown,
+    { instance }: LeaseInput,
     { carry }: Carrying = {},
   ): Promise<LeaseView> {
-    const { instance } = parseInput(LeaseInput, input)
     if (!isTransferId(id)) throw notFound(id)
     return this.lifecycle.run({ kind: 'lease', id, runtime, instance }, { carry })
   }
@@ -276,10 +270,9 @@ export class TransferService {
   async usage(
     runtime: string,
     id: string,
-    input: unknown,
+    body: UsageInput,
     { carry }: Carrying = {},
   ): Promise<UsageView> {
-    const body = parseInput(UsageInput, input)
     if (!isTransferId(id)) throw notFound(id)
     // Two reports raced on one key (another instance): the loser rolled back; its re-run finds
     // the winner's report.
@@ -296,15 +289,13 @@ export class TransferService {
   }
 
   /** Terminates a transfer in any state (the orchestrator); terminating it again is answered. */
-  async terminate(id: string, input: unknown): Promise<TransferView> {
-    const body = parseInput(TerminateInput, input ?? {})
+  async terminate(id: string, body: TerminateInput = {}): Promise<TransferView> {
     if (!isTransferId(id)) throw notFound(id)
     return this.lifecycle.run({ kind: 'terminate', id, note: body.reason })
   }
 
   /** Mints a transfer token (the orchestrator only; never an MCP tool). */
-  async mint(id: string, input: unknown): Promise<MintedTokenView> {
-    const body = parseInput(MintTokenInput, input)
+  async mint(id: string, body: MintTokenInput): Promise<MintedTokenView> {
     if (!isTransferId(id)) throw notFound(id)
     const row = await store.findTransfer(this.deps.database.db, id)
     if (!row) throw notFound(id)
@@ -351,7 +342,7 @@ export class TransferService {
   }
 
   /**
-   * Waits up to `seconds` (clamped) for the transfer's version to pass `seenVersion` or for it to
+   * Waits up to `seconds` (clamped) for the transfer's version to pass `seen` or for it to
    * end; an event is a hint to re-read, the database is the truth. Waiters of one caller on one
    * transfer share each read, and each read checks first that the caller is still admitted, so
    * a suspension ends the wait with the refusal a new request would get, never with data.
@@ -359,15 +350,13 @@ export class TransferService {
   async wait(
     caller: string,
     id: string,
-    seconds: unknown,
-    seenVersion?: unknown,
+    seconds: number,
+    seen?: number,
     signal?: WaitSignal,
     address?: string,
     { carry }: Carrying = {},
   ): Promise<TransferWaitView> {
-    const secs = wholeNumber(seconds ?? 0, 'seconds')
-    const seen = seenVersion === undefined ? undefined : wholeNumber(seenVersion, 'version')
-    const waitMs = Math.min(secs, this.deps.config.maxWaitSeconds) * 1000
+    const waitMs = Math.min(seconds, this.deps.config.maxWaitSeconds) * 1000
     if (!isTransferId(id)) throw notFound(id)
     const topics: [string, ...string[]] = [transferTopic(id)]
     if (caller !== OPERATOR) topics.push(principalTopic(caller))
@@ -488,14 +477,4 @@ function parseSnapshotInput(input: unknown): CreateTransferInput {
     throw new BatonError('snapshot_invalid', `Invalid ${field}: ${issue.message}`, { field })
   }
   return parseInput(CreateTransferInput, input)
-}
-
-function wholeNumber(value: unknown, field: string): number {
-  const n = typeof value === 'string' && /^\d{1,9}$/.test(value) ? Number(value) : value
-  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) {
-    throw new BatonError('invalid_request', `${field} must be a whole number of at least 0`, {
-      field,
-    })
-  }
-  return n
 }
