@@ -15,7 +15,7 @@ for (const store of testStores) {
         const agent = (await signedAgent(running)).principal
         const send = {
           tenant: agent,
-          message: { messageId: 'r-1', role: 'ROLE_USER', parts: [{ text: 'keep this' }] },
+          message: { messageId: 'r-1', role: 'ROLE_USER' as const, parts: [{ text: 'keep this' }] },
           configuration: { returnImmediately: true },
         }
         const first = await running.ctx.a2a.send(owner, send)

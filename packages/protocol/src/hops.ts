@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { canonicalJson } from './canonical-json.js'
+import { wholeNumber } from './codecs.js'
 import type { GrantView } from './resources.js'
 
 /**
@@ -20,6 +21,33 @@ export const HOP_LIMITS = {
   maxPageSize: 100,
 } as const
 
+/**
+ * A handoff digest (seed 003): the unpadded base64url SHA-256 of an offer's octets, 43 characters.
+ * A well-formed digest of no hop the caller took part in answers `hop_not_found`.
+ */
+export const HandoffDigest = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{43}$/, 'a handoff digest: 43 base64url characters')
+
+/** The path of a hop: its handoff digest. */
+export const HopRef = z.strictObject({
+  digest: HandoffDigest.describe('The handoff digest of the offer (seed 003)'),
+})
+/** A parsed hop path. */
+export type HopRef = z.output<typeof HopRef>
+
+/** The query of `GET /v1/hops/inbox`: an exclusive sequence and a page size. */
+export const HopInboxQuery = z.strictObject({
+  after: wholeNumber().optional().describe('Exclusive sequence (default 0)'),
+  limit: wholeNumber({ min: 1, max: HOP_LIMITS.maxPageSize })
+    .optional()
+    .describe(
+      `At most this many, 1 to ${HOP_LIMITS.maxPageSize} (default ${HOP_LIMITS.defaultPageSize})`,
+    ),
+})
+/** A parsed hop inbox query. */
+export type HopInboxQuery = z.output<typeof HopInboxQuery>
+
 /** A signed element as JSON carries it: the ASCII JWS Compact Serialization. */
 const Element = z.string().min(1).max(HOP_LIMITS.maxElementOctets)
 
@@ -35,14 +63,14 @@ export const OfferHandoffInput = z.strictObject({
   handoff: HandoffObject,
 })
 /** A parsed offer request. */
-export type OfferHandoffInput = z.infer<typeof OfferHandoffInput>
+export type OfferHandoffInput = z.output<typeof OfferHandoffInput>
 
 /** The body of `POST /v1/hops/statuses`: one signed status (seed 003). */
 export const AnswerHandoffInput = z.strictObject({
   status: Element.describe('The signed status, as JWS compact text'),
 })
 /** A parsed status request. */
-export type AnswerHandoffInput = z.infer<typeof AnswerHandoffInput>
+export type AnswerHandoffInput = z.output<typeof AnswerHandoffInput>
 
 /** A hop's state as the hub witnesses it; `expired` is the offer past exp with no status. */
 export const HopState = z.enum([

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http'
-import { BatonError, type ErrorCode } from '@baton/protocol'
+import { BatonError, type ErrorCode, wholeNumber } from '@baton/protocol'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { z } from 'zod'
 import type { AppContext } from '../app.js'
@@ -17,8 +17,8 @@ import {
 import { CloseSignal } from '../ops/http.js'
 import { type Caller, inputSchemas, type Operation } from '../ops/operation.js'
 import { parseInput } from '../validation.js'
-import { A2A_RPC_METHODS, A2A_RPC_PATH } from './operations.js'
-import { TaskRefParams } from './wire.js'
+import { A2A_RPC_METHODS, A2A_RPC_PATH, a2aSendMessage } from './operations.js'
+import { type SendMessageParams, TaskRefParams } from './wire.js'
 
 /**
  * The A2A 1.0 JSON-RPC binding (issue 16): one signed endpoint under `/v1`, so the preParsing
@@ -213,10 +213,10 @@ async function stream(
   let after: number
   let first: unknown
   if (method === 'SendStreamingMessage') {
-    const body = {
-      ...params,
-      configuration: { ...(params.configuration as object), returnImmediately: true },
-    }
+    // The stream is SendMessage's answer as it goes on: its params are SendMessage's.
+    const schema = inputSchemas(a2aSendMessage, ctx.config).body!
+    const sent = parseInput(schema, params, 'params') as SendMessageParams
+    const body = { ...sent, configuration: { ...sent.configuration, returnImmediately: true } }
     const { task } = await ctx.a2a.send(principal, body, undefined, undefined, caller)
     taskId = task.id
     after = task.generation
@@ -280,15 +280,11 @@ function write(res: ServerResponse, text: string): boolean {
   return true
 }
 
+/** A resubscription's `Last-Event-ID`: the generation of the last event the client saw. */
+const LastEventId = wholeNumber()
+
 /** The generation a resubscribing client saw last: the SSE `Last-Event-ID`, or a param. */
 function lastEventId(req: FastifyRequest, params: Record<string, unknown>): number | undefined {
   const raw = req.headers['last-event-id'] ?? params.lastEventId
-  if (raw === undefined) return undefined
-  const text = String(raw)
-  if (!/^\d{1,15}$/.test(text)) {
-    throw new BatonError('invalid_request', 'Last-Event-ID is the generation of an event seen', {
-      field: 'Last-Event-ID',
-    })
-  }
-  return Number(text)
+  return raw === undefined ? undefined : parseInput(LastEventId, raw, 'Last-Event-ID')
 }

@@ -14,10 +14,12 @@ import {
 } from './wire.js'
 
 const tags = ['a2a']
-const TaskId = z.strictObject({ id: z.string().max(256).describe('The task id') })
-const ConfigRef = z.strictObject({
-  taskId: z.string().max(256).describe('The task id'),
-  id: z.string().max(256).describe('The push notification config id'),
+// A task's id is the hub's and a config's the setter's: any other id answers like a missing one.
+const Id = z.string().min(1).max(256)
+const TaskId = z.strictObject({ id: Id.describe('The task id') })
+const TaskOfConfig = z.strictObject({ taskId: Id.describe('The task id') })
+const ConfigRef = TaskOfConfig.extend({
+  id: Id.describe('The push notification config id'),
 })
 const TaskView = z.object({
   id: z.string(),
@@ -204,8 +206,7 @@ export const a2aCancelTask = defineOperation({
   output: TaskView,
   errors: ['a2a_task_not_found', 'a2a_task_not_cancelable'],
   tool: false,
-  run: (ctx, caller, { params, body }) =>
-    ctx.a2a.cancel(signer(caller), { ...(body ?? {}), id: params.id }, caller),
+  run: (ctx, caller, { params }) => ctx.a2a.cancel(signer(caller), { id: params.id }, caller),
 })
 
 /** A2A CreateTaskPushNotificationConfig, delivered through the hub's signed notify outbox. */
@@ -218,7 +219,7 @@ export const a2aSetPushConfig = defineOperation({
   method: 'POST',
   path: '/v1/a2a/tasks/:taskId/push-configs',
   auth: 'signature',
-  params: z.strictObject({ taskId: z.string().max(256).describe('The task id') }),
+  params: TaskOfConfig,
   body: PushConfigInput.omit({ taskId: true }),
   output: PushConfigView,
   errors: ['a2a_task_not_found', 'invalid_notify_url', 'a2a_push_auth_unsupported'],
@@ -252,7 +253,7 @@ export const a2aListPushConfigs = defineOperation({
   method: 'GET',
   path: '/v1/a2a/tasks/:taskId/push-configs',
   auth: 'signature',
-  params: z.strictObject({ taskId: z.string().max(256).describe('The task id') }),
+  params: TaskOfConfig,
   output: z.object({ configs: z.array(PushConfigView) }),
   errors: ['a2a_task_not_found'],
   tool: false,

@@ -1,7 +1,6 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
-import { BatonError, canonicalJson } from '@baton/protocol'
+import { BatonError } from '@baton/protocol'
 import type { Kysely } from 'kysely'
-import type { z } from 'zod'
 import type { Clock } from '../clock.js'
 import type { A2aConfig } from '../config.js'
 import type { EventBus } from '../events/bus.js'
@@ -20,27 +19,27 @@ import type {
   Schema,
 } from '../store/schema.js'
 import { type Carrying, type Tx, transaction, type WriteBatcher } from '../store/transaction.js'
-import { parseInput } from '../validation.js'
 import * as store from './store.js'
 import {
   type Artifact,
-  CancelTaskParams,
-  GetTaskParams,
+  type GetTaskInput,
   INTERRUPTED_STATES,
-  ListPushConfigsParams,
-  ListTasksParams,
+  LIST_PAGE_SIZE,
+  type ListTasksInput,
   type Message,
-  PushConfigInput,
-  PushConfigRefParams,
+  type PushConfig,
+  type PushConfigRef,
   type PushConfigView,
   RELAY_EXTENSION_URI,
-  RelayUpdate,
-  SendMessageParams,
+  type RelayUpdate,
+  type SendMessageParams,
+  type SetPushConfigInput,
   type StreamEvent,
   type TaskState,
   type TaskStatusView,
   type TaskView,
   TERMINAL_STATES,
+  toPageToken,
 } from './wire.js'
 
 /** What the A2A service needs from the rest of the hub. */
@@ -138,18 +137,13 @@ export class A2aService {
    */
   async send(
     principal: string,
-    input: unknown,
+    params: SendMessageParams,
     signal?: WaitSignal,
     address?: string,
     { carry }: Carrying = {},
   ): Promise<SendResult> {
-    const params = parseInput(SendMessageParams, input, 'params')
     const { message } = params
-    const update = parseInput(
-      RelayUpdate,
-      params.metadata?.[RELAY_EXTENSION_URI] ?? {},
-      `params.metadata.${RELAY_EXTENSION_URI}`,
-    )
+    const update: RelayUpdate = params.metadata?.[RELAY_EXTENSION_URI] ?? {}
     checkMessageSize(params, this.deps.maxMessageBytes)
     const expected = params.configuration?.ifGenerationMatch ?? update.ifGenerationMatch
     const hash = requestHash({ ...params, configuration: undefined, expected })
@@ -204,8 +198,7 @@ export class A2aService {
   }
 
   /** `GetTask`; with `currentGeneration` it long-polls until the task's generation passes it. */
-  async get(principal: string, input: unknown, signal?: WaitSignal, address?: string) {
-    const params = parseInput(GetTaskParams, input, 'params')
+  async get(principal: string, params: GetTaskInput, signal?: WaitSignal, address?: string) {
     const db = this.deps.database.db
     const row = await this.visible(db, principal, params.id)
     const current = params.currentGeneration
@@ -226,12 +219,10 @@ export class A2aService {
   }
 
   /** `ListTasks`: the tasks the caller sent or is the agent of, most recently changed first. */
-  async list(principal: string, input: unknown) {
-    const params = parseInput(ListTasksParams, input ?? {}, 'params')
-    const limit = params.pageSize ?? 50
-    const state = params.status === 'TASK_STATE_UNSPECIFIED' ? undefined : params.status
-    const filter = { principal, contextId: params.contextId || undefined, state }
-    const before = params.pageToken ? parsePageToken(params.pageToken) : undefined
+  async list(principal: string, params: ListTasksInput = {}) {
+    const limit = params.pageSize ?? LIST_PAGE_SIZE.default
+    const filter = { principal, contextId: params.contextId, state: params.status }
+    const before = params.pageToken
     const db = this.deps.database.db
     const rows = await store.listTasks(db, { ...filter, before, limit: limit + 1 })
     const page = rows.slice(0, limit)
@@ -242,15 +233,19 @@ export class A2aService {
     const last = page.at(-1)
     return {
       tasks,
-      nextPageToken: rows.length > limit && last ? pageToken(last) : '',
+      nextPageToken:
+        rows.length > limit && last ? toPageToken({ updatedAt: last.updated_at, id: last.id }) : '',
       pageSize: limit,
       totalSize: await store.countTasks(db, filter),
     }
   }
 
   /** `CancelTask`: the owner or the agent ends a task that has not ended yet. */
-  async cancel(principal: string, input: unknown, { carry }: Carrying = {}): Promise<TaskView> {
-    const params = parseInput(CancelTaskParams, input, 'params')
+  async cancel(
+    principal: string,
+    params: { id: string },
+    { carry }: Carrying = {},
+  ): Promise<TaskView> {
     const task = await this.retryingRace(() =>
       this.deps.batcher.carrying(carry).run(async (tx) => {
         const row = await this.visible(tx.db, principal, params.id, true)
@@ -321,16 +316,10 @@ export class A2aService {
   /** `CreateTaskPushNotificationConfig`: a party to a task sets a webhook for its changes. */
   async setPushConfig(
     principal: string,
-    input: unknown,
+    params: SetPushConfigInput,
     { carry }: Carrying = {},
   ): Promise<PushConfigView> {
-    const params = parseInput(PushConfigInput, input, 'params')
-    const taskId = params.taskId
-    if (taskId === undefined) {
-      throw new BatonError('invalid_request', 'taskId names the task of the config', {
-        field: 'taskId',
-      })
-    }
+    const { taskId } = params
     checkPushConfig(params, this.deps.allowLoopbackNotify)
     const row = await this.deps.batcher.carrying(carry).run(async (tx) => {
       // The task's row lock orders the config writes of both its parties for the per-task cap.
@@ -352,7 +341,7 @@ export class A2aService {
     tx: Tx,
     principal: string,
     taskId: string,
-    params: z.output<typeof PushConfigInput>,
+    params: PushConfig,
   ): Promise<A2aPushConfigRow> {
     const limits = this.deps.limits
     const row: A2aPushConfigRow = {
@@ -407,8 +396,7 @@ export class A2aService {
     return config?.token ? { [NOTIFICATION_TOKEN_HEADER]: config.token } : undefined
   }
 
-  async getPushConfig(principal: string, input: unknown): Promise<PushConfigView> {
-    const params = parseInput(PushConfigRefParams, input, 'params')
+  async getPushConfig(principal: string, params: PushConfigRef): Promise<PushConfigView> {
     const db = this.deps.database.db
     await this.visible(db, principal, params.taskId)
     const row = await store.findPushConfig(db, params.taskId, params.id, principal)
@@ -416,8 +404,7 @@ export class A2aService {
     return toPushView(row)
   }
 
-  async listPushConfigs(principal: string, input: unknown) {
-    const params = parseInput(ListPushConfigsParams, input, 'params')
+  async listPushConfigs(principal: string, params: { taskId: string }) {
     const db = this.deps.database.db
     await this.visible(db, principal, params.taskId)
     const rows = await store.pushConfigsOf(db, params.taskId, principal)
@@ -426,10 +413,9 @@ export class A2aService {
 
   async deletePushConfig(
     principal: string,
-    input: unknown,
+    params: PushConfigRef,
     { carry }: Carrying = {},
   ): Promise<Record<string, never>> {
-    const params = parseInput(PushConfigRefParams, input, 'params')
     await this.deps.batcher.carrying(carry).run(async (tx) => {
       await this.visible(tx.db, principal, params.taskId)
       if (!(await store.deletePushConfig(tx.db, params.taskId, params.id, principal))) {
@@ -540,7 +526,7 @@ export class A2aService {
     params: SendMessageParams,
     now: number,
     witnessed: unknown,
-    push: z.output<typeof PushConfigInput> | undefined,
+    push: PushConfig | undefined,
   ): Promise<A2aTaskRow> {
     const agent = await this.addressee(tx.db, params.tenant)
     if (params.message.role !== 'ROLE_USER') {
@@ -596,11 +582,11 @@ export class A2aService {
     tx: Tx,
     principal: string,
     params: SendMessageParams,
-    update: z.output<typeof RelayUpdate>,
+    update: RelayUpdate,
     expected: number | undefined,
     now: number,
     witnessed: unknown,
-    push: z.output<typeof PushConfigInput> | undefined,
+    push: PushConfig | undefined,
   ): Promise<A2aTaskRow> {
     const row = await this.visible(tx.db, principal, params.message.taskId!, true)
     if (expected !== undefined && row.generation !== expected) throw mismatch(row.generation)
@@ -1027,7 +1013,7 @@ function checkMessageSize(params: SendMessageParams, limit: number): void {
  * notification itself, with its signature and the config's token, so any scheme asked for
  * (Bearer, Basic, …) would be stored and never sent; it is refused instead.
  */
-function checkPushConfig(config: z.output<typeof PushConfigInput>, allowLoopback: boolean): void {
+function checkPushConfig(config: PushConfig, allowLoopback: boolean): void {
   checkNotifyUrl(config.url, allowLoopback)
   if (config.authentication !== undefined && config.authentication !== null) {
     throw new BatonError(
@@ -1131,22 +1117,6 @@ function toPushView(row: A2aPushConfigRow): PushConfigView {
     url: row.url,
     ...(row.token ? { token: row.token } : {}),
   }
-}
-
-function pageToken(row: A2aTaskRow): string {
-  return Buffer.from(canonicalJson({ u: row.updated_at, i: row.id })).toString('base64url')
-}
-
-function parsePageToken(token: string): { updatedAt: number; id: string } {
-  try {
-    const { u, i } = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'))
-    if (Number.isSafeInteger(u) && typeof i === 'string') return { updatedAt: u, id: i }
-  } catch {
-    // falls through to the refusal
-  }
-  throw new BatonError('invalid_request', 'pageToken is not one this hub gave out', {
-    field: 'pageToken',
-  })
 }
 
 function taskNotFound(id: string): BatonError {

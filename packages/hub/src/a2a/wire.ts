@@ -1,4 +1,12 @@
-import { A2A_RELAY_EXTENSION_URI } from '@baton/protocol'
+import { A2A_EXTENSION_URI } from '@baton/context'
+import {
+  A2A_RELAY_EXTENSION_URI,
+  AnswerHandoffInput,
+  booleanFlag,
+  canonicalJson,
+  HandoffObject,
+  wholeNumber,
+} from '@baton/protocol'
 import { z } from 'zod'
 
 /**
@@ -40,21 +48,80 @@ export const INTERRUPTED_STATES: ReadonlySet<string> = new Set([
 const id = z.string().min(1).max(256)
 const metadata = z.record(z.string(), z.unknown())
 /**
- * A whole number: an int64 in ProtoJSON is a decimal string, and a query parameter is text, so
- * digits are accepted as well as a number.
+ * A generation: an int64 in ProtoJSON is its decimal text, and a query parameter is text, so its
+ * digits are taken as well as a JSON integer (the exact codec every face publishes).
  */
-const whole = z.union([
-  z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
-  z
-    .string()
-    .regex(/^\d{1,15}$/)
-    .transform(Number),
-])
-const generation = whole
-/** A boolean, or its text as a query parameter carries it. */
-const flag = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')])
+const generation = () => wholeNumber().describe('A task generation (A2A dev-1.1)')
+
+/** The most tasks one ListTasks page answers, and how many when `pageSize` is unset. */
+export const LIST_PAGE_SIZE = { default: 50, max: 100 } as const
+
+/**
+ * A text the official SDK (1.x) writes as `""` when it is unset (ProtoJSON's zero for a string):
+ * the empty text is read as unset, any other as itself.
+ */
+function unsetWhenEmpty<S extends z.ZodType<string, string>>(text: S) {
+  return text.transform((t) => (t === '' ? undefined : t))
+}
+
+/**
+ * ListTasks' `status` as the official SDK (1.x) writes it: an unset status is `"UNRECOGNIZED"`
+ * (or ProtoJSON's `TASK_STATE_UNSPECIFIED`), each read as no filter; a state filters by it.
+ */
+const taskStateFilter = z
+  .union([z.enum(TASK_STATES), z.enum(['TASK_STATE_UNSPECIFIED', 'UNRECOGNIZED'])])
+  .transform((s): TaskState | undefined =>
+    s === 'TASK_STATE_UNSPECIFIED' || s === 'UNRECOGNIZED' ? undefined : s,
+  )
+
+/**
+ * ListTasks' `pageSize` as the official SDK (1.x) writes it: an unset size is `0` (ProtoJSON's
+ * zero), read as unset; 1 to {@link LIST_PAGE_SIZE}.max is a page of that many.
+ */
+const listPageSize = wholeNumber({ max: LIST_PAGE_SIZE.max }).transform((n) =>
+  n === 0 ? undefined : n,
+)
+
+/** Where a page of ListTasks starts: after the task last answered, by change time and id. */
+export interface TaskCursor {
+  updatedAt: number
+  id: string
+}
+
+/** The `nextPageToken` that continues a ListTasks page after `cursor`. */
+export function toPageToken(cursor: TaskCursor): string {
+  return Buffer.from(canonicalJson({ u: cursor.updatedAt, i: cursor.id })).toString('base64url')
+}
+
+/**
+ * ListTasks' `pageToken`: a `nextPageToken` this hub gave out (base64url), answered as the
+ * cursor it names; `""` (the SDK's unset) is no token. Any other text is `invalid_request`.
+ */
+const pageToken = z
+  .string()
+  .max(256)
+  .regex(/^[A-Za-z0-9_-]*$/, 'a nextPageToken this hub gave out')
+  .transform((token, ctx): TaskCursor | undefined => {
+    if (token === '') return undefined
+    try {
+      const { u, i } = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'))
+      if (Number.isSafeInteger(u) && typeof i === 'string') return { updatedAt: u, id: i }
+    } catch {
+      // falls through to the refusal
+    }
+    ctx.addIssue({ code: 'custom', message: 'pageToken is not one this hub gave out' })
+    return z.NEVER
+  })
 
 export const Part = z.looseObject({ metadata: metadata.optional() })
+
+/**
+ * A message's metadata: any members, and under the signed handoff context's URI (seed 003) a
+ * Handoff object (in a user message) or a signed status (in an agent's message).
+ */
+const MessageMetadata = z.looseObject({
+  [A2A_EXTENSION_URI]: z.union([HandoffObject, AnswerHandoffInput]).optional(),
+})
 
 export const Message = z.looseObject({
   messageId: id,
@@ -62,7 +129,7 @@ export const Message = z.looseObject({
   parts: z.array(Part).min(1).max(256),
   contextId: id.optional(),
   taskId: id.optional(),
-  metadata: metadata.optional(),
+  metadata: MessageMetadata.optional(),
   extensions: z.array(z.string().max(2048)).max(64).optional(),
   referenceTaskIds: z.array(id).max(64).optional(),
 })
@@ -90,6 +157,10 @@ export const PushConfigInput = z.looseObject({
     .optional(),
   authentication: z.unknown().optional(),
 })
+/** A push config as sent. */
+export type PushConfig = z.output<typeof PushConfigInput>
+/** A push config as sent, for the task the request names. */
+export type SetPushConfigInput = PushConfig & { taskId: string }
 
 /** What the agent of a task may add to its own send, under {@link RELAY_EXTENSION_URI}. */
 export const RelayUpdate = z.looseObject({
@@ -104,8 +175,9 @@ export const RelayUpdate = z.looseObject({
     )
     .max(64)
     .optional(),
-  ifGenerationMatch: generation.optional(),
+  ifGenerationMatch: generation().optional(),
 })
+export type RelayUpdate = z.output<typeof RelayUpdate>
 
 export const SendMessageParams = z.looseObject({
   /** The addressee: an admitted principal, as A2A 1.0 names a tenant behind one endpoint. */
@@ -115,42 +187,38 @@ export const SendMessageParams = z.looseObject({
     .looseObject({
       acceptedOutputModes: z.array(z.string().max(256)).max(64).optional(),
       taskPushNotificationConfig: PushConfigInput.optional(),
-      historyLength: whole.optional(),
+      historyLength: wholeNumber().optional(),
       returnImmediately: z.boolean().optional(),
-      ifGenerationMatch: generation.optional(),
+      ifGenerationMatch: generation().optional(),
     })
     .optional(),
-  metadata: metadata.optional(),
+  metadata: z.looseObject({ [RELAY_EXTENSION_URI]: RelayUpdate.optional() }).optional(),
 })
 export type SendMessageParams = z.output<typeof SendMessageParams>
 
 export const GetTaskParams = z.looseObject({
   id,
   tenant: z.string().max(256).optional(),
-  historyLength: whole.optional(),
-  currentGeneration: generation.optional(),
+  historyLength: wholeNumber().optional(),
+  currentGeneration: generation().optional(),
 })
+/** What GetTask reads. */
+export type GetTaskInput = Pick<
+  z.output<typeof GetTaskParams>,
+  'id' | 'historyLength' | 'currentGeneration'
+>
 
 export const ListTasksParams = z.looseObject({
   tenant: z.string().max(256).optional(),
-  contextId: z.string().max(256).optional(),
-  // The official SDK (1.x) writes an unset status as "UNRECOGNIZED" and an unset page size as 0
-  // (ProtoJSON's zero): each is read as unset, so the SDK's own request is served.
-  status: z
-    .union([
-      z.enum(TASK_STATES),
-      z.literal('TASK_STATE_UNSPECIFIED'),
-      z.literal('UNRECOGNIZED').transform(() => 'TASK_STATE_UNSPECIFIED' as const),
-    ])
-    .optional(),
-  pageSize: whole
-    .pipe(z.number().max(100))
-    .transform((n) => (n === 0 ? undefined : n))
-    .optional(),
-  pageToken: z.string().max(256).optional(),
-  historyLength: whole.optional(),
-  includeArtifacts: flag.optional(),
+  contextId: unsetWhenEmpty(z.string().max(256)).optional(),
+  status: taskStateFilter.optional(),
+  pageSize: listPageSize.optional(),
+  pageToken: pageToken.optional(),
+  historyLength: wholeNumber().optional(),
+  includeArtifacts: booleanFlag().optional(),
 })
+/** What ListTasks reads. */
+export type ListTasksInput = z.output<typeof ListTasksParams>
 
 export const CancelTaskParams = z.looseObject({
   id,
@@ -160,18 +228,11 @@ export const CancelTaskParams = z.looseObject({
 
 export const TaskRefParams = z.looseObject({ id, tenant: z.string().max(256).optional() })
 
-export const PushConfigRefParams = z.looseObject({
-  taskId: id,
-  id,
-  tenant: z.string().max(256).optional(),
-})
-
-export const ListPushConfigsParams = z.looseObject({
-  taskId: id,
-  tenant: z.string().max(256).optional(),
-  pageSize: whole.optional(),
-  pageToken: z.string().max(256).optional(),
-})
+/** A task's push config, by the task's id and its own. */
+export interface PushConfigRef {
+  taskId: string
+  id: string
+}
 
 /** A task as A2A 1.0 shows it, plus dev-1.1 `generation`. */
 export interface TaskView {

@@ -5,26 +5,23 @@ import {
   BatonError,
   HandoffObject,
   HopChainView,
+  HopInboxQuery,
   HopInboxView,
+  HopRef,
   HopView,
   OfferedHopView,
   OfferHandoffInput,
 } from '@baton/protocol'
-import { z } from 'zod'
 import { defineOperation } from '../ops/operation.js'
 import { signer } from '../ops/principal.js'
 
 const tags = ['hops']
-// The service decides what a well-formed digest is and answers any other like an invisible one.
-const HopDigest = z.strictObject({
-  digest: z.string().max(256).describe('The handoff digest of the offer (seed 003)'),
-})
 
 /**
  * The offer body as declared: over MCP the Handoff object may ride in the request's `_meta`
  * instead, so the declaration lets it be absent and the service refuses a request with neither.
  */
-const OfferHandoffBody = OfferHandoffInput.extend({
+export const OfferHandoffBody = OfferHandoffInput.extend({
   handoff: HandoffObject.optional().describe(
     `The Handoff object; required, except over MCP where it may ride in _meta under "${MCP_META_KEY}"`,
   ),
@@ -118,10 +115,7 @@ export const listHopInbox = defineOperation({
   method: 'GET',
   path: '/v1/hops/inbox',
   auth: 'signature',
-  query: z.object({
-    after: z.string().max(32).optional().describe('Exclusive sequence (default 0)'),
-    limit: z.string().max(32).optional().describe('At most this many, 1 to 100 (default 20)'),
-  }),
+  query: HopInboxQuery,
   output: HopInboxView,
   errors: [],
   tool: {
@@ -143,7 +137,7 @@ export const readHop = defineOperation({
   method: 'GET',
   path: '/v1/hops/:digest',
   auth: 'signature',
-  params: HopDigest,
+  params: HopRef,
   output: HopView,
   errors: ['hop_not_found'],
   tool: {
@@ -165,7 +159,7 @@ export const readHopChain = defineOperation({
   method: 'GET',
   path: '/v1/hops/:digest/chain',
   auth: 'signature',
-  params: HopDigest,
+  params: HopRef,
   output: HopChainView,
   errors: ['hop_not_found'],
   tool: {

@@ -20,7 +20,7 @@ import {
 } from '@baton/context'
 import {
   type AnsweredHopView,
-  AnswerHandoffInput,
+  type AnswerHandoffInput,
   BatonError,
   type GrantOutcomeView,
   type GrantView,
@@ -28,11 +28,12 @@ import {
   HOP_RECEIPT_TYPE,
   type HopChainView,
   type HopDeliveryView,
+  type HopInboxQuery,
   type HopInboxView,
   type HopView,
   hubGrantOctets,
   type OfferedHopView,
-  OfferHandoffInput,
+  type OfferHandoffInput,
 } from '@baton/protocol'
 import type { Clock } from '../clock.js'
 import type { EventBus } from '../events/bus.js'
@@ -42,7 +43,6 @@ import { didKeyResolver } from '../identity/verify.js'
 import type { Database } from '../store/database.js'
 import type { HopDeliveryRow, HopRow, HopStatusRow } from '../store/schema.js'
 import type { Carrying, Tx, WriteBatcher } from '../store/transaction.js'
-import { parseInput } from '../validation.js'
 import * as store from './store.js'
 import { HubReplayStore } from './store.js'
 
@@ -58,6 +58,14 @@ export interface HopDeps {
   refs?: (caller: string) => RefPolicy | undefined
   /** The grants a principal issued or holds, against which an offer's `grant` is checked. */
   grants?: { list(principal: string): Promise<{ capabilities: GrantView[] }> }
+}
+
+/**
+ * An offer as its operation declares it: a Handoff object may be absent from the body only when
+ * it rides in an MCP request's `_meta`, so one of the two carries it.
+ */
+export type OfferInput = Omit<OfferHandoffInput, 'handoff'> & {
+  handoff?: OfferHandoffInput['handoff'] | undefined
 }
 
 /** The event topic of a principal's hop inbox; an event is a hint to re-read. */
@@ -109,10 +117,15 @@ export class HopService {
    */
   async offer(
     sender: string,
-    input: unknown,
+    { to, handoff }: OfferInput,
     { carry, trace }: Carrying = {},
   ): Promise<OfferedHopView> {
-    const { to, handoff } = parseInput(OfferHandoffInput, input)
+    // Over MCP the Handoff object may ride in `_meta` instead of the arguments: one of the two.
+    if (handoff === undefined) {
+      throw new BatonError('invalid_request', 'The offer carries no Handoff object', {
+        field: 'handoff',
+      })
+    }
     const offerIss = issuerOf(handoff.offer, HOP_LIMITS.maxElementOctets)
     if (offerIss !== undefined && offerIss !== sender) {
       throw refused('policy', 'sender', 'Only the offer iss may post it to the hub')
@@ -245,10 +258,9 @@ export class HopService {
    */
   async answer(
     sender: string,
-    input: unknown,
+    { status }: AnswerHandoffInput,
     { carry, trace }: Carrying = {},
   ): Promise<AnsweredHopView> {
-    const { status } = parseInput(AnswerHandoffInput, input)
     let parsed: ParsedElement
     try {
       parsed = readElement(status, HOP_LIMITS.maxElementOctets).parsed
@@ -382,7 +394,8 @@ export class HopService {
 
   /** The operator's view of a delegation chain through any hop, or undefined when none. */
   async operatorChain(digest: string): Promise<HopChainView | undefined> {
-    if (typeof digest !== 'string' || !DIGEST_RE.test(digest)) return undefined
+    // The dashboard's path is no operation's: its digest arrives as the text it is.
+    if (!DIGEST_RE.test(digest)) return undefined
     const start = await store.findHop(this.deps.database.db, digest)
     return start && this.walk(start, () => true)
   }
@@ -414,18 +427,9 @@ export class HopService {
   }
 
   /** The caller's hop inbox after an exclusive sequence, oldest first. */
-  async inbox(
-    recipient: string,
-    input: { after?: unknown; limit?: unknown },
-  ): Promise<HopInboxView> {
-    const after = parseWhole(input.after, 'after', 0)
-    const limit = parseWhole(input.limit, 'limit', HOP_LIMITS.defaultPageSize)
-    if (limit < 1 || limit > HOP_LIMITS.maxPageSize) {
-      throw new BatonError('invalid_request', `limit must be 1 to ${HOP_LIMITS.maxPageSize}`, {
-        field: 'limit',
-        max: HOP_LIMITS.maxPageSize,
-      })
-    }
+  async inbox(recipient: string, input: HopInboxQuery = {}): Promise<HopInboxView> {
+    const after = input.after ?? 0
+    const limit = input.limit ?? HOP_LIMITS.defaultPageSize
     const db = this.deps.database.db
     const rows = await store.listDeliveries(db, { recipient, after, limit })
     const deliveries: HopDeliveryView[] = []
@@ -454,7 +458,6 @@ export class HopService {
   }
 
   private async visible(caller: string, digest: string): Promise<HopRow> {
-    if (typeof digest !== 'string' || !DIGEST_RE.test(digest)) throw notFound(digest)
     const row = await store.findHop(this.deps.database.db, digest)
     if (!row || (row.iss !== caller && row.aud !== caller)) throw notFound(digest)
     return row
@@ -850,19 +853,8 @@ function refused(
   })
 }
 
-function notFound(digest: unknown): BatonError {
+function notFound(digest: string): BatonError {
   return new BatonError('hop_not_found', `No hop ${JSON.stringify(digest)} that you took part in`)
-}
-
-function parseWhole(value: unknown, field: string, fallback: number): number {
-  if (value === undefined || value === '') return fallback
-  const n = typeof value === 'string' && /^\d{1,15}$/.test(value) ? Number(value) : value
-  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) {
-    throw new BatonError('invalid_request', `${field} must be a whole number of at least 0`, {
-      field,
-    })
-  }
-  return n
 }
 
 function b64u(text: string): string {
