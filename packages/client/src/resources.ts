@@ -1,5 +1,5 @@
 import type {
-  CreateGrantInput,
+  CreateGrantRequest,
   CreateResourceInput,
   GrantView,
   ResourceVersionView,
@@ -57,7 +57,7 @@ export class GrantClient {
   constructor(readonly client: SignedClient) {}
 
   /** Grants a principal actions on one resource until `expiresAt`. */
-  create(input: Omit<CreateGrantInput, 'delegable'> & { delegable?: boolean }): Promise<GrantView> {
+  create(input: CreateGrantRequest): Promise<GrantView> {
     return this.client.call('POST', '/v1/capabilities', input)
   }
 

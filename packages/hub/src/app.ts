@@ -193,6 +193,7 @@ async function assemble(
     bus,
     grants,
     maxBytes: config.resources.maxBytes,
+    maxPageSize: config.resources.maxPageSize,
     storedBytesQuota: config.identity.quotas.storedBytes,
   })
   const hubSigner = await loadHubSigner(identity)

@@ -51,6 +51,8 @@ export interface Config {
   resources: {
     maxBytes: number
     grantMaxTtlMs: number
+    /** Most resources one listing page answers; a larger `limit` answers this many. */
+    maxPageSize: number
   }
   messages: {
     /** Largest message body as canonical JSON. */
@@ -63,6 +65,8 @@ export interface Config {
   home: {
     /** Largest home file content, in UTF-8 bytes. */
     maxFileBytes: number
+    /** Most files one listing page answers; a larger `limit` is refused. */
+    maxPageSize: number
   }
   /** Caps on what an A2A task may make the hub keep and repeat; a message's own size is `messages.maxBodyBytes`. */
   a2a: A2aConfig
@@ -186,11 +190,15 @@ export const ENV_DOC: Record<string, string> = {
   BATON_NOTIFY_BACKOFF_MAX_SECONDS: 'longest delay between notify retries (default 3600)',
   BATON_RESOURCE_MAX_BYTES: 'largest resource data as JSON (default 262144)',
   BATON_GRANT_MAX_TTL_SECONDS: 'longest lifetime of a grant (default 2592000, 30 days)',
+  BATON_RESOURCE_MAX_PAGE_SIZE:
+    'most resources one listing page answers; a larger limit answers this many (default 100)',
   BATON_MESSAGE_MAX_BYTES: 'largest message body as canonical JSON (default 65536)',
   BATON_MESSAGE_POLL_MIN_INTERVAL_MS:
     'least time between inbox reads that find nothing, per principal; sooner answers 429 (default 1000)',
   BATON_MESSAGE_MAX_WAIT_SECONDS: 'longest inbox long-poll; longer waits are clamped (default 25)',
   BATON_HOME_MAX_FILE_BYTES: 'largest home file content in UTF-8 bytes (default 262144)',
+  BATON_HOME_MAX_PAGE_SIZE:
+    'most home files one listing page answers; a larger limit is refused (default 1000)',
   BATON_A2A_PUSH_CONFIGS_PER_TASK: 'most push notification configs on one A2A task (default 10)',
   BATON_A2A_PUSH_CONFIGS_PER_PRINCIPAL:
     'most A2A push notification configs one principal may hold over all tasks (default 100)',
@@ -363,6 +371,7 @@ export function loadConfig(
     resources: {
       maxBytes: int(merged, 'BATON_RESOURCE_MAX_BYTES', 256 * 1024, 1),
       grantMaxTtlMs: int(merged, 'BATON_GRANT_MAX_TTL_SECONDS', 30 * 24 * 3600, 1) * 1000,
+      maxPageSize: int(merged, 'BATON_RESOURCE_MAX_PAGE_SIZE', 100, 1),
     },
     messages: {
       maxBodyBytes: int(merged, 'BATON_MESSAGE_MAX_BYTES', MESSAGE_LIMITS.maxBodyBytes, 1),
@@ -376,6 +385,7 @@ export function loadConfig(
     },
     home: {
       maxFileBytes: int(merged, 'BATON_HOME_MAX_FILE_BYTES', HOME_LIMITS.maxFileBytes, 1),
+      maxPageSize: int(merged, 'BATON_HOME_MAX_PAGE_SIZE', HOME_LIMITS.maxPageSize, 1),
     },
     a2a: {
       maxPushConfigsPerTask: int(merged, 'BATON_A2A_PUSH_CONFIGS_PER_TASK', 10, 0),

@@ -1,5 +1,5 @@
-import { BatonError } from '@baton/protocol'
-import type { z } from 'zod'
+import { BatonError, codeOf, type ErrorCode } from '@baton/protocol'
+import { z } from 'zod'
 
 /**
  * Parses a value with a wire schema, turning the first problem into a 400 with a stable code:
@@ -37,5 +37,26 @@ export function parseInput<S extends z.ZodType>(
       throw new BatonError('invalid_request', `The ${what} must be a JSON object`, { field })
     }
   }
-  throw new BatonError('invalid_request', `Invalid ${field}: ${issue.message}`, { field })
+  const code = codeAt(schema, issue.path) ?? 'invalid_request'
+  throw new BatonError(code, `Invalid ${field}: ${issue.message}`, { field })
+}
+
+/**
+ * The code registered (`withCode`) on the refused field's schema, or on the innermost object
+ * holding it that has one: looked for through objects, optional and default wrappers, and only
+ * when the walk reaches the refused field itself (an item of a list keeps `invalid_request`).
+ */
+function codeAt(schema: z.ZodType, path: readonly PropertyKey[]): ErrorCode | undefined {
+  let code: ErrorCode | undefined
+  let node: z.ZodType | undefined = schema
+  let depth = 0
+  while (node) {
+    code = codeOf(node) ?? code
+    if (node instanceof z.ZodOptional || node instanceof z.ZodDefault) {
+      node = node.unwrap() as z.ZodType
+    } else if (node instanceof z.ZodObject && depth < path.length) {
+      node = (node.shape as Record<PropertyKey, z.ZodType | undefined>)[path[depth++]!]
+    } else break
+  }
+  return depth === path.length ? code : undefined
 }

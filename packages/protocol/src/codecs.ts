@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import type { ErrorCode } from './errors.js'
 
 /**
  * Codecs for the parts of a contract's input that arrive as text (path and query parameters) or
@@ -92,4 +93,24 @@ export function booleanFlag(): z.ZodType<boolean, boolean | string> {
  */
 export function isoInstant(): z.ZodType<number, string> {
   return z.iso.datetime({ offset: true }).transform((s) => Date.parse(s))
+}
+
+// Keyed by a schema's definition, which `.describe()` and `.meta()` keep while making a new schema.
+const issueCodes = new WeakMap<object, ErrorCode>()
+
+/**
+ * The schema, registered so that a value it refuses answers `code` instead of `invalid_request`:
+ * a rule with a documented code of its own (a home path's `invalid_path`) stays in the published
+ * schema and keeps its code.
+ *
+ * @example withCode(z.string().regex(/^[a-z]+$/), 'invalid_path')
+ */
+export function withCode<S extends z.ZodType>(schema: S, code: ErrorCode): S {
+  issueCodes.set(schema._zod.def, code)
+  return schema
+}
+
+/** The code {@link withCode} registered for a schema, if any. */
+export function codeOf(schema: z.ZodType): ErrorCode | undefined {
+  return issueCodes.get(schema._zod.def)
 }

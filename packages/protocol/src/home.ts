@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { withCode } from './codecs.js'
 
 /** Home file limits; the file size is overridable by the hub's configuration. */
 export const HOME_LIMITS = {
@@ -7,27 +8,45 @@ export const HOME_LIMITS = {
   maxFileBytes: 256 * 1024,
   /** Files answered per listing page when `limit` is not given. */
   defaultPageSize: 100,
-  /** Most files answered per listing page; a larger `limit` is a 400. */
+  /** Most files answered per listing page by default; a larger `limit` is a 400. */
   maxPageSize: 1000,
 } as const
 
-const SEGMENT = '[A-Za-z0-9._-]+'
-const PATH_RE = new RegExp(`^${SEGMENT}(?:/${SEGMENT})*$`)
+// A segment of letters, digits, `.`, `_` and `-` that is not `.` or `..`.
+const SEGMENT = '(?!\\.\\.?(?:/|$))[A-Za-z0-9._-]+'
 
 /**
- * Tells whether a home path is valid: 1–256 characters, `/`-separated segments of
- * `[A-Za-z0-9._-]`, no empty, `.` or `..` segment, no leading `/`.
+ * A home path: 1–256 characters, `/`-separated segments of `[A-Za-z0-9._-]`, no empty, `.` or
+ * `..` segment, no leading `/`; a refusal answers `invalid_path`.
+ */
+export const HomePath = withCode(
+  z
+    .string()
+    .min(1)
+    .max(HOME_LIMITS.maxPathChars)
+    .regex(new RegExp(`^${SEGMENT}(?:/${SEGMENT})*$`), 'a home path'),
+  'invalid_path',
+)
+
+/**
+ * The start of a home path, for listings: empty, or segments of `[A-Za-z0-9._-]` joined by
+ * single `/`, perhaps ending in one; a refusal answers `invalid_path`.
+ */
+export const HomePathPrefix = withCode(
+  z
+    .string()
+    .max(HOME_LIMITS.maxPathChars)
+    .regex(/^(?:[A-Za-z0-9._-]+(?:\/[A-Za-z0-9._-]+)*\/?)?$/, 'the start of a home path'),
+  'invalid_path',
+)
+
+/**
+ * Tells whether a home path is valid (see {@link HomePath}).
  *
  * @example isHomePath('handoff/RUN_ID/owner.json') // true
  */
 export function isHomePath(path: unknown): path is string {
-  return (
-    typeof path === 'string' &&
-    path.length >= 1 &&
-    path.length <= HOME_LIMITS.maxPathChars &&
-    PATH_RE.test(path) &&
-    !path.split('/').some((s) => s === '.' || s === '..')
-  )
+  return HomePath.safeParse(path).success
 }
 
 /**
@@ -37,7 +56,7 @@ export function isHomePath(path: unknown): path is string {
  * committed write it repeats, so retrying after a lost answer is safe.
  */
 export const WriteHomeFileInput = z.strictObject({
-  path: z.string(),
+  path: HomePath,
   /** 0 creates only; otherwise the revision the caller last read. */
   expectedRevision: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
   content: z.string(),

@@ -36,16 +36,29 @@ export const UpdateResourceInput = z.strictObject({
 /** A parsed update-resource request. */
 export type UpdateResourceInput = z.infer<typeof UpdateResourceInput>
 
-/** The body of `POST /v1/capabilities`. */
+/** Grantable actions, each at most once (published as `uniqueItems`). */
+const GrantActions = z
+  .array(z.enum(RESOURCE_ACTIONS))
+  .min(1)
+  .max(RESOURCE_ACTIONS.length)
+  .refine((a) => new Set(a).size === a.length, 'each action at most once')
+  .meta({ uniqueItems: true })
+
+/**
+ * The body of `POST /v1/capabilities`. That `expiresAt` lies in the future and within the hub's
+ * longest grant is the hub's rule, against its clock.
+ */
 export const CreateGrantInput = z.strictObject({
   resourceId: z.string().min(1).max(64),
   subject: PrincipalId,
-  actions: z.array(z.enum(RESOURCE_ACTIONS)).min(1).max(RESOURCE_ACTIONS.length),
+  actions: GrantActions,
   delegable: z.boolean().default(false),
   expiresAt: z.iso.datetime({ offset: true }),
 })
 /** A parsed grant request. */
-export type CreateGrantInput = z.infer<typeof CreateGrantInput>
+export type CreateGrantInput = z.output<typeof CreateGrantInput>
+/** A grant request as a client sends it. */
+export type CreateGrantRequest = z.input<typeof CreateGrantInput>
 
 /** A versioned shared resource as answered on the wire. */
 export const ResourceView = z.object({

@@ -1,12 +1,14 @@
 import { parseArgs } from 'node:util'
 import { requestJson } from '@baton/client'
+import { AdmissionDecision } from '@baton/protocol'
 import { createApp } from '../app.js'
 import { loadConfig } from '../config.js'
 import { decidePrincipal, listPrincipals, readPrincipal } from '../identity/operations.js'
 import type { PrincipalPage } from '../identity/service.js'
 import { createLogger } from '../log.js'
-import type { Operation } from '../ops/operation.js'
+import { inputSchemas, type Operation } from '../ops/operation.js'
 import { remoteInvoke } from '../ops/remote.js'
+import { parseInput } from '../validation.js'
 import { ADMISSION } from './commands.js'
 import { commandTree, runGroup } from './generated.js'
 import { type Io, UsageError } from './io.js'
@@ -122,9 +124,16 @@ export async function adminCommand(argv: string[], io: Io): Promise<number> {
       log: createLogger('warn', { write: (line: string) => io.stderr(line) }),
     })
     try {
-      if (sub === 'list') result = await listPages((q) => ctx.identity.list(q))
-      else if (sub === 'show') result = await ctx.identity.get(principal!)
-      else result = await ctx.identity.decide(principal!, sub)
+      // The admin operations' own schemas, as the hub would read the same words.
+      const pageQuery = inputSchemas(listPrincipals, config).query!
+      if (sub === 'list') {
+        result = await listPages((q) => ctx.identity.list(parseInput(pageQuery, q, 'query')))
+      } else if (sub === 'show') result = await ctx.identity.get(principal!)
+      else
+        result = await ctx.identity.decide(
+          principal!,
+          parseInput(AdmissionDecision, sub, 'decision'),
+        )
     } finally {
       await ctx.close()
     }

@@ -21,8 +21,8 @@ export const createGrant = defineOperation({
   tool: {
     name: 'grant_access',
     title: 'Grant access to a resource',
-    description:
-      'Give one principal (a did:key) read and/or update access to one resource you own, until expiresAt (ISO 8601, in the future). Not delegable unless you say so.',
+    description: (config) =>
+      `Give one principal (a did:key) read and/or update access to one resource you own, until expiresAt (RFC 3339, in the future, at most ${Math.floor(config.resources.grantMaxTtlMs / 1000)} seconds ahead). Not delegable unless you say so.`,
   },
   run: (ctx, caller, { body }) =>
     ctx.grants.create(signer(caller), body, caller.idempotencyKey, caller),

@@ -71,9 +71,6 @@ export function searchGuides(q: string): {
   results: (GuideSummary & { matches: string[] })[]
 } {
   const words = q.toLowerCase().split(/\s+/).filter(Boolean).slice(0, 8)
-  if (words.length === 0) {
-    throw new BatonError('invalid_request', 'q must hold at least one word', { field: 'q' })
-  }
   const results: (GuideSummary & { matches: string[] })[] = []
   for (const g of GUIDES) {
     const text = readFileSync(g.file, 'utf8')

@@ -31,7 +31,9 @@ export const searchGuidesOp = defineOperation({
   method: 'GET',
   path: '/guides/search',
   auth: 'none',
-  query: z.object({ q: z.string().min(1).max(200).describe('Words to look for') }),
+  query: z.strictObject({
+    q: z.string().max(200).regex(/\S/, 'at least one word').describe('Words to look for'),
+  }),
   output: z.object({
     results: z.array(Summary.extend({ matches: z.array(z.string()) })),
   }),

@@ -4,23 +4,39 @@ import {
   HomeFileListView,
   HomeFileView,
   HomeFileWriteView,
+  HomePath,
+  HomePathPrefix,
   WriteHomeFileInput,
+  wholeNumber,
 } from '@baton/protocol'
 import { z } from 'zod'
+import type { Config } from '../config.js'
 import type { CompositeTool } from '../ops/mcp.js'
 import { defineOperation, type Operation } from '../ops/operation.js'
 import { signer } from '../ops/principal.js'
+import { defaultHomePageSize } from './service.js'
 
 const tags = ['home files']
-// Query values stay text, and a missing path is the service's to refuse: it decides what a
-// valid home path is (invalid_path) and parses the numbers.
-const HomePath = z
-  .string()
-  .max(4096)
-  .describe(
-    'Required: the file path in your own home, e.g. handoff/RUN_ID/owner.json (missing or malformed: invalid_path)',
-  )
-const whole = z.string().max(32)
+const FilePath = HomePath.describe(
+  'The file path in your own home, e.g. handoff/RUN_ID/owner.json (missing or malformed: invalid_path)',
+)
+
+/** The query of a home listing under the hub's page size: the whole rule of its shape. */
+export function listHomeFilesQuery(config: Config['home']) {
+  return z.strictObject({
+    prefix: HomePathPrefix.optional().describe('Only paths starting with this text'),
+    after: HomePath.optional().describe(
+      'Exclusive path cursor: the nextAfter of the previous page',
+    ),
+    limit: wholeNumber({ min: 1, max: config.maxPageSize })
+      .optional()
+      .describe(
+        `At most this many files, 1 to ${config.maxPageSize} (default ${defaultHomePageSize(config)})`,
+      ),
+  })
+}
+/** A parsed home listing query. */
+export type ListHomeFilesQuery = z.output<ReturnType<typeof listHomeFilesQuery>>
 
 /** seed 000: compare-and-set writes of a private file; revision 0 creates only. */
 export const writeHomeFile = defineOperation({
@@ -37,8 +53,8 @@ export const writeHomeFile = defineOperation({
   tool: {
     name: 'write_home_file',
     title: 'Write a home file',
-    description:
-      'Write a private checkpoint file. expectedRevision 0 creates only; otherwise the write commits only if the file is at that revision, and a conflict answers currentRevision: read it and decide, never overwrite blindly. Repeating a committed write answers it again.',
+    description: (config) =>
+      `Write a private checkpoint file (content of at most ${config.home.maxFileBytes} UTF-8 bytes). expectedRevision 0 creates only; otherwise the write commits only if the file is at that revision, and a conflict answers currentRevision: read it and decide, never overwrite blindly. Repeating a committed write answers it again.`,
     annotations: { destructiveHint: false, idempotentHint: true },
   },
   cli: ['home', 'write'],
@@ -53,7 +69,7 @@ export const readHomeFile = defineOperation({
   method: 'GET',
   path: '/v1/home/file',
   auth: 'signature',
-  query: z.object({ path: HomePath.optional() }),
+  query: z.strictObject({ path: FilePath }),
   output: HomeFileView,
   errors: ['invalid_path', 'home_file_not_found'],
   tool: false,
@@ -69,15 +85,7 @@ export const listHomeFiles = defineOperation({
   method: 'GET',
   path: '/v1/home/files',
   auth: 'signature',
-  query: z.object({
-    prefix: z.string().max(4096).optional().describe('Only paths starting with this text'),
-    after: z
-      .string()
-      .max(4096)
-      .optional()
-      .describe('Exclusive path cursor: the nextAfter of the previous page'),
-    limit: whole.optional().describe('At most this many files, 1 to 1000 (default 100)'),
-  }),
+  query: (config) => listHomeFilesQuery(config.home),
   output: HomeFileListView,
   errors: ['invalid_path'],
   tool: false,
@@ -93,9 +101,9 @@ export const deleteHomeFile = defineOperation({
   method: 'DELETE',
   path: '/v1/home/file',
   auth: 'signature',
-  query: z.object({
-    path: HomePath.optional(),
-    expectedRevision: whole.optional().describe('Required: the revision you last read'),
+  query: z.strictObject({
+    path: FilePath,
+    expectedRevision: wholeNumber({ min: 1 }).describe('The revision you last read'),
   }),
   output: HomeFileDeleteView,
   errors: ['invalid_path', 'home_file_not_found', 'revision_conflict'],
@@ -105,20 +113,15 @@ export const deleteHomeFile = defineOperation({
     ctx.home.remove(signer(caller), query.path, query.expectedRevision, caller),
 })
 
+// The route's own schema refuses a malformed path with its code (invalid_path); a tool's
+// argument schema would refuse it first without one.
 const toolPath = z
   .string()
   .min(1)
   .max(HOME_LIMITS.maxPathChars)
   .describe('e.g. handoff/RUN_ID/owner.json')
 
-/** The query of a home route from typed tool arguments: every value given, as text. */
-function asQuery(args: Record<string, unknown>): Record<string, string> {
-  const query: Record<string, string> = {}
-  for (const [k, v] of Object.entries(args)) if (v !== undefined) query[k] = String(v)
-  return query
-}
-
-/** A home route that reads its query, as a tool that takes a required path and typed numbers. */
+/** A home route that reads its query, as a tool whose arguments are that query's fields. */
 function queryTool(
   op: Operation,
   spec: Omit<CompositeTool, 'auth' | 'ops' | 'call'>,
@@ -128,7 +131,7 @@ function queryTool(
     auth: 'signature',
     ops: [op],
     call: (invoke, args, caller) =>
-      invoke(op, { params: {}, query: asQuery(args), body: undefined }, caller),
+      invoke(op, { params: {}, query: args, body: undefined }, caller),
   }
 }
 
@@ -146,11 +149,11 @@ export const homeComposites = [
     name: 'list_home_files',
     title: 'List home files',
     description: 'List files of your own home by path (revision and size, no content).',
-    input: {
+    input: (config) => ({
       prefix: z.string().max(HOME_LIMITS.maxPathChars).optional(),
       after: z.string().optional(),
-      limit: z.number().int().min(1).max(HOME_LIMITS.maxPageSize).optional(),
-    },
+      limit: z.number().int().min(1).max(config.home.maxPageSize).optional(),
+    }),
     output: HomeFileListView,
     annotations: { readOnlyHint: true },
   }),

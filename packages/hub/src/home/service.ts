@@ -5,7 +5,6 @@ import {
   type HomeFileListView,
   type HomeFileView,
   type HomeFileWriteView,
-  isHomePath,
   type WriteHomeFileInput,
 } from '@baton/protocol'
 import type { Clock } from '../clock.js'
@@ -15,6 +14,7 @@ import type { Database } from '../store/database.js'
 import { changeStoredBytes } from '../store/quota.js'
 import type { HomeFileRow } from '../store/schema.js'
 import type { Carrying, Tx, WriteBatcher } from '../store/transaction.js'
+import type { ListHomeFilesQuery } from './operations.js'
 import * as store from './store.js'
 
 /** What the home service needs from the rest of the hub. */
@@ -30,6 +30,10 @@ export interface HomeDeps {
 
 /** The event topic of a principal's home; an event is a hint to re-read. */
 export const homeTopic = (principal: string) => `home:${principal}`
+
+/** Files a listing page answers when it names no `limit`: the default, within the hub's most. */
+export const defaultHomePageSize = (config: Config['home']) =>
+  Math.min(HOME_LIMITS.defaultPageSize, config.maxPageSize)
 
 const iso = (ms: number) => new Date(ms).toISOString()
 
@@ -50,7 +54,7 @@ export class HomeService {
     body: WriteHomeFileInput,
     { carry }: Carrying = {},
   ): Promise<HomeFileWriteView> {
-    const path = assertPath(body.path, 'path')
+    const { path } = body
     const size = Buffer.byteLength(body.content, 'utf8')
     const limit = this.deps.config.maxFileBytes
     if (size > limit) {
@@ -109,21 +113,16 @@ export class HomeService {
   }
 
   /** Reads a file of the caller's own home. */
-  async read(principal: string, rawPath: string | undefined): Promise<HomeFileView> {
-    const path = assertPath(rawPath, 'path')
+  async read(principal: string, path: string): Promise<HomeFileView> {
     const row = await store.findFile(this.deps.database.db, principal, path)
     if (!row) throw notFound(path)
     return { ...toWriteView(row), content: row.content }
   }
 
   /** Lists the caller's files (no content) by path, optionally under a prefix. */
-  async list(
-    principal: string,
-    q: { prefix?: string | undefined; after?: string | undefined; limit?: string | undefined },
-  ): Promise<HomeFileListView> {
-    const prefix = q.prefix === undefined ? '' : assertPrefix(q.prefix)
-    const after = q.after === undefined || q.after === '' ? undefined : assertPath(q.after, 'after')
-    const limit = parseLimit(q.limit)
+  async list(principal: string, q: ListHomeFilesQuery): Promise<HomeFileListView> {
+    const { prefix = '', after } = q
+    const limit = q.limit ?? defaultHomePageSize(this.deps.config)
     const rows = await store.listFiles(this.deps.database.db, { principal, prefix, after, limit })
     return {
       files: rows.map((r) => ({
@@ -142,12 +141,10 @@ export class HomeService {
    */
   async remove(
     principal: string,
-    rawPath: string | undefined,
-    rawExpected: string | undefined,
+    path: string,
+    expected: number,
     { carry }: Carrying = {},
   ): Promise<HomeFileDeleteView> {
-    const path = assertPath(rawPath, 'path')
-    const expected = parseRevision(rawExpected)
     return this.deps.batcher.carrying(carry).run(async (tx) => {
       const current = await store.findFile(tx.db, principal, path)
       if (!current) throw notFound(path)
@@ -175,54 +172,6 @@ export class HomeService {
       }),
     )
   }
-}
-
-function assertPath(path: unknown, field: string): string {
-  if (!isHomePath(path)) {
-    throw new BatonError('invalid_path', `${field} is not a valid home path`, { field })
-  }
-  return path
-}
-
-function assertPrefix(prefix: unknown): string {
-  if (
-    typeof prefix !== 'string' ||
-    prefix.length > HOME_LIMITS.maxPathChars ||
-    !/^[A-Za-z0-9._/-]*$/.test(prefix) ||
-    prefix.startsWith('/') ||
-    prefix.includes('//')
-  ) {
-    throw new BatonError('invalid_path', 'prefix is not the start of a valid home path', {
-      field: 'prefix',
-    })
-  }
-  return prefix
-}
-
-// Query values arrive as text (the tools turn their numbers into text); the rules are here.
-function parseLimit(value: string | undefined): number {
-  if (value === undefined || value === '') return HOME_LIMITS.defaultPageSize
-  const n = /^\d{1,6}$/.test(value) ? Number(value) : Number.NaN
-  if (!(n >= 1 && n <= HOME_LIMITS.maxPageSize)) {
-    throw new BatonError('invalid_request', `limit must be 1 to ${HOME_LIMITS.maxPageSize}`, {
-      field: 'limit',
-    })
-  }
-  return n
-}
-
-function parseRevision(value: string | undefined): number {
-  const n = value !== undefined && /^\d{1,15}$/.test(value) ? Number(value) : Number.NaN
-  if (!(Number.isSafeInteger(n) && n >= 1)) {
-    throw new BatonError(
-      'invalid_request',
-      'expectedRevision must be a whole number of at least 1',
-      {
-        field: 'expectedRevision',
-      },
-    )
-  }
-  return n
 }
 
 function conflict(path: string, currentRevision: number, expectedRevision: number): BatonError {

@@ -1,5 +1,6 @@
 import {
   AdmissionDecision,
+  AdmissionState,
   BatonError,
   DISCOVERY_PATH,
   DiscoveryDocument,
@@ -7,9 +8,11 @@ import {
   PrincipalPageView,
   PrincipalView,
   SetLabelInput,
+  wholeNumber,
 } from '@baton/protocol'
 import { z } from 'zod'
 import { defineOperation } from '../ops/operation.js'
+import { PRINCIPAL_PAGE, PrincipalCursor } from './service.js'
 
 const adminTags = ['admin']
 const principalParam = z.string().max(512).describe('The principal, a did:key')
@@ -93,14 +96,16 @@ export const listPrincipals = defineOperation({
   method: 'GET',
   path: '/admin/v1/principals',
   auth: 'operator',
-  query: z.object({
-    state: z.string().max(32).optional().describe('pending, approved, rejected or suspended'),
-    limit: z.string().max(16).optional().describe('Principals per page, 1 to 500 (default 100)'),
-    cursor: z
-      .string()
-      .max(1024)
+  query: z.strictObject({
+    state: AdmissionState.optional().describe('Only principals in this admission state'),
+    limit: wholeNumber({ min: 1, max: PRINCIPAL_PAGE.maxLimit })
       .optional()
-      .describe('The next_cursor of the page before; absent for the first page'),
+      .describe(
+        `Principals per page, 1 to ${PRINCIPAL_PAGE.maxLimit} (default ${PRINCIPAL_PAGE.defaultLimit})`,
+      ),
+    cursor: PrincipalCursor.optional().describe(
+      'The next_cursor of the page before; absent for the first page',
+    ),
   }),
   output: PrincipalPageView,
   errors: [],
@@ -133,7 +138,7 @@ export const decidePrincipal = defineOperation({
   auth: 'operator',
   params: z.strictObject({
     principal: principalParam,
-    decision: z.string().max(16).describe('approve, reject or suspend'),
+    decision: AdmissionDecision.describe('approve, reject or suspend'),
   }),
   output: PrincipalView,
   errors: ['principal_not_found'],

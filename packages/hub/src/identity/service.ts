@@ -1,7 +1,7 @@
 import { createHash, createPrivateKey, type KeyObject, timingSafeEqual } from 'node:crypto'
 import { generateKeyPair } from '@baton/context'
 import {
-  AdmissionDecision,
+  type AdmissionDecision,
   AdmissionState,
   type AgentLabel,
   BatonError,
@@ -16,6 +16,7 @@ import {
   REQUIRED_COMPONENTS,
   SIGNATURE_LABEL,
 } from '@baton/protocol'
+import { z } from 'zod'
 import type { Clock } from '../clock.js'
 import type { Config } from '../config.js'
 import type { EventBus } from '../events/bus.js'
@@ -625,28 +626,11 @@ export class IdentityService {
    * same keys however many enrol meanwhile: new keys only ever join after the last page, and a
    * decision that moves a key out of the filtered state skips or repeats nothing.
    */
-  async list(
-    q: { state?: unknown; limit?: unknown; cursor?: unknown } = {},
-  ): Promise<PrincipalPage> {
-    let filter: AdmissionState | undefined
-    if (q.state !== undefined && q.state !== '') {
-      const parsed = AdmissionState.safeParse(q.state)
-      if (!parsed.success) {
-        throw new BatonError(
-          'invalid_request',
-          'state must be pending, approved, rejected or suspended',
-          {
-            field: 'state',
-          },
-        )
-      }
-      filter = parsed.data
-    }
-    const limit = parsePageLimit(q.limit)
-    const after = q.cursor === undefined || q.cursor === '' ? undefined : parseCursor(q.cursor)
+  async list(q: PrincipalPageQuery = {}): Promise<PrincipalPage> {
+    const limit = q.limit ?? PRINCIPAL_PAGE.defaultLimit
     const rows = await store.listPrincipals(this.deps.database.db, {
-      state: filter,
-      after,
+      state: q.state,
+      after: q.cursor,
       limit: limit + 1,
     })
     const page = rows.slice(0, limit)
@@ -665,14 +649,8 @@ export class IdentityService {
   }
 
   /** An operator's decision: approve, reject or suspend a principal (any state to any). */
-  async decide(principal: string, decision: unknown): Promise<PrincipalView> {
-    const parsed = AdmissionDecision.safeParse(decision)
-    if (!parsed.success) {
-      throw new BatonError('invalid_request', 'The decision must be approve, reject or suspend', {
-        field: 'decision',
-      })
-    }
-    const state = { approve: 'approved', reject: 'rejected', suspend: 'suspended' }[parsed.data]
+  async decide(principal: string, decision: AdmissionDecision): Promise<PrincipalView> {
+    const state = { approve: 'approved', reject: 'rejected', suspend: 'suspended' }[decision]
     const row = await this.deps.batcher.run(async (tx) => {
       const now = this.deps.clock.now()
       const updated = await store.setPrincipalState(tx.db, principal, state, now)
@@ -736,44 +714,48 @@ export interface PrincipalPage {
 /** The default and the largest page of the admin principal list. */
 export const PRINCIPAL_PAGE = { defaultLimit: 100, maxLimit: 500 } as const
 
-function parsePageLimit(raw: unknown): number {
-  if (raw === undefined || raw === '') return PRINCIPAL_PAGE.defaultLimit
-  const n = typeof raw === 'string' && /^\d{1,4}$/.test(raw) ? Number(raw) : raw
-  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1 || n > PRINCIPAL_PAGE.maxLimit) {
-    throw new BatonError(
-      'invalid_request',
-      `limit must be a whole number from 1 to ${PRINCIPAL_PAGE.maxLimit}`,
-      { field: 'limit', max: PRINCIPAL_PAGE.maxLimit },
-    )
-  }
-  return n
-}
-
 // A cursor is opaque to callers: `v1.` and the base64url JSON of [enrolled_at, principal].
 function toCursor(row: { enrolled_at: number; principal: string }): string {
   return `v1.${Buffer.from(JSON.stringify([row.enrolled_at, row.principal])).toString('base64url')}`
 }
 
-function parseCursor(raw: unknown): { enrolledAt: number; principal: string } {
-  const refuse = () =>
-    new BatonError('invalid_request', 'cursor is not one this list answered', { field: 'cursor' })
-  if (typeof raw !== 'string' || raw.length > 400 || !/^v1\.[A-Za-z0-9_-]+$/.test(raw)) {
-    throw refuse()
-  }
-  let value: unknown
-  try {
-    value = JSON.parse(Buffer.from(raw.slice(3), 'base64url').toString('utf8'))
-  } catch {
-    throw refuse()
-  }
-  if (
-    !Array.isArray(value) ||
-    value.length !== 2 ||
-    !Number.isSafeInteger(value[0]) ||
-    typeof value[1] !== 'string' ||
-    value[1].length > 200
-  ) {
-    throw refuse()
-  }
-  return { enrolledAt: value[0] as number, principal: value[1] }
+/** A position in the enrolled principals: after this enrolment time and principal. */
+export interface PrincipalPosition {
+  enrolledAt: number
+  principal: string
+}
+
+const PositionJson = z.tuple([
+  z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+  z.string().max(200),
+])
+
+/**
+ * A page cursor as the list answered it (`v1.` and base64url text), answering the position it
+ * names; a cursor of that form that names none is refused too, as no page answered it.
+ */
+export const PrincipalCursor = z
+  .string()
+  .max(400)
+  .regex(/^v1\.[A-Za-z0-9_-]+$/, 'a next_cursor this list answered')
+  .transform((raw, ctx): PrincipalPosition => {
+    let value: unknown
+    try {
+      value = JSON.parse(Buffer.from(raw.slice(3), 'base64url').toString('utf8'))
+    } catch {
+      value = undefined
+    }
+    const position = PositionJson.safeParse(value)
+    if (!position.success) {
+      ctx.issues.push({ code: 'custom', message: 'a next_cursor this list answered', input: raw })
+      return z.NEVER
+    }
+    return { enrolledAt: position.data[0], principal: position.data[1] }
+  })
+
+/** What a page of the principal list is asked for, parsed. */
+export interface PrincipalPageQuery {
+  state?: AdmissionState | undefined
+  limit?: number | undefined
+  cursor?: PrincipalPosition | undefined
 }

@@ -5,8 +5,10 @@ import {
   ResourceView,
   UpdatedResourceView,
   UpdateResourceInput,
+  wholeNumber,
 } from '@baton/protocol'
 import { z } from 'zod'
+import type { Config } from '../config.js'
 import { defineOperation } from '../ops/operation.js'
 import { signer } from '../ops/principal.js'
 
@@ -16,20 +18,24 @@ const ResourceId = z.strictObject({ id: z.string().max(256).describe('The resour
 const tooLarge = ['resource_too_large', 'storage_quota_exceeded'] as const
 const Filter = z.string().min(1).max(200)
 
-/** The query of a resource listing, as text; the whole rule for each value is here. */
-export const ListResourcesQuery = z.object({
-  namespace: Filter.optional().describe('Only this namespace'),
-  kind: Filter.optional().describe('Only this kind'),
-  after: Filter.optional().describe('Continue after this resource id (from `next`)'),
-  limit: z
-    .string()
-    .regex(/^\d{1,3}$/, 'a whole number from 1 to 100')
-    .refine((v) => Number(v) >= 1, 'a whole number from 1 to 100')
-    .optional()
-    .describe('At most this many (1-100, default 100; above 100 answers 100)'),
-})
+// The most a listing's limit may say (three digits, as it always took); more than the page size
+// answers a page.
+const LIMIT_MAX = 999
+
+/** The query of a resource listing under the hub's page size: the whole rule of its shape. */
+export function listResourcesQuery(config: Config['resources']) {
+  const most = config.maxPageSize
+  return z.strictObject({
+    namespace: Filter.optional().describe('Only this namespace'),
+    kind: Filter.optional().describe('Only this kind'),
+    after: Filter.optional().describe('Continue after this resource id (from `next`)'),
+    limit: wholeNumber({ min: 1, max: LIMIT_MAX })
+      .optional()
+      .describe(`At most this many (default ${most}; above ${most} answers ${most})`),
+  })
+}
 /** A parsed resource listing query. */
-export type ListResourcesQuery = z.infer<typeof ListResourcesQuery>
+export type ListResourcesQuery = z.output<ReturnType<typeof listResourcesQuery>>
 
 /** seed 000: a resource owned by the caller, at version 1. */
 export const createResource = defineOperation({
@@ -47,8 +53,8 @@ export const createResource = defineOperation({
   tool: {
     name: 'create_resource',
     title: 'Create a shared resource',
-    description:
-      'Create a versioned resource you own (version 1) in a namespace, with a kind and JSON data.',
+    description: (config) =>
+      `Create a versioned resource you own (version 1) in a namespace, with a kind and JSON data (at most ${config.resources.maxBytes} bytes as JSON).`,
   },
   run: (ctx, caller, { body }) =>
     ctx.resources.create(signer(caller), body, caller.idempotencyKey, caller),
@@ -62,7 +68,7 @@ export const listResources = defineOperation({
   method: 'GET',
   path: '/v1/resources',
   auth: 'signature',
-  query: ListResourcesQuery,
+  query: (config) => listResourcesQuery(config.resources),
   output: ResourceListView,
   errors: [],
   tool: {
@@ -109,8 +115,8 @@ export const updateResource = defineOperation({
   tool: {
     name: 'update_resource',
     title: 'Update a shared resource',
-    description:
-      'Replace the whole data of a resource, only if it is still at expectedVersion. A conflict answers the current version; never increment blindly.',
+    description: (config) =>
+      `Replace the whole data of a resource (at most ${config.resources.maxBytes} bytes as JSON), only if it is still at expectedVersion. A conflict answers the current version; never increment blindly.`,
   },
   run: (ctx, caller, { params, body }) =>
     ctx.resources.update(signer(caller), params.id, body, caller),

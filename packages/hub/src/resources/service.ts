@@ -27,6 +27,8 @@ export interface ResourceDeps {
   grants: GrantService
   /** Largest `data` as JSON, in bytes. */
   maxBytes: number
+  /** Most resources one listing page answers. */
+  maxPageSize: number
   /** Bytes of data a principal may own in all; undefined for no limit. */
   storedBytesQuota?: number | undefined
 }
@@ -236,7 +238,7 @@ export class ResourceService {
     principal: string,
     q: ListResourcesQuery,
   ): Promise<{ resources: ResourceView[]; next: string | null }> {
-    const limit = Math.min(100, Number(q.limit ?? '100'))
+    const limit = Math.min(this.deps.maxPageSize, q.limit ?? this.deps.maxPageSize)
     const db = this.deps.database.db
     const sharedIds = await this.deps.grants.sharedResourceIds(db, principal, 'resource:read')
     const rows = await store.listVisible(db, {

@@ -1,9 +1,12 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
-import { BatonError } from '@baton/protocol'
+import { AdmissionDecision, BatonError } from '@baton/protocol'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { AppContext } from '../app.js'
 import type { Api } from '../http/server.js'
+import { listPrincipals } from '../identity/operations.js'
+import { inputSchemas } from '../ops/operation.js'
+import { parseInput } from '../validation.js'
 import { DashboardStreams } from './events.js'
 import * as q from './queries.js'
 import {
@@ -351,13 +354,13 @@ export function registerDashboard(api: Api, ctx: AppContext): void {
     }
 
     read('/dashboard/api/overview', () => q.overview(db(), now()))
-    read('/dashboard/api/principals', (req) =>
-      ctx.identity.list({
-        state: text(query(req).state),
-        limit: text(query(req).limit),
-        cursor: text(query(req).cursor),
-      }),
-    )
+    // The admin operation's own query schema; the page sends `state=` for every state.
+    const principalPage = inputSchemas(listPrincipals, ctx.config).query!
+    read('/dashboard/api/principals', (req) => {
+      const { state, limit, cursor } = query(req)
+      const given = Object.entries({ state, limit, cursor }).filter(([, v]) => v !== '')
+      return ctx.identity.list(parseInput(principalPage, Object.fromEntries(given), 'query'))
+    })
     read('/dashboard/api/handoffs', async (req) => ({
       handoffs: await q.listHandoffs(db(), now(), { state: text(query(req).state) ?? '' }),
     }))
@@ -424,7 +427,10 @@ export function registerDashboard(api: Api, ctx: AppContext): void {
     scope.post('/dashboard/api/principals/:principal/:decision', async (req, reply) => {
       requireMutation(req)
       const { principal, decision } = req.params as { principal: string; decision: string }
-      const view = await ctx.identity.decide(principal, decision)
+      const view = await ctx.identity.decide(
+        principal,
+        parseInput(AdmissionDecision, decision, 'decision'),
+      )
       // The identity service publishes nothing; other dashboards hear of the decision from here.
       ctx.bus.publish({
         topic: `principal:${view.principal}`,
