@@ -3,6 +3,7 @@ import Fastify, {
   type FastifyBaseLogger,
   type FastifyInstance,
   type FastifyReply,
+  type FastifyRequest,
   LogController,
 } from 'fastify'
 import { registerA2aRoutes } from '../a2a/http.js'
@@ -149,7 +150,7 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
     if (e.code === 'internal') req.log.error({ err: error }, 'unhandled error')
     reply.headers(errorHeaders(e, req)).code(e.status).send(e.toBody())
   })
-  app.setNotFoundHandler((req, reply) => {
+  const notFound = (req: FastifyRequest, reply: FastifyReply) => {
     const path = req.url.split('?')[0] ?? '/'
     const allowed = new Set<string>()
     for (const r of routes) if (r.pattern.test(path)) for (const m of r.methods) allowed.add(m)
@@ -163,7 +164,13 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
     }
     const e = new BatonError('not_found', `No route ${req.method} ${path}`)
     reply.code(404).send(e.toBody())
-  })
+  }
+  app.setNotFoundHandler(notFound)
+  // Every request under /v1 is signed, a route's or not: an unmatched one is declared so too, and
+  // its signer is judged (enrolled, counted, admitted) before it is answered 404 or 405. fastify
+  // keeps a not-found handler's `config` as its route config; its types only omit it.
+  const signedNotFound = { config: { auth: 'signature' } } as object
+  app.register(async (v1) => v1.setNotFoundHandler(signedNotFound, notFound), { prefix: '/v1' })
 
   // While shutting down, every answer closes its connection so the server can stop promptly.
   // So does an answer sent before the request body was read to its end (a 413, a refused
