@@ -12,6 +12,7 @@ import { main } from '../src/cli/main.js'
 import { DOCUMENTED_ROUTES } from '../src/http/server.js'
 import { MCP_DOCS } from '../src/mcp/http.js'
 import { createMcpServer } from '../src/mcp/server.js'
+import { AUTH_KINDS, sessionAuths } from '../src/ops/auth-kinds.js'
 import type { Auth, Operation } from '../src/ops/operation.js'
 import { COMPOSITE_TOOLS, OPERATIONS } from '../src/ops/registry.js'
 import { remoteInvoke } from '../src/ops/remote.js'
@@ -109,6 +110,45 @@ test('every operation is one CLI command, and every generated command is an oper
       `${argv.join(' ')} is not ${c.op.name}`,
     )
   }
+})
+
+/** Every module where a face meets auth: each reads the one table, and none switches on a kind. */
+const AUTH_FACES = [
+  'src/identity/http.ts',
+  'src/ops/http.ts',
+  'src/ops/auth.ts',
+  'src/ops/openapi.ts',
+  'src/ops/mcp.ts',
+  'src/ops/remote.ts',
+  'src/cli/generated.ts',
+  'src/mcp/http.ts',
+  'src/cli/mcp-command.ts',
+]
+
+test('every auth kind has one table entry, and every face reads it', () => {
+  const kinds = Object.keys(AUTH_KINDS).sort()
+  assert.deepEqual(kinds, ['handoff-token', 'none', 'operator', 'signature'])
+  for (const op of OPERATIONS) assert.ok(kinds.includes(op.auth), `${op.name}: ${op.auth}`)
+  for (const kind of kinds as Auth[]) {
+    const entry = AUTH_KINDS[kind]
+    // A kind with a credential names its flag, and says what it adds to every answer.
+    assert.equal(entry.cli.credential === undefined, entry.credential === 'nothing', kind)
+    assert.equal(entry.errors.length === 0, entry.credential === 'nothing', kind)
+    assert.equal(entry.security.length === 0, entry.credential === 'nothing', kind)
+    assert.equal(entry.signed, entry.remote === 'signed', kind)
+  }
+  const root = path.resolve(import.meta.dirname, '..')
+  // A branch on a kind (`op.auth === 'operator'`, `case 'signature':`) or a table keyed by kinds.
+  const literal =
+    /\bauth\s*[!=]==\s*'|case '(none|handoff-token|signature|operator)'|'handoff-token':/
+  for (const file of AUTH_FACES) {
+    const text = readFileSync(path.join(root, file), 'utf8')
+    assert.match(text, /AUTH_KINDS|sessionAuths/, `${file} does not read the auth table`)
+    assert.doesNotMatch(text, literal, `${file} decides on an auth kind itself`)
+  }
+  // MCP sessions are offered the kinds the table offers them, never operator work.
+  assert.deepEqual([...sessionAuths(false)].sort(), ['handoff-token', 'none'])
+  assert.deepEqual([...sessionAuths(true)].sort(), ['handoff-token', 'none', 'signature'])
 })
 
 test('lines of adapter code per operation', (t) => {

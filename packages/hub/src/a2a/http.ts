@@ -6,14 +6,8 @@ import type { AppContext } from '../app.js'
 import { errorHeaders } from '../http/challenge.js'
 import { toBatonError } from '../http/errors.js'
 import type { Api } from '../http/server.js'
-import {
-  CARRIES_ADMISSION,
-  localOrigin,
-  pendingAdmission,
-  requestOrigin,
-  requirePrincipal,
-  runAdmitted,
-} from '../identity/http.js'
+import { localOrigin, requestOrigin, runAdmitted } from '../identity/http.js'
+import { requireSigned } from '../ops/auth-kinds.js'
 import { CloseSignal } from '../ops/http.js'
 import { type Caller, inputSchemas, type Operation } from '../ops/operation.js'
 import { parseInput } from '../validation.js'
@@ -21,8 +15,9 @@ import { A2A_RPC_METHODS, A2A_RPC_PATH, a2aSendMessage } from './operations.js'
 import { type SendMessageParams, TaskRefParams } from './wire.js'
 
 /**
- * The A2A 1.0 JSON-RPC binding (issue 16): one signed endpoint under `/v1`, so the preParsing
- * hook verifies each request as it does every `/v1` request. A method is one of the A2A
+ * The A2A 1.0 JSON-RPC binding (issue 16): one signed endpoint, declared `auth: 'signature'` in
+ * its route config, so the preParsing hook verifies each request as it does every signed
+ * operation's. A method is one of the A2A
  * operations (run with the operation's own schemas) or one of the two streams, which write the
  * task's events as SSE with the generation as the event id. The adapter decides nothing.
  */
@@ -149,15 +144,15 @@ export function registerA2aRoutes(api: Api, ctx: AppContext): void {
   }
   // A signed call's nonce and quota charge commit with its method's first write, as for the
   // operations' own routes; a call refused before its method ran spends them as it is answered.
-  const config = { [CARRIES_ADMISSION]: true }
+  const config = { auth: 'signature', carriesAdmission: true } as const
   api.app.post(A2A_RPC_PATH, { errorHandler, config }, async (req, reply) => {
-    const principal = requirePrincipal(req)
+    const { principal, carry } = requireSigned(req)
     const caller: Caller = {
       ip: req.ip,
       origin: requestOrigin(ctx, req) ?? localOrigin(req),
       principal,
       signal: new CloseSignal(reply.raw),
-      carry: pendingAdmission(req),
+      carry,
     }
     let id: RpcId = null
     let envelope = false
@@ -236,7 +231,7 @@ async function stream(
   }
   // Nothing is streamed before the request's admission is durable: committed with the send, or
   // alone now for a subscription, which writes nothing.
-  const carry = pendingAdmission(req)
+  const carry = req.signed?.carry
   if (carry) await ctx.identity.settle(carry)
   reply.hijack()
   const res = reply.raw

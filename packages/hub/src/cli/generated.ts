@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util'
 import { requestJson, type SignedBody, SignedClient } from '@baton/client'
 import { DISCOVERY_PATH } from '@baton/protocol'
 import { z } from 'zod'
+import { AUTH_KINDS } from '../ops/auth-kinds.js'
 import { type CliSpec, defaultConfig, inputSchemas, type Operation } from '../ops/operation.js'
 import { OPERATIONS } from '../ops/registry.js'
 import { remoteInvoke } from '../ops/remote.js'
@@ -141,7 +142,7 @@ export function toCommand(op: Operation): CliCommand {
   const schemas = inputSchemas(op, defaultConfig())
   return {
     words: commandWords(op),
-    admin: op.auth === 'operator',
+    admin: AUTH_KINDS[op.auth].cli.admin,
     op,
     positionals: fieldsOf(schemas.params, 'params'),
     fields: [...fieldsOf(schemas.query, 'query'), ...fieldsOf(schemas.body, 'body')],
@@ -156,15 +157,10 @@ export function generatedCommands(ops: readonly Operation[] = OPERATIONS): CliCo
 
 /** The common flags an operation takes: the credential its auth needs, and what it accepts. */
 export function commonFlags(op: Operation): (keyof typeof COMMON_FLAGS)[] {
-  const credential = {
-    none: [],
-    'handoff-token': ['token'],
-    signature: ['identity'],
-    operator: ['admin-token'],
-  } as const
+  const credential = AUTH_KINDS[op.auth].cli.credential
   return [
     'hub',
-    ...credential[op.auth],
+    ...(credential ? [credential.flag] : []),
     ...(op.idempotencyKey ? (['idempotency-key'] as const) : []),
     ...(op.body ? (['body'] as const) : []),
     'json',
@@ -184,12 +180,7 @@ export function commandHelp(c: CliCommand): string {
   const args = c.positionals
     .map((p) => (spec(op).defaults?.[p.name] === undefined ? ` <${p.flag}>` : ` [<${p.flag}>]`))
     .join('')
-  const auth = {
-    none: 'no credentials',
-    'handoff-token': 'needs --token',
-    signature: 'signed with --identity',
-    operator: 'needs --admin-token',
-  }[op.auth]
+  const auth = AUTH_KINDS[op.auth].cli.help
   const row = (name: string, type: string, note: string, text = '') =>
     `  ${name.padEnd(26)} ${type.padEnd(14)} ${note.padEnd(9)} ${text}`.trimEnd()
   const lines = [
@@ -392,23 +383,22 @@ export async function runGenerated(c: CliCommand, argv: string[], io: Io): Promi
 
   const hub = common('hub') ?? process.env.BATON_HUB
   if (!hub) throw new UsageError('--hub URL is required (or set BATON_HUB)')
-  const headers: Record<string, string> = {}
-  let token: string | undefined
-  if (op.auth === 'handoff-token') {
-    token = common('token') ?? process.env.BATON_TOKEN ?? process.env.BATON_HANDOFF_TOKEN
-    if (!token) throw new UsageError('--token is required (or set BATON_TOKEN)')
+  const kind = AUTH_KINDS[op.auth]
+  // The credential its auth needs: a bearer token the invoke sends, or the identity it signs with.
+  const wanted = kind.cli.credential
+  let credential: string | undefined
+  if (wanted) {
+    credential = wanted.env.reduce<string | undefined>(
+      (found, name) => found ?? process.env[name],
+      common(wanted.flag),
+    )
+    if (!credential) throw new UsageError(wanted.missing)
   }
-  if (op.auth === 'operator') {
-    const admin = common('admin-token') ?? process.env.BATON_ADMIN_TOKEN
-    if (!admin) throw new UsageError('--admin-token is required (or set BATON_ADMIN_TOKEN)')
-    headers.authorization = `Bearer ${admin}`
-  }
-  let signed: SignedClient | undefined
-  if (op.auth === 'signature') {
-    const identity = common('identity') ?? process.env.BATON_IDENTITY
-    if (!identity) throw new UsageError('--identity FILE is required (or set BATON_IDENTITY)')
-    signed = await SignedClient.fromFile(new URL(DISCOVERY_PATH, hub).href, identity)
-  }
+  const token = kind.remote === 'bearer' ? credential : undefined
+  const signed =
+    kind.remote === 'signed' && credential
+      ? await SignedClient.fromFile(new URL(DISCOVERY_PATH, hub).href, credential)
+      : undefined
 
   const body = op.body && (hasBody || Object.keys(parts.body).length > 0) ? parts.body : undefined
   const showUpload = !json && isUpload(op) && body !== undefined
@@ -427,7 +417,7 @@ export async function runGenerated(c: CliCommand, argv: string[], io: Io): Promi
   }
   const invoke = remoteInvoke({
     plain: (method, path, b, h, signal) =>
-      requestJson(hub, method, path, b, { headers: { ...h, ...headers }, signal }),
+      requestJson(hub, method, path, b, { headers: h, signal }),
     ...(signed
       ? {
           signed: (

@@ -5,7 +5,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import type { Logger } from 'pino'
 import { pollWatch } from '../mcp/resources.js'
 import { createMcpServer } from '../mcp/server.js'
-import type { Auth } from '../ops/operation.js'
+import { sessionAuths } from '../ops/auth-kinds.js'
 import { remoteInvoke } from '../ops/remote.js'
 import { VERSION } from '../version.js'
 import { describe, type Io, UsageError } from './io.js'
@@ -61,9 +61,7 @@ export async function mcpCommand(argv: string[], io: Io): Promise<number> {
   const server = createMcpServer(
     {
       invoke,
-      auths: new Set<Auth>(
-        signed ? ['none', 'handoff-token', 'signature'] : ['none', 'handoff-token'],
-      ),
+      auths: sessionAuths(signed !== undefined),
       // No event bus here: subscriptions long-poll the hub's waits (see mcp/resources.ts).
       watch: pollWatch(invoke),
       // An unexpected failure is answered `internal` without detail, and its cause said here.

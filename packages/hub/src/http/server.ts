@@ -3,12 +3,13 @@ import Fastify, {
   type FastifyBaseLogger,
   type FastifyInstance,
   type FastifyReply,
+  type FastifyRequest,
   LogController,
 } from 'fastify'
 import { registerA2aRoutes } from '../a2a/http.js'
 import type { AppContext } from '../app.js'
 import { registerGuidePages } from '../guides/pages.js'
-import { registerIdentityRoutes, verifiedPrincipal } from '../identity/http.js'
+import { registerIdentityRoutes } from '../identity/http.js'
 import { MCP_DOCS, registerMcpRoute } from '../mcp/http.js'
 import { registerHttpOperations } from '../ops/http.js'
 import { type ExtraPath, openApiDocument } from '../ops/openapi.js'
@@ -101,7 +102,7 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
 
   // First of all hooks, so every answer carries the request id, refusals before the body too.
   registerRequestTelemetry(app, ctx.log, ctx.tracing, {
-    principal: (req) => verifiedPrincipal(req)?.principal,
+    principal: (req) => req.signed?.principal.principal,
   })
 
   // One JSON parser with stable codes, for every route and every body (MCP and snapshots too):
@@ -158,7 +159,7 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
     if (e.code === 'internal') req.log.error({ err: error }, 'unhandled error')
     reply.headers(errorHeaders(e, req)).code(e.status).send(e.toBody())
   })
-  app.setNotFoundHandler((req, reply) => {
+  const notFound = (req: FastifyRequest, reply: FastifyReply) => {
     const path = req.url.split('?')[0] ?? '/'
     const allowed = new Set<string>()
     for (const r of routes) if (r.pattern.test(path)) for (const m of r.methods) allowed.add(m)
@@ -172,7 +173,13 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
     }
     const e = new BatonError('not_found', `No route ${req.method} ${path}`)
     reply.code(404).send(e.toBody())
-  })
+  }
+  app.setNotFoundHandler(notFound)
+  // Every request under /v1 is signed, a route's or not: an unmatched one is declared so too, and
+  // its signer is judged (enrolled, counted, admitted) before it is answered 404 or 405. fastify
+  // keeps a not-found handler's `config` as its route config; its types only omit it.
+  const signedNotFound = { config: { auth: 'signature' } } as object
+  app.register(async (v1) => v1.setNotFoundHandler(signedNotFound, notFound), { prefix: '/v1' })
 
   // While shutting down, every answer closes its connection so the server can stop promptly.
   // So does an answer sent before the request body was read to its end (a 413, a refused

@@ -3,17 +3,61 @@ import { BatonError } from '@baton/protocol'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AppContext } from '../app.js'
 import type { Api } from '../http/server.js'
+import { AUTH_KINDS } from '../ops/auth-kinds.js'
+import type { Auth } from '../ops/operation.js'
 import type { AdmissionCarry, Principal } from './service.js'
 import { BodyDigest } from './verify.js'
 
-const verified = new WeakMap<FastifyRequest, Principal>()
-const pending = new WeakMap<FastifyRequest, AdmissionCarry>()
+/** What the signature hook proved of a signed, admitted request, put on it once (`req.signed`). */
+export interface SignedCaller {
+  /** The verified principal. */
+  principal: Principal
+  /**
+   * The request's pending admission (nonce, quota charge, a new key's enrolment), for a route
+   * that carries it into its own first write (`carriesAdmission`), settled before the answer.
+   */
+  carry?: AdmissionCarry | undefined
+}
 
 /**
- * The route config key of routes whose signed requests carry their admission (nonce, quota
- * charge) into their own first write, instead of committing it before the body is read.
+ * What a route declares about signatures, in its fastify route config; the signature hook
+ * decides from this alone, never from the URL.
  */
-export const CARRIES_ADMISSION = 'carriesAdmission'
+export interface SignatureDeclaration {
+  /** The route's declared auth: a kind whose table entry is `signed` needs a signed request. */
+  auth?: Auth
+  /**
+   * A signature is optional, but one sent is judged as for a signed route (nonce, enrolment,
+   * admission): MCP over Streamable HTTP, where a signed session reaches the agent tools.
+   */
+  optionalSignature?: boolean
+  /** The route answers its signer in every admission state, and is not counted in its quota. */
+  admissionExempt?: boolean
+  /** A signed request's admission rides into the route's own first write (`runAdmitted`). */
+  carriesAdmission?: boolean
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig extends SignatureDeclaration {}
+  interface FastifyRequest {
+    /** The signed caller, once the signature hook admitted the request; null otherwise. */
+    signed: SignedCaller | null
+  }
+}
+
+/**
+ * What the signature hook does with a request to a route so declared: `admit` verifies it and
+ * admits its signer (refusing it unsigned), `verify` only checks the signature it carries (so a
+ * signed request moved onto another route is refused rather than answered), `none` reads nothing.
+ */
+export function signatureDemand(
+  route: SignatureDeclaration | undefined,
+  carriesSignature: boolean,
+): 'admit' | 'verify' | 'none' {
+  const declared = route?.auth !== undefined && AUTH_KINDS[route.auth].signed
+  if (declared || (carriesSignature && route?.optionalSignature)) return 'admit'
+  return carriesSignature ? 'verify' : 'none'
+}
 
 /** Runs a route's work and answers only once the request's admission is durable (`settleAfter`). */
 export function runAdmitted<T>(
@@ -21,41 +65,7 @@ export function runAdmitted<T>(
   req: FastifyRequest,
   work: () => Promise<T>,
 ): Promise<T> {
-  return ctx.identity.settleAfter(pending.get(req), work)
-}
-
-/** The admission of a request that `runAdmitted` (or the MCP route) is still to settle. */
-export function pendingAdmission(req: FastifyRequest): AdmissionCarry | undefined {
-  return pending.get(req)
-}
-
-/** True for a path under `/v1`, where every request must be signed. */
-export function isSignedPath(url: string): boolean {
-  return url === '/v1' || url.startsWith('/v1/') || url.startsWith('/v1?')
-}
-
-/**
- * True for a path where a signature is optional but, when present, is judged as under `/v1`
- * (nonce, enrolment, admission): MCP over Streamable HTTP, where a signed session reaches the
- * agent tools and an unsigned one only the anonymous ones.
- */
-export function isOptionallySignedPath(url: string): boolean {
-  return url === '/mcp' || url.startsWith('/mcp?')
-}
-
-/** The verified, admitted principal of a request, if it was signed and admitted. */
-export function verifiedPrincipal(req: FastifyRequest): Principal | undefined {
-  return verified.get(req)
-}
-
-/**
- * The verified, approved principal of a `/v1` request, for feature routes; the signature hook
- * has already refused unsigned, invalid, replayed and unapproved requests.
- */
-export function requirePrincipal(req: FastifyRequest): Principal {
-  const p = verified.get(req)
-  if (!p) throw new BatonError('signature_missing', 'The request is not signed')
-  return p
+  return ctx.identity.settleAfter(req.signed?.carry, work)
 }
 
 const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '[::1]']
@@ -214,11 +224,15 @@ export function registerIdentityRoutes(api: Api, ctx: AppContext): void {
   // the RFC 9421 signature covers Content-Digest (RFC 9530), so the body is checked against it as
   // it streams in, and an unsigned, badly signed, unadmitted or oversized request is refused with
   // its body unread and its connection closed.
+  api.app.decorateRequest('signed', null)
+
   api.app.addHook('preParsing', async (req, reply, payload) => {
-    const signedPath = isSignedPath(req.url)
     const carriesSignature =
       req.headers['signature-input'] !== undefined || req.headers.signature !== undefined
-    if (!signedPath && !carriesSignature) return payload
+    // fastify builds routeOptions afresh on every read.
+    const route = req.routeOptions
+    const demand = signatureDemand(route.config, carriesSignature)
+    if (demand === 'none') return payload
     const announcesBody = declaresBody(req)
     try {
       const origin = requestOrigin(ctx, req)
@@ -233,12 +247,10 @@ export function registerIdentityRoutes(api: Api, ctx: AppContext): void {
           reason: 'authority',
         })
       }
-      // fastify builds routeOptions afresh on every read.
-      const route = req.routeOptions
       const limit = route.bodyLimit ?? ctx.config.bodyLimitBytes
       if (Number(req.headers['content-length']) > limit) throw tooLarge(limit)
       let afterBody: (() => Promise<void>) | undefined
-      if (signedPath || isOptionallySignedPath(req.url)) {
+      if (demand === 'admit') {
         // The nonce, enrolment and admission are decided before the body is read: keys cost
         // nothing to make, so only an admitted principal may make the hub read a body at all.
         // The nonce is spent even if the body then fails its digest, as for any refused request.
@@ -249,11 +261,9 @@ export function registerIdentityRoutes(api: Api, ctx: AppContext): void {
         // enrolment then commit with the operation's own write (`runAdmitted`).
         const admission = {
           address: req.ip,
-          admissionExempt:
-            req.method === 'GET' && (req.url === '/v1/me' || req.url.startsWith('/v1/me?')),
+          admissionExempt: route.config.admissionExempt === true,
         }
-        const config = route.config as unknown as Record<string, unknown> | undefined
-        let prepared = config?.[CARRIES_ADMISSION]
+        let prepared = route.config.carriesAdmission
           ? await service.prepare(sig, admission)
           : undefined
         // A new key's first request without a body writes nothing (or waits, reading its own
@@ -263,12 +273,11 @@ export function registerIdentityRoutes(api: Api, ctx: AppContext): void {
           prepared = undefined
         }
         if (prepared) {
-          const { carry } = prepared
+          const { carry, principal } = prepared
           let held = false
           const hold = () => {
             held = true
-            verified.set(req, prepared.principal)
-            pending.set(req, carry)
+            req.signed = { principal, carry }
           }
           // However the exchange ends (even a client gone before any answer), the nonce is spent;
           // but a new key's first request enrols only once its body verified. A carry a batch
@@ -281,16 +290,16 @@ export function registerIdentityRoutes(api: Api, ctx: AppContext): void {
           else hold()
         } else if (announcesBody && (await service.isNewUnderOpenAdmission(sig))) {
           afterBody = async () => {
-            verified.set(req, await service.admit(sig, admission))
+            req.signed = { principal: await service.admit(sig, admission) }
           }
         } else {
-          verified.set(req, await service.admit(sig, admission))
+          req.signed = { principal: await service.admit(sig, admission) }
         }
       }
-      // Outside /v1 a signature is still checked (without enrolment or a nonce), so a signed
-      // request whose path was changed to leave /v1 is refused rather than answered. A method
-      // whose routes read no body (GET) never drains this stream: its digest vouches for bytes
-      // nothing uses.
+      // On a route that asks for none, a signature is still checked (without enrolment or a
+      // nonce), so a signed request whose path was changed to reach it is refused rather than
+      // answered. A method whose routes read no body (GET) never drains this stream: its digest
+      // vouches for bytes nothing uses.
       const digest = req.headers['content-digest']
       // No body announced and no digest: there are no bytes to check, and nothing after them.
       if (digest === undefined && afterBody === undefined && !announcesBody) return payload
@@ -311,7 +320,7 @@ export function registerIdentityRoutes(api: Api, ctx: AppContext): void {
   // the limit or off its digest, a malformed body) still spends its nonce before it is answered.
   // A callback hook, not an async one: every answer passes it, and almost none has to wait.
   api.app.addHook('onSend', (req, _reply, payload, done) => {
-    const carry = pending.get(req)
+    const carry = req.signed?.carry
     if (!carry) return done(null, payload)
     service.settle(carry).then(
       () => done(null, payload),

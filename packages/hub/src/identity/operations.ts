@@ -45,6 +45,7 @@ export const me = defineOperation({
   method: 'GET',
   path: '/v1/me',
   auth: 'signature',
+  admissionExempt: true,
   output: MeView,
   errors: [],
   tool: {

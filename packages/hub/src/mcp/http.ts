@@ -8,12 +8,11 @@ import { errorHeaders } from '../http/challenge.js'
 import { toBatonError } from '../http/errors.js'
 import type { Api } from '../http/server.js'
 import { principalTopic } from '../identity/admission.js'
-import { CARRIES_ADMISSION, pendingAdmission, verifiedPrincipal } from '../identity/http.js'
 import type { AdmissionCarry, Principal } from '../identity/service.js'
+import { sessionAuths } from '../ops/auth-kinds.js'
 import { localInvoke } from '../ops/local.js'
 import { carryingAuth, type Settling } from '../ops/mcp.js'
 import type { ExtraPath } from '../ops/openapi.js'
-import type { Auth } from '../ops/operation.js'
 import { assertAllowedHostAndOrigin, hostPolicy } from './rebinding.js'
 import { SESSION_LIMITS, type SessionLimits, SessionTable } from './sessions.js'
 
@@ -41,9 +40,6 @@ export const MCP_DOCS: ExtraPath[] = [
     },
   },
 ]
-
-const SIGNED: ReadonlySet<Auth> = new Set<Auth>(['none', 'handoff-token', 'signature'])
-const UNSIGNED: ReadonlySet<Auth> = new Set<Auth>(['none', 'handoff-token'])
 
 function sessionIdOf(req: FastifyRequest): string | undefined {
   const id = req.headers['mcp-session-id']
@@ -112,7 +108,7 @@ export function registerMcpRoute(
       {
         invoke: localInvoke(ctx, { ip: req.ip, principal }),
         settleAfter: settling(ctx),
-        auths: principal ? SIGNED : UNSIGNED,
+        auths: sessionAuths(principal !== undefined),
         log: req.log,
         config: ctx.config,
       },
@@ -135,7 +131,7 @@ export function registerMcpRoute(
       {
         invoke: localInvoke(ctx, { ip: req.ip, principal }),
         settleAfter: settling(ctx),
-        auths: SIGNED,
+        auths: sessionAuths(true),
         log: ctx.log,
         watch: busWatch(ctx.bus, who),
         config: ctx.config,
@@ -186,16 +182,15 @@ export function registerMcpRoute(
     // tool call (`settling`); any other request can write nothing, and it commits alone
     // first. A tool call the MCP SDK refuses before it reaches an operation (an unknown tool)
     // spends its nonce as its connection closes.
-    const carry = pendingAdmission(req)
-    const principal = verifiedPrincipal(req)
-    if (carry && principal && isToolCall(req.body)) {
+    const signed = req.signed
+    if (signed?.carry && isToolCall(req.body)) {
       // The MCP SDK hands a request's `auth` to the tool handler it reaches, with the call.
       ;(req.raw as IncomingMessage & { auth?: unknown }).auth = carryingAuth(
-        principal.principal,
-        carry,
+        signed.principal.principal,
+        signed.carry,
       )
-    } else if (carry) {
-      await ctx.identity.settle(carry)
+    } else if (signed?.carry) {
+      await ctx.identity.settle(signed.carry)
     }
     return route(req, reply)
   }
@@ -203,7 +198,7 @@ export function registerMcpRoute(
   const route = async (req: FastifyRequest, reply: FastifyReply) => {
     // A signed request (judged by the signature hook like any /v1 request) acts as its
     // principal and reaches every agent tool; an unsigned one reaches the anonymous tools only.
-    const principal = verifiedPrincipal(req)
+    const principal = req.signed?.principal
     const id = sessionIdOf(req)
     if (id !== undefined) {
       // Another signer's session answers exactly like a missing one.
@@ -224,7 +219,7 @@ export function registerMcpRoute(
     method: 'POST',
     url: '/mcp',
     onRequest,
-    config: { [CARRIES_ADMISSION]: true },
+    config: { optionalSignature: true, carriesAdmission: true },
     handler: handle,
     // Malformed JSON-RPC is answered in JSON-RPC, not with a REST error body: an MCP client
     // reads the error object. Refusals of the request itself (auth, Host) stay REST answers.
@@ -242,6 +237,7 @@ export function registerMcpRoute(
       method,
       url: '/mcp',
       onRequest,
+      config: { optionalSignature: true },
       handler: async (req, reply) => {
         const id = sessionIdOf(req)
         // MCP transports: a server without an SSE stream answers GET with 405 Method Not Allowed.
@@ -253,7 +249,7 @@ export function registerMcpRoute(
             { allow: 'POST' },
           )
         }
-        const session = sessions.find(id, verifiedPrincipal(req)?.principal)
+        const session = sessions.find(id, req.signed?.principal.principal)
         if (!session) return sessionNotFound(reply)
         reply.hijack()
         if (method === 'GET') {

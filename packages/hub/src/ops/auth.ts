@@ -1,5 +1,6 @@
 import type { ErrorCode } from '@baton/protocol'
-import type { Auth, Operation } from './operation.js'
+import { AUTH_KINDS } from './auth-kinds.js'
+import type { Operation } from './operation.js'
 
 /** What any operation may answer, whatever it does: bad input, limits, load and outages. */
 export const COMMON_ERRORS: ErrorCode[] = [
@@ -19,30 +20,11 @@ export const INPUT_ERRORS: ErrorCode[] = ['invalid_request', 'unknown_field']
  */
 export const BODY_ERRORS: ErrorCode[] = ['invalid_json', 'body_too_large', 'unsupported_media_type']
 
-/** What each kind of auth adds to an operation's answers. */
-export const AUTH_ERRORS: Record<Auth, ErrorCode[]> = {
-  none: [],
-  'handoff-token': ['token_missing'],
-  signature: [
-    'signature_missing',
-    'signature_malformed',
-    'unknown_key',
-    'signature_invalid',
-    'digest_mismatch',
-    'signature_stale',
-    'signature_replayed',
-    'admission_pending',
-    'admission_rejected',
-    'principal_suspended',
-  ],
-  operator: ['admin_token_invalid', 'admin_disabled'],
-}
-
 /** Every code an operation can answer: its own, its auth's, its body's and the common ones. */
 export function operationErrors(op: Operation): ErrorCode[] {
   const all = new Set<ErrorCode>([
     ...op.errors,
-    ...AUTH_ERRORS[op.auth],
+    ...AUTH_KINDS[op.auth].errors,
     ...(op.params || op.query || op.body ? INPUT_ERRORS : []),
     ...(op.body || op.method !== 'GET' ? BODY_ERRORS : []),
     ...(op.idempotencyKey ? (['idempotency_conflict'] as ErrorCode[]) : []),

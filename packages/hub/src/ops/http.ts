@@ -4,18 +4,11 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { AppContext } from '../app.js'
 import { sharedAnswerBytes } from '../events/shared-answer.js'
 import type { WaitAbortEvent, WaitSignal } from '../events/wait.js'
-import { bearerToken } from '../http/bearer.js'
 import { MAX_JSON_DEPTH } from '../http/json-guard.js'
-import {
-  CARRIES_ADMISSION,
-  localOrigin,
-  pendingAdmission,
-  requestOrigin,
-  requirePrincipal,
-  runAdmitted,
-} from '../identity/http.js'
+import { localOrigin, requestOrigin, runAdmitted } from '../identity/http.js'
 import { parseIdempotencyKey } from '../store/idempotency.js'
 import { handOnTrace } from '../telemetry/http.js'
+import { AUTH_KINDS } from './auth-kinds.js'
 import { HTTP_INPUT, parseOperationInput } from './input.js'
 import type { Caller, Operation, OperationInput } from './operation.js'
 
@@ -81,26 +74,10 @@ function httpCaller(ctx: AppContext, op: Operation, req: FastifyRequest, reply: 
       return origin
     },
     signal: op.longPoll ? new CloseSignal(reply.raw) : NEVER_ABORTED,
-    carry: pendingAdmission(req),
+    carry: req.signed?.carry,
     trace: handOnTrace(req),
   }
-  switch (op.auth) {
-    case 'handoff-token': {
-      caller.token = bearerToken(req)
-      if (!caller.token) {
-        throw new BatonError('token_missing', 'Send the token as Authorization: Bearer <token>')
-      }
-      break
-    }
-    case 'signature':
-      caller.principal = requirePrincipal(req)
-      break
-    case 'operator':
-      ctx.identity.assertAdmin(bearerToken(req))
-      break
-    case 'none':
-      break
-  }
+  AUTH_KINDS[op.auth].fromHttp(ctx, req, caller)
   if (op.idempotencyKey) caller.idempotencyKey = parseIdempotencyKey(req.headers['idempotency-key'])
   return caller
 }
@@ -154,8 +131,13 @@ export function registerHttpOperations(
       url: op.path,
       ...(bodyLimit ? { bodyLimit } : {}),
       ...(op.tooDeep ? { errorHandler: mapTooDeep(op.tooDeep) } : {}),
-      // A signed request's nonce and quota charge commit with the operation's own write.
-      config: { [CARRIES_ADMISSION]: true },
+      // The signature hook reads the declared auth here; a signed request's nonce and quota
+      // charge commit with the operation's own write.
+      config: {
+        auth: op.auth,
+        carriesAdmission: true,
+        ...(op.admissionExempt ? { admissionExempt: true } : {}),
+      },
       handler: async (req, reply) => {
         const result = await runAdmitted(ctx, req, () =>
           op.run(ctx, httpCaller(ctx, op, req, reply), httpInput(op, req, ctx.config)),

@@ -6,6 +6,7 @@ import type { Config } from '../config.js'
 import { toBatonError } from '../http/errors.js'
 import { Carry } from '../store/transaction.js'
 import { formatTraceparent, parseTraceparent } from '../telemetry/trace-context.js'
+import { AUTH_KINDS } from './auth-kinds.js'
 import {
   type Auth,
   type Caller,
@@ -56,9 +57,8 @@ export function toolShape(op: Operation, config: Config): Record<string, z.ZodTy
   }
   if (body instanceof z.ZodObject) Object.assign(shape, body.shape)
   else if (body) shape.body = body
-  if (op.auth === 'handoff-token') {
-    shape.token = z.string().describe('The owner or receiver token')
-  }
+  const credential = AUTH_KINDS[op.auth].toolArg
+  if (credential) shape[credential.name] = credential.schema
   return shape
 }
 
@@ -166,7 +166,7 @@ function carryOf(extra: ToolExtra): Carry | undefined {
 
 /** Whether an operation is offered as a tool to a session with these kinds of auth. */
 export function offeredAsTool(op: Operation, auths: ReadonlySet<Auth>): boolean {
-  return op.tool !== false && op.auth !== 'operator' && auths.has(op.auth)
+  return op.tool !== false && AUTH_KINDS[op.auth].mcp !== 'never' && auths.has(op.auth)
 }
 
 /**

@@ -2,6 +2,7 @@ import { ERRORS, type ErrorCode } from '@baton/protocol'
 import { z } from 'zod'
 import type { Config } from '../config.js'
 import { operationErrors } from './auth.js'
+import { AUTH_KINDS } from './auth-kinds.js'
 import { inputSchemas, type Operation } from './operation.js'
 
 /** A route that is not an operation (a transport or a text answer) but is still documented. */
@@ -93,13 +94,6 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   mcp: 'The Model Context Protocol over Streamable HTTP.',
 }
 
-const SECURITY: Record<Operation['auth'], object[]> = {
-  none: [],
-  'handoff-token': [{ handoffToken: [] }],
-  signature: [{ httpSignature: [] }],
-  operator: [{ operatorToken: [] }],
-}
-
 function operationDoc(op: Operation, config: Config): object {
   const { params, query, body } = inputSchemas(op, config)
   const parameters: object[] = []
@@ -139,7 +133,7 @@ function operationDoc(op: Operation, config: Config): object {
     summary: op.summary,
     ...(op.description ? { description: op.description } : {}),
     tags: op.tags,
-    security: SECURITY[op.auth],
+    security: AUTH_KINDS[op.auth].security,
     ...(parameters.length ? { parameters } : {}),
     ...(body
       ? {

@@ -115,6 +115,11 @@ export interface Operation<
   /** The path with `:param` segments, as fastify takes it. */
   path: string
   auth: Auth
+  /**
+   * A `signature` operation that answers its signer in every admission state (pending,
+   * rejected, suspended) and is not counted in its request quota, so a new key can see it waits.
+   */
+  admissionExempt?: boolean
   params?: Declared<P>
   query?: Declared<Q>
   body?: Declared<B>

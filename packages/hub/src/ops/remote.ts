@@ -1,5 +1,6 @@
 import { BatonError } from '@baton/protocol'
 import type { WaitSignal } from '../events/wait.js'
+import { AUTH_KINDS } from './auth-kinds.js'
 import type { Invoke } from './mcp.js'
 import type { Operation, OperationInput } from './operation.js'
 
@@ -59,30 +60,12 @@ export function remoteInvoke(transport: Transport): Invoke {
     const path = requestPath(op, input)
     const headers: Record<string, string> = {}
     if (caller.idempotencyKey) headers['idempotency-key'] = caller.idempotencyKey
-    let answer: { status: number; body: unknown }
-    if (op.auth === 'signature') {
-      if (!transport.signed) {
-        throw new BatonError('signature_missing', `${op.name} needs an identity to sign with`)
-      }
-      answer = await transport.signed(
-        op.method,
-        path,
-        input.body,
-        headers,
-        toAbortSignal(caller.signal),
-      )
-    } else {
-      if (op.auth === 'handoff-token' && caller.token) {
-        headers.authorization = `Bearer ${caller.token}`
-      }
-      answer = await transport.plain(
-        op.method,
-        path,
-        input.body,
-        headers,
-        toAbortSignal(caller.signal),
-      )
-    }
+    const how = AUTH_KINDS[op.auth].remote
+    if (how === 'bearer' && caller.token) headers.authorization = `Bearer ${caller.token}`
+    const send = how === 'signed' ? transport.signed : transport.plain
+    if (!send)
+      throw new BatonError('signature_missing', `${op.name} needs an identity to sign with`)
+    const answer = await send(op.method, path, input.body, headers, toAbortSignal(caller.signal))
     if (answer.status >= 400) throw BatonError.fromBody(answer.body, answer.status)
     return answer.body
   }
