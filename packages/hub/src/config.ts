@@ -256,6 +256,8 @@ export const ENV_DOC: Record<string, string> = {
   BATON_COMPUTE_MAX_ATTEMPTS:
     'claims of one job before it fails with compute_runtime_lost (default 3)',
   BATON_COMPUTE_MAX_WAIT_SECONDS: 'longest job long-poll; longer waits are clamped (default 25)',
+  BATON_TRANSFER_MAX_WAIT_SECONDS:
+    'longest transfer long-poll; longer waits are clamped (default 25)',
   BATON_COMPUTE_UNAVAILABLE_GRACE_SECONDS:
     'a waiting job whose language has had no live runtime for this long ends failed with compute_unavailable (default 60)',
   BATON_COMPUTE_RUNTIMES:
@@ -554,7 +556,12 @@ function transferConfig(env: Env): TransferConfig {
     runtimes,
     leaseMs: int(env, 'BATON_TRANSFER_LEASE_SECONDS', 15, 1) * 1000,
     snapshotMaxBytes: int(env, 'BATON_SNAPSHOT_MAX_BYTES', TRANSFER_LIMITS.snapshotMaxBytes, 1024),
-    maxWaitSeconds: TRANSFER_LIMITS.maxWaitSeconds,
+    maxWaitSeconds: int(
+      env,
+      'BATON_TRANSFER_MAX_WAIT_SECONDS',
+      TRANSFER_LIMITS.maxWaitSeconds,
+      0,
+    ),
   }
 }
 
