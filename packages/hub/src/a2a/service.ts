@@ -7,7 +7,7 @@ import type { A2aConfig } from '../config.js'
 import type { EventBus } from '../events/bus.js'
 import type { WaitRegistry, WaitSignal } from '../events/wait.js'
 import { checkNotifyUrl, newEventId, notifyTarget } from '../handoffs/notify.js'
-import { findPrincipal } from '../identity/store.js'
+import type { IdentityService } from '../identity/service.js'
 import type { Database } from '../store/database.js'
 import { requestHash } from '../store/idempotency.js'
 import { changeStoredBytes, consumeDailyQuota } from '../store/quota.js'
@@ -76,6 +76,8 @@ export interface A2aDeps {
   witness?:
     | ((sender: string, agent: string, message: Message, by: Carrying) => Promise<unknown>)
     | undefined
+  /** Whose admission decides whether a new task's addressee is an agent of this hub. */
+  identity: Pick<IdentityService, 'findPrincipal'>
 }
 
 /** The quota scope counting a principal's A2A sends (a repeat of a messageId is not counted). */
@@ -494,7 +496,7 @@ export class A2aService {
         },
       )
     }
-    const addressee = await findPrincipal(db, tenant)
+    const addressee = await this.deps.identity.findPrincipal(db, tenant)
     if (addressee?.state !== 'approved') {
       // Pending, rejected and suspended keys answer like unknown ones: no probing of admission.
       throw new BatonError('recipient_unknown', 'No admitted agent has this principal', {

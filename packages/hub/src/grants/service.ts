@@ -9,7 +9,7 @@ import {
 import type { Kysely } from 'kysely'
 import type { Clock } from '../clock.js'
 import type { EventBus } from '../events/bus.js'
-import * as resourceStore from '../resources/store.js'
+import type { ResourceService } from '../resources/service.js'
 import type { Database } from '../store/database.js'
 import { onceByKey } from '../store/idempotency.js'
 import type { GrantRow, ResourceRow, Schema } from '../store/schema.js'
@@ -24,6 +24,8 @@ export interface GrantDeps {
   bus: EventBus
   /** The longest a grant may live, in milliseconds. */
   maxTtlMs: number
+  /** The resources grants are on (built after this service, which it is handed to). */
+  resources: Pick<ResourceService, 'findForGrant'>
 }
 
 // A delegation chain longer than this is refused; it also bounds the liveness walk.
@@ -85,7 +87,7 @@ export class GrantService {
     resourceId: string,
     action: ResourceAction,
   ): Promise<ResourceRow> {
-    const resource = await resourceStore.findResource(db, resourceId)
+    const resource = await this.deps.resources.findForGrant(db, resourceId)
     if (!resource || !(await this.allows(db, principal, resource, action))) {
       throw resourceForbidden(resourceId)
     }
@@ -107,7 +109,7 @@ export class GrantService {
     for (const g of rows) {
       if (ids.has(g.resource_id)) continue
       if (!(JSON.parse(g.actions) as string[]).includes(action)) continue
-      const resource = await resourceStore.findResource(db, g.resource_id)
+      const resource = await this.deps.resources.findForGrant(db, g.resource_id)
       if (resource && (await this.chainLive(db, g, resource, now, 0))) ids.add(g.resource_id)
     }
     return [...ids]
@@ -186,7 +188,7 @@ export class GrantService {
             { field: 'expiresAt' },
           )
         }
-        const resource = await resourceStore.findResource(tx.db, body.resourceId)
+        const resource = await this.deps.resources.findForGrant(tx.db, body.resourceId)
         if (!resource) throw resourceForbidden(body.resourceId)
         // Access is decided before anything about the resource is checked, so a caller who may
         // not see it is answered exactly as for a missing id (the subject check below would
@@ -254,7 +256,7 @@ export class GrantService {
       const now = this.deps.clock.now()
       const grant = await store.findGrant(tx.db, grantId)
       const resource = grant
-        ? await resourceStore.findResource(tx.db, grant.resource_id)
+        ? await this.deps.resources.findForGrant(tx.db, grant.resource_id)
         : undefined
       const visible =
         grant &&

@@ -37,7 +37,7 @@ import {
 import type { Clock } from '../clock.js'
 import type { EventBus } from '../events/bus.js'
 import type { HubSigner } from '../identity/hub-key.js'
-import { findPrincipal } from '../identity/store.js'
+import type { IdentityService } from '../identity/service.js'
 import { didKeyResolver } from '../identity/verify.js'
 import type { Database } from '../store/database.js'
 import type { HopDeliveryRow, HopRow, HopStatusRow } from '../store/schema.js'
@@ -58,6 +58,8 @@ export interface HopDeps {
   refs?: (caller: string) => RefPolicy | undefined
   /** The grants a principal issued or holds, against which an offer's `grant` is checked. */
   grants?: { list(principal: string): Promise<{ capabilities: GrantView[] }> }
+  /** Whose admission decides whether an offer's recipient is an agent of this hub. */
+  identity: Pick<IdentityService, 'findPrincipal'>
 }
 
 /** The event topic of a principal's hop inbox; an event is a hint to re-read. */
@@ -117,7 +119,7 @@ export class HopService {
     if (offerIss !== undefined && offerIss !== sender) {
       throw refused('policy', 'sender', 'Only the offer iss may post it to the hub')
     }
-    const recipient = await findPrincipal(this.deps.database.db, to)
+    const recipient = await this.deps.identity.findPrincipal(this.deps.database.db, to)
     if (recipient?.state !== 'approved') {
       throw new BatonError('recipient_unknown', 'No admitted agent has this principal', {
         field: 'to',

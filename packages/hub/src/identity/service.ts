@@ -725,6 +725,14 @@ export class IdentityService {
   async cleanup(): Promise<number> {
     return this.deps.batcher.run((tx) => store.pruneNonces(tx.db, this.deps.clock.now()))
   }
+
+  /**
+   * A principal's row, read with `db` (a transaction's, when the caller decides inside one), for
+   * other features that address an agent: they check its admission state here, not in our table.
+   */
+  async findPrincipal(db: Tx['db'], principal: string): Promise<PrincipalRow | undefined> {
+    return store.findPrincipal(db, principal)
+  }
 }
 
 /** One page of the admin principal list, and where the next begins (null after the last). */

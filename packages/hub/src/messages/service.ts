@@ -19,7 +19,7 @@ import type { EventBus } from '../events/bus.js'
 import type { WaitRegistry, WaitSignal } from '../events/wait.js'
 import { assertAdmitted, principalTopic } from '../identity/admission.js'
 import type { HubSigner } from '../identity/hub-key.js'
-import { findPrincipal } from '../identity/store.js'
+import type { IdentityService } from '../identity/service.js'
 import type { Database } from '../store/database.js'
 import { consumeDailyQuota } from '../store/quota.js'
 import type { MessageRow } from '../store/schema.js'
@@ -39,6 +39,8 @@ export interface MessageDeps {
   signer: HubSigner
   /** Every long poll of the hub; answers waiters when the hub begins shutting down. */
   waits: WaitRegistry
+  /** Whose admission decides whether a recipient may be sent to. */
+  identity: Pick<IdentityService, 'findPrincipal'>
 }
 
 /** The quota scope counting a principal's sent messages. */
@@ -139,7 +141,7 @@ export class MessageService {
             { id: prior.id, field: 'idempotencyKey' },
           )
         }
-        const recipient = await findPrincipal(tx.db, msg.recipient)
+        const recipient = await this.deps.identity.findPrincipal(tx.db, msg.recipient)
         if (recipient?.state !== 'approved') {
           // Pending, rejected and suspended keys answer like unknown ones: no probing of admission.
           throw new BatonError('recipient_unknown', 'No admitted agent has this principal', {

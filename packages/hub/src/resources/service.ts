@@ -252,6 +252,14 @@ export class ResourceService {
       next: rows.length === limit ? rows[rows.length - 1]!.id : null,
     }
   }
+
+  /**
+   * A resource's row by id, read with `db` (a transaction's, when the caller decides inside
+   * one), for the grants on it: whether one may be issued or revoked, and by whom.
+   */
+  async findForGrant(db: Kysely<Schema>, id: string): Promise<ResourceRow | undefined> {
+    return store.findResource(db, id)
+  }
 }
 
 function checkId(id: string): string {
