@@ -12,6 +12,7 @@ import type { EventBus } from '../events/bus.js'
 import type { ResourceService } from '../resources/service.js'
 import type { Database } from '../store/database.js'
 import { onceByKey } from '../store/idempotency.js'
+import { iso as isoOrNull, parseStored } from '../store/operator-reads.js'
 import type { GrantRow, ResourceRow, Schema } from '../store/schema.js'
 import type { Carrying, WriteBatcher } from '../store/transaction.js'
 import * as store from './store.js'
@@ -41,6 +42,11 @@ export function resourceForbidden(id: string): BatonError {
   )
 }
 
+/** A grant's status at `now`: a revoked one stays revoked; an unrevoked one expires. */
+export function statusAt(row: GrantRow, now: number): 'revoked' | 'expired' | 'active' {
+  return row.revoked_at !== null ? 'revoked' : row.expires_at <= now ? 'expired' : 'active'
+}
+
 /** Turns a grant row into its wire view, with its status at `now`. */
 export function toGrantView(row: GrantRow, now: number): GrantView {
   return {
@@ -54,7 +60,7 @@ export function toGrantView(row: GrantRow, now: number): GrantView {
     revokedAt: row.revoked_at === null ? null : iso(row.revoked_at),
     parentId: row.parent_id,
     createdAt: iso(row.created_at),
-    status: row.revoked_at !== null ? 'revoked' : row.expires_at <= now ? 'expired' : 'active',
+    status: statusAt(row, now),
   }
 }
 
@@ -290,6 +296,40 @@ export class GrantService {
         }),
       )
       return toGrantView({ ...grant, revoked_at: now }, now)
+    })
+  }
+
+  /** How many grants are live now, for the operator's overview. */
+  async operatorLiveCount(): Promise<number> {
+    return store.countLive(this.deps.database.db, this.deps.clock.now())
+  }
+
+  /**
+   * Grants for the operator, newest first: `status` live, revoked or expired (the dashboard's
+   * word for an active grant is live), of one subject or on one resource.
+   */
+  async operatorList(q: {
+    status?: string | undefined
+    subject?: string | undefined
+    resourceId?: string | undefined
+  }) {
+    const now = this.deps.clock.now()
+    return (await store.listForOperator(this.deps.database.db, now, q)).map((g) => {
+      const at = statusAt(g, now)
+      const status: 'live' | 'revoked' | 'expired' = at === 'active' ? 'live' : at
+      return {
+        id: g.id,
+        resourceId: g.resource_id,
+        issuer: g.issuer,
+        subject: g.subject,
+        actions: parseStored(g.actions),
+        delegable: g.delegable === 1,
+        status,
+        parentId: g.parent_id,
+        createdAt: isoOrNull(g.created_at),
+        expiresAt: isoOrNull(g.expires_at),
+        revokedAt: isoOrNull(g.revoked_at),
+      }
     })
   }
 }

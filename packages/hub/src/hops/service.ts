@@ -40,6 +40,7 @@ import type { HubSigner } from '../identity/hub-key.js'
 import type { IdentityService } from '../identity/service.js'
 import { didKeyResolver } from '../identity/verify.js'
 import type { Database } from '../store/database.js'
+import { countStates } from '../store/operator-reads.js'
 import type { HopDeliveryRow, HopRow, HopStatusRow } from '../store/schema.js'
 import type { Carrying, Tx, WriteBatcher } from '../store/transaction.js'
 import { parseInput } from '../validation.js'
@@ -708,6 +709,11 @@ export class HopService {
       createdAt: iso(row.created_at),
       updatedAt: iso(row.updated_at),
     }
+  }
+
+  /** How many hops are in each state, for the operator's overview. */
+  async operatorCounts(): Promise<Record<string, number>> {
+    return countStates(this.deps.database.db, 'hops')
   }
 }
 

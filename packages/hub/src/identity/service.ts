@@ -20,6 +20,7 @@ import type { Clock } from '../clock.js'
 import type { Config } from '../config.js'
 import type { EventBus } from '../events/bus.js'
 import type { Database } from '../store/database.js'
+import { countStates } from '../store/operator-reads.js'
 import {
   consumeDailyQuotas,
   consumeWindowQuotas,
@@ -732,6 +733,21 @@ export class IdentityService {
    */
   async findPrincipal(db: Tx['db'], principal: string): Promise<PrincipalRow | undefined> {
     return store.findPrincipal(db, principal)
+  }
+
+  /** How many principals are in each admission state, for the operator's overview. */
+  async operatorCounts(): Promise<Record<string, number>> {
+    return countStates(this.deps.database.db, 'principals')
+  }
+
+  /** The display labels of `principals` that have one (a label names; it never authorizes). */
+  async labelsOf(principals: string[]): Promise<Record<string, string>> {
+    const out: Record<string, string> = {}
+    if (principals.length === 0) return out
+    for (const r of await store.labelsOf(this.deps.database.db, principals)) {
+      if (r.label) out[r.principal] = r.label
+    }
+    return out
   }
 }
 

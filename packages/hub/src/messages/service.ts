@@ -21,6 +21,7 @@ import { assertAdmitted, principalTopic } from '../identity/admission.js'
 import type { HubSigner } from '../identity/hub-key.js'
 import type { IdentityService } from '../identity/service.js'
 import type { Database } from '../store/database.js'
+import { activitySeries, iso as isoOrNull, num, parseStored } from '../store/operator-reads.js'
 import { consumeDailyQuota } from '../store/quota.js'
 import type { MessageRow } from '../store/schema.js'
 import type { Carrying, WriteBatcher } from '../store/transaction.js'
@@ -346,6 +347,49 @@ export class MessageService {
     },
     ready: (v: InboxWaitView) => v === OWN_READ || v.length > 0,
     timeoutMs: (_first: InboxWaitView, w: InboxWaiter) => w.waitMs,
+  }
+
+  /** How many messages wait unacknowledged, and messages per minute over the last hour. */
+  async operatorCounts(): Promise<{ unacked: number; sent: number[] }> {
+    const db = this.deps.database.db
+    const [unacked, sent] = await Promise.all([
+      store.countUnacked(db),
+      activitySeries(db, 'messages', 'created_at', this.deps.clock.now()),
+    ])
+    return { unacked, sent }
+  }
+
+  /** Per recipient: how many messages, how many wait unacknowledged, where its sequence is. */
+  async operatorSummary() {
+    return (await store.recipientSummary(this.deps.database.db)).map((r) => ({
+      principal: r.recipient,
+      total: num(r.total),
+      unacked: num(r.unacked),
+      lastSequence: num(r.last_sequence),
+      oldestUnackedSequence: r.oldest_unacked === null ? null : num(r.oldest_unacked),
+      lastAt: isoOrNull(num(r.last_at)),
+    }))
+  }
+
+  /** Messages to or from a principal, for the operator: metadata only, never bodies. */
+  async operatorList(principal: string) {
+    return (await store.listForOperator(this.deps.database.db, principal)).map((m) => ({
+      id: m.id,
+      sequence: num(m.sequence),
+      sender: m.sender,
+      recipient: m.recipient,
+      direction: m.recipient === principal ? 'in' : 'out',
+      bodyDigest: m.body_digest,
+      bodyChars: num(m.body_chars),
+      createdAt: isoOrNull(m.created_at),
+      ackedAt: isoOrNull(m.acked_at),
+    }))
+  }
+
+  /** One message's body, only when the operator asks for it. */
+  async operatorBody(id: string) {
+    const body = await store.findBody(this.deps.database.db, id)
+    return body === undefined ? undefined : { id, body: parseStored(body) }
   }
 }
 
