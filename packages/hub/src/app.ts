@@ -185,6 +185,8 @@ async function assemble(
     clock,
     bus,
     maxTtlMs: config.resources.grantMaxTtlMs,
+    // The resource service needs the grants, so it is reached when a grant is decided.
+    resources: { findForGrant: (db, id) => resources.findForGrant(db, id) },
   })
   const resources = new ResourceService({
     database,
@@ -206,6 +208,7 @@ async function assemble(
     messagesPerDay: config.identity.quotas.messagesPerDay,
     signer: hubSigner,
     waits,
+    identity,
   })
   const home = new HomeService({
     database,
@@ -233,6 +236,7 @@ async function assemble(
     signer: hubSigner,
     refs: (sender) => hubRefPolicy({ resources, transfers, grants }, sender),
     grants,
+    identity,
   })
   const a2a = new A2aService({
     database,
@@ -248,6 +252,7 @@ async function assemble(
     maxWaitMs: config.messages.maxWaitSeconds * 1000,
     sendsPerDay: config.identity.quotas.messagesPerDay,
     witness: (sender, agent, message, by) => witnessA2a(hops, sender, agent, message, by),
+    identity,
   })
   notifier.addHeaders((row) => a2a.notificationHeaders(row))
   notifier.onSettled((db, row) => a2a.releaseNotification(db, row))

@@ -556,12 +556,7 @@ function transferConfig(env: Env): TransferConfig {
     runtimes,
     leaseMs: int(env, 'BATON_TRANSFER_LEASE_SECONDS', 15, 1) * 1000,
     snapshotMaxBytes: int(env, 'BATON_SNAPSHOT_MAX_BYTES', TRANSFER_LIMITS.snapshotMaxBytes, 1024),
-    maxWaitSeconds: int(
-      env,
-      'BATON_TRANSFER_MAX_WAIT_SECONDS',
-      TRANSFER_LIMITS.maxWaitSeconds,
-      0,
-    ),
+    maxWaitSeconds: int(env, 'BATON_TRANSFER_MAX_WAIT_SECONDS', TRANSFER_LIMITS.maxWaitSeconds, 0),
   }
 }
 

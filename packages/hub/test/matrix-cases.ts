@@ -542,4 +542,52 @@ export const CASES: Record<string, Case> = {
   listGuides: { request: get('/guides'), expect: {} },
   searchGuides: { request: get('/guides/search?q=handoff'), expect: {} },
   readGuide: { request: get('/guides/security'), expect: {} },
+  // The operator's reads, which the dashboard shows: the admin token only.
+  operatorOverview: { request: get('/admin/v1/dashboard/overview'), expect: {} },
+  operatorListHandoffs: { request: get('/admin/v1/dashboard/handoffs?state=open'), expect: {} },
+  operatorReadHandoff: {
+    request: (f) => ({ path: `/admin/v1/dashboard/handoffs/${f.handoff}` }),
+    expect: {},
+  },
+  operatorReadHandoffPayload: {
+    request: (f) => ({ path: `/admin/v1/dashboard/handoffs/${f.handoff}/payload` }),
+    expect: {},
+  },
+  operatorNotifyQueue: { request: get('/admin/v1/dashboard/notify'), expect: {} },
+  operatorListTransfers: { request: get('/admin/v1/dashboard/transfers'), expect: {} },
+  operatorReadTransfer: {
+    request: (f) => ({ path: `/admin/v1/dashboard/transfers/${f.transfer}` }),
+    expect: {},
+  },
+  operatorReadTransferSnapshot: {
+    request: (f) => ({ path: `/admin/v1/dashboard/transfers/${f.transfer}/snapshot` }),
+    expect: {},
+  },
+  operatorListResources: { request: get('/admin/v1/dashboard/resources'), expect: {} },
+  operatorReadResource: {
+    request: (f) => ({ path: `/admin/v1/dashboard/resources/${f.resource}` }),
+    expect: {},
+  },
+  operatorListGrants: { request: get('/admin/v1/dashboard/grants?status=live'), expect: {} },
+  operatorListMessages: {
+    request: (f) => ({
+      path: `/admin/v1/dashboard/messages?principal=${encodeURIComponent(f.principal)}`,
+    }),
+    expect: {},
+  },
+  operatorReadMessageBody: {
+    request: (f) => ({ path: `/admin/v1/dashboard/messages/${f.message}/body` }),
+    expect: {},
+  },
+  operatorListHops: { request: get('/admin/v1/dashboard/hops'), expect: {} },
+  operatorReadHopChain: {
+    request: (f) => ({ path: `/admin/v1/dashboard/hops/${f.hopDigest}` }),
+    expect: {},
+  },
+  operatorComputeOverview: { request: get('/admin/v1/dashboard/compute'), expect: {} },
+  operatorListA2aTasks: { request: get('/admin/v1/dashboard/a2a'), expect: {} },
+  operatorReadA2aTask: {
+    request: (f) => ({ path: `/admin/v1/dashboard/a2a/${f.a2aTask}` }),
+    expect: {},
+  },
 }

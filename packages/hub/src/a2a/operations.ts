@@ -2,6 +2,7 @@ import { A2A_EXTENSION_URI } from '@baton/context'
 import { publicKeyOfPrincipal } from '@baton/protocol'
 import { z } from 'zod'
 import type { AppContext } from '../app.js'
+import { found } from '../ops/found.js'
 import { defineOperation, type Operation } from '../ops/operation.js'
 import { signer } from '../ops/principal.js'
 import {
@@ -327,3 +328,59 @@ export const A2A_RPC_METHODS: Record<
     input: ({ taskId, id }) => ({ params: { taskId, id } }),
   },
 }
+
+// The operator's reads, which the dashboard shows: one read each, reached with the admin token
+// here and with the dashboard's session on its own pages.
+
+const OperatorA2aTask = z.looseObject({
+  id: z.string(),
+  contextId: z.string(),
+  owner: z.string(),
+  agent: z.string(),
+  state: z.string(),
+  generation: z.number(),
+  createdAt: z.string().nullable(),
+  updatedAt: z.string().nullable(),
+})
+
+export const operatorListA2aTasks = defineOperation({
+  name: 'operatorListA2aTasks',
+  summary:
+    'Every A2A task, most recently changed first, optionally in one state such as working (operator only)',
+  tags: ['dashboard'],
+  method: 'GET',
+  path: '/admin/v1/dashboard/a2a',
+  auth: 'operator',
+  query: z.object({
+    state: z
+      .string()
+      .max(500)
+      .optional()
+      .describe('A task state: working, input-required, completed…'),
+  }),
+  output: z.object({ tasks: z.array(OperatorA2aTask) }),
+  errors: [],
+  tool: false,
+  cli: ['dashboard', 'a2a-tasks'],
+  run: async (ctx, _caller, { query }) => ({ tasks: await ctx.a2a.operatorList(query) }),
+})
+
+export const operatorReadA2aTask = defineOperation({
+  name: 'operatorReadA2aTask',
+  summary: 'One A2A task and its events, without message or artifact contents (operator only)',
+  tags: ['dashboard'],
+  method: 'GET',
+  path: '/admin/v1/dashboard/a2a/:id',
+  auth: 'operator',
+  params: z.strictObject({ id: z.string().min(1).max(200) }),
+  output: OperatorA2aTask.extend({
+    events: z.array(z.looseObject({ generation: z.number(), kind: z.string() })),
+  }),
+  errors: ['not_found'],
+  tool: false,
+  cli: ['dashboard', 'a2a-task'],
+  run: async (ctx, _caller, { params }) => found(await ctx.a2a.operatorRead(params.id), 'A2A task'),
+})
+
+/** The operator's A2A reads. */
+export const a2aDashboardOperations: Operation[] = [operatorListA2aTasks, operatorReadA2aTask]

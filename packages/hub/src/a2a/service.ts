@@ -6,9 +6,10 @@ import type { A2aConfig } from '../config.js'
 import type { EventBus } from '../events/bus.js'
 import type { WaitRegistry, WaitSignal } from '../events/wait.js'
 import { checkNotifyUrl, newEventId, notifyTarget } from '../handoffs/notify.js'
-import { findPrincipal } from '../identity/store.js'
+import type { IdentityService } from '../identity/service.js'
 import type { Database } from '../store/database.js'
 import { requestHash } from '../store/idempotency.js'
+import { countStates, iso as isoOrNull, num, parseStored } from '../store/operator-reads.js'
 import { changeStoredBytes, consumeDailyQuota } from '../store/quota.js'
 import type {
   A2aEventRow,
@@ -75,6 +76,8 @@ export interface A2aDeps {
   witness?:
     | ((sender: string, agent: string, message: Message, by: Carrying) => Promise<unknown>)
     | undefined
+  /** Whose admission decides whether a new task's addressee is an agent of this hub. */
+  identity: Pick<IdentityService, 'findPrincipal'>
 }
 
 /** The quota scope counting a principal's A2A sends (a repeat of a messageId is not counted). */
@@ -480,7 +483,7 @@ export class A2aService {
         },
       )
     }
-    const addressee = await findPrincipal(db, tenant)
+    const addressee = await this.deps.identity.findPrincipal(db, tenant)
     if (addressee?.state !== 'approved') {
       // Pending, rejected and suspended keys answer like unknown ones: no probing of admission.
       throw new BatonError('recipient_unknown', 'No admitted agent has this principal', {
@@ -965,6 +968,57 @@ export class A2aService {
       at = page.at(-1)!.generation
     }
   }
+
+  /**
+   * How many tasks are in each state, for the operator's overview (stored names, such as
+   * `TASK_STATE_WORKING`).
+   */
+  async operatorCounts(): Promise<Record<string, number>> {
+    return countStates(this.deps.database.db, 'a2a_tasks')
+  }
+
+  // The operator reads every task: the reads above answer only a task's parties, and the
+  // operator is none of them.
+
+  /** Tasks for the operator, most recently changed first, optionally in one state (`working`). */
+  async operatorList(q: { state?: string | undefined; limit?: number }) {
+    const rows = await store.listForOperator(this.deps.database.db, {
+      state: q.state ? `TASK_STATE_${q.state.toUpperCase().replace(/-/g, '_')}` : undefined,
+      limit: q.limit ?? 200,
+    })
+    return rows.map(toOperatorTask)
+  }
+
+  /**
+   * One task and its events, oldest first: kind, author, the state each left the task in, and an
+   * artifact's id. Message and artifact contents are not read out.
+   */
+  async operatorRead(id: string) {
+    const db = this.deps.database.db
+    const row = await store.findForOperator(db, id)
+    if (!row) return undefined
+    const events = await store.eventsForOperator(db, id)
+    return {
+      ...toOperatorTask(row),
+      events: events.map((e) => {
+        const body = parseStored(e.body) as {
+          state?: unknown
+          status?: { state?: unknown }
+          artifact?: { artifactId?: unknown }
+        } | null
+        const state = body?.status?.state ?? body?.state
+        const artifact = body?.artifact?.artifactId
+        return {
+          generation: num(e.generation),
+          kind: e.kind,
+          author: e.author,
+          state: typeof state === 'string' ? operatorState(state) : null,
+          artifactId: typeof artifact === 'string' ? artifact : null,
+          at: isoOrNull(e.at),
+        }
+      }),
+    }
+  }
 }
 
 /**
@@ -1141,3 +1195,32 @@ function mismatch(current: number): BatonError {
 }
 
 export type { TaskState }
+
+/** A task state as the operator reads it: `TASK_STATE_INPUT_REQUIRED` is `input-required`. */
+const operatorState = (state: string) =>
+  state
+    .replace(/^TASK_STATE_/, '')
+    .toLowerCase()
+    .replace(/_/g, '-')
+
+function toOperatorTask(r: {
+  id: string
+  context_id: string
+  owner: string
+  agent: string
+  state: string
+  generation: number
+  created_at: number
+  updated_at: number
+}) {
+  return {
+    id: r.id,
+    contextId: r.context_id,
+    owner: r.owner,
+    agent: r.agent,
+    state: operatorState(r.state),
+    generation: num(r.generation),
+    createdAt: isoOrNull(r.created_at),
+    updatedAt: isoOrNull(r.updated_at),
+  }
+}

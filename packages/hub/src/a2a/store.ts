@@ -366,3 +366,54 @@ export async function deletePushConfig(
     .executeTakeFirst()
   return Number(res.numDeletedRows) === 1
 }
+
+type OperatorTaskRow = Pick<
+  A2aTaskRow,
+  'id' | 'context_id' | 'owner' | 'agent' | 'state' | 'generation' | 'created_at' | 'updated_at'
+>
+const OPERATOR_TASK_COLUMNS = [
+  'id',
+  'context_id',
+  'owner',
+  'agent',
+  'state',
+  'generation',
+  'created_at',
+  'updated_at',
+] as const
+
+/** Every task for the operator, most recently changed first, optionally in one stored state. */
+export async function listForOperator(
+  db: Kysely<Schema>,
+  q: { state?: string | undefined; limit: number },
+): Promise<OperatorTaskRow[]> {
+  let query = db.selectFrom('a2a_tasks').select(OPERATOR_TASK_COLUMNS)
+  if (q.state) query = query.where('state', '=', q.state)
+  return query.orderBy('updated_at', 'desc').orderBy('id', 'asc').limit(q.limit).execute()
+}
+
+/** One task for the operator, without its contents. */
+export async function findForOperator(
+  db: Kysely<Schema>,
+  id: string,
+): Promise<OperatorTaskRow | undefined> {
+  return db
+    .selectFrom('a2a_tasks')
+    .select(OPERATOR_TASK_COLUMNS)
+    .where('id', '=', id)
+    .executeTakeFirst()
+}
+
+/** A task's events for the operator, oldest first, at most 1000. */
+export async function eventsForOperator(
+  db: Kysely<Schema>,
+  id: string,
+): Promise<Pick<A2aEventRow, 'generation' | 'kind' | 'author' | 'body' | 'at'>[]> {
+  return db
+    .selectFrom('a2a_events')
+    .select(['generation', 'kind', 'author', 'body', 'at'])
+    .where('task_id', '=', id)
+    .orderBy('generation', 'asc')
+    .limit(1000)
+    .execute()
+}

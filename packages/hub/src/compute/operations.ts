@@ -261,3 +261,24 @@ export const computeOperations = [
   renewComputeLease,
   completeComputeJob,
 ]
+
+// The operator's reads, which the dashboard shows: one read each, reached with the admin token
+// here and with the dashboard's session on its own pages.
+
+export const operatorComputeOverview = defineOperation({
+  name: 'operatorComputeOverview',
+  summary:
+    'Compute runtimes and jobs: who runs what, what waits and what ran lately (operator only)',
+  tags: ['dashboard'],
+  method: 'GET',
+  path: '/admin/v1/dashboard/compute',
+  auth: 'operator',
+  output: z.looseObject({}),
+  errors: [],
+  tool: false,
+  cli: ['dashboard', 'compute'],
+  run: (ctx) => ctx.compute.dashboard(),
+})
+
+/** The operator's compute reads. */
+export const computeDashboardOperations = [operatorComputeOverview]

@@ -22,6 +22,7 @@ import type { GrantService } from '../grants/service.js'
 import type { ResourceService } from '../resources/service.js'
 import type { Database } from '../store/database.js'
 import { requestHash } from '../store/idempotency.js'
+import { countStates } from '../store/operator-reads.js'
 import { consumeDailyQuota, quotaExceeded, utcDayStart } from '../store/quota.js'
 import type { ComputeJobRow } from '../store/schema.js'
 import type { Carrying, Tx, WriteBatcher } from '../store/transaction.js'
@@ -846,5 +847,10 @@ export class ComputeService {
         this.deps.bus.publish({ topic: QUEUE_TOPIC, type, at, data: { language: row.language } })
       }
     })
+  }
+
+  /** How many compute jobs are in each state, for the operator's overview. */
+  async operatorCounts(): Promise<Record<string, number>> {
+    return countStates(this.deps.database.db, 'compute_jobs')
   }
 }

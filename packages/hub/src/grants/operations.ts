@@ -69,3 +69,42 @@ export const revokeGrant = defineOperation({
 
 /** Every grant operation, in the order they are documented. */
 export const grantOperations = [createGrant, listGrants, revokeGrant]
+
+// The operator's reads, which the dashboard shows: one read each, reached with the admin token
+// here and with the dashboard's session on its own pages.
+
+/** A grant as the operator lists it: `status` live, revoked or expired. */
+export const OperatorGrantView = z.looseObject({
+  id: z.string(),
+  resourceId: z.string(),
+  issuer: z.string(),
+  subject: z.string(),
+  actions: z.unknown(),
+  delegable: z.boolean(),
+  status: z.enum(['live', 'revoked', 'expired']),
+  parentId: z.string().nullable(),
+  createdAt: z.string().nullable(),
+  expiresAt: z.string().nullable(),
+  revokedAt: z.string().nullable(),
+})
+
+export const operatorListGrants = defineOperation({
+  name: 'operatorListGrants',
+  summary: 'Grants, newest first, by status (live, revoked or expired) and subject (operator only)',
+  tags: ['dashboard'],
+  method: 'GET',
+  path: '/admin/v1/dashboard/grants',
+  auth: 'operator',
+  query: z.object({
+    status: z.string().max(500).optional().describe('live, revoked or expired'),
+    subject: z.string().max(500).optional().describe('The did:key the grants are to'),
+  }),
+  output: z.object({ grants: z.array(OperatorGrantView) }),
+  errors: [],
+  tool: false,
+  cli: ['dashboard', 'grants'],
+  run: async (ctx, _caller, { query }) => ({ grants: await ctx.grants.operatorList(query) }),
+})
+
+/** The operator's grant reads. */
+export const grantDashboardOperations = [operatorListGrants]

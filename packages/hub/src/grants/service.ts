@@ -9,9 +9,10 @@ import {
 import type { Kysely } from 'kysely'
 import type { Clock } from '../clock.js'
 import type { EventBus } from '../events/bus.js'
-import * as resourceStore from '../resources/store.js'
+import type { ResourceService } from '../resources/service.js'
 import type { Database } from '../store/database.js'
 import { onceByKey } from '../store/idempotency.js'
+import { iso as isoOrNull, parseStored } from '../store/operator-reads.js'
 import type { GrantRow, ResourceRow, Schema } from '../store/schema.js'
 import type { Carrying, WriteBatcher } from '../store/transaction.js'
 import * as store from './store.js'
@@ -24,6 +25,8 @@ export interface GrantDeps {
   bus: EventBus
   /** The longest a grant may live, in milliseconds. */
   maxTtlMs: number
+  /** The resources grants are on (built after this service, which it is handed to). */
+  resources: Pick<ResourceService, 'findForGrant'>
 }
 
 // A delegation chain longer than this is refused; it also bounds the liveness walk.
@@ -39,6 +42,11 @@ export function resourceForbidden(id: string): BatonError {
   )
 }
 
+/** A grant's status at `now`: a revoked one stays revoked; an unrevoked one expires. */
+export function statusAt(row: GrantRow, now: number): 'revoked' | 'expired' | 'active' {
+  return row.revoked_at !== null ? 'revoked' : row.expires_at <= now ? 'expired' : 'active'
+}
+
 /** Turns a grant row into its wire view, with its status at `now`. */
 export function toGrantView(row: GrantRow, now: number): GrantView {
   return {
@@ -52,7 +60,7 @@ export function toGrantView(row: GrantRow, now: number): GrantView {
     revokedAt: row.revoked_at === null ? null : iso(row.revoked_at),
     parentId: row.parent_id,
     createdAt: iso(row.created_at),
-    status: row.revoked_at !== null ? 'revoked' : row.expires_at <= now ? 'expired' : 'active',
+    status: statusAt(row, now),
   }
 }
 
@@ -85,7 +93,7 @@ export class GrantService {
     resourceId: string,
     action: ResourceAction,
   ): Promise<ResourceRow> {
-    const resource = await resourceStore.findResource(db, resourceId)
+    const resource = await this.deps.resources.findForGrant(db, resourceId)
     if (!resource || !(await this.allows(db, principal, resource, action))) {
       throw resourceForbidden(resourceId)
     }
@@ -107,7 +115,7 @@ export class GrantService {
     for (const g of rows) {
       if (ids.has(g.resource_id)) continue
       if (!(JSON.parse(g.actions) as string[]).includes(action)) continue
-      const resource = await resourceStore.findResource(db, g.resource_id)
+      const resource = await this.deps.resources.findForGrant(db, g.resource_id)
       if (resource && (await this.chainLive(db, g, resource, now, 0))) ids.add(g.resource_id)
     }
     return [...ids]
@@ -184,7 +192,7 @@ export class GrantService {
             { field: 'expiresAt' },
           )
         }
-        const resource = await resourceStore.findResource(tx.db, body.resourceId)
+        const resource = await this.deps.resources.findForGrant(tx.db, body.resourceId)
         if (!resource) throw resourceForbidden(body.resourceId)
         // Access is decided before anything about the resource is checked, so a caller who may
         // not see it is answered exactly as for a missing id (the subject check below would
@@ -252,7 +260,7 @@ export class GrantService {
       const now = this.deps.clock.now()
       const grant = await store.findGrant(tx.db, grantId)
       const resource = grant
-        ? await resourceStore.findResource(tx.db, grant.resource_id)
+        ? await this.deps.resources.findForGrant(tx.db, grant.resource_id)
         : undefined
       const visible =
         grant &&
@@ -286,6 +294,40 @@ export class GrantService {
         }),
       )
       return toGrantView({ ...grant, revoked_at: now }, now)
+    })
+  }
+
+  /** How many grants are live now, for the operator's overview. */
+  async operatorLiveCount(): Promise<number> {
+    return store.countLive(this.deps.database.db, this.deps.clock.now())
+  }
+
+  /**
+   * Grants for the operator, newest first: `status` live, revoked or expired (the dashboard's
+   * word for an active grant is live), of one subject or on one resource.
+   */
+  async operatorList(q: {
+    status?: string | undefined
+    subject?: string | undefined
+    resourceId?: string | undefined
+  }) {
+    const now = this.deps.clock.now()
+    return (await store.listForOperator(this.deps.database.db, now, q)).map((g) => {
+      const at = statusAt(g, now)
+      const status: 'live' | 'revoked' | 'expired' = at === 'active' ? 'live' : at
+      return {
+        id: g.id,
+        resourceId: g.resource_id,
+        issuer: g.issuer,
+        subject: g.subject,
+        actions: parseStored(g.actions),
+        delegable: g.delegable === 1,
+        status,
+        parentId: g.parent_id,
+        createdAt: isoOrNull(g.created_at),
+        expiresAt: isoOrNull(g.expires_at),
+        revokedAt: isoOrNull(g.revoked_at),
+      }
     })
   }
 }

@@ -77,3 +77,35 @@ export async function childGrantIds(db: Kysely<Schema>, parentIds: string[]): Pr
     .execute()
   return rows.map((r) => r.id)
 }
+
+/**
+ * Grants for the operator, newest first, at most 500: `status` live (unrevoked, unexpired),
+ * revoked or expired (unrevoked, past expiry), of one subject or on one resource.
+ */
+export async function listForOperator(
+  db: Kysely<Schema>,
+  now: number,
+  q: { status?: string | undefined; subject?: string | undefined; resourceId?: string | undefined },
+): Promise<GrantRow[]> {
+  let query = db.selectFrom('grants').selectAll()
+  if (q.status === 'revoked') query = query.where('revoked_at', 'is not', null)
+  else if (q.status === 'live') {
+    query = query.where('revoked_at', 'is', null).where('expires_at', '>', now)
+  } else if (q.status === 'expired') {
+    query = query.where('revoked_at', 'is', null).where('expires_at', '<=', now)
+  }
+  if (q.subject) query = query.where('subject', '=', q.subject)
+  if (q.resourceId) query = query.where('resource_id', '=', q.resourceId)
+  return query.orderBy('created_at', 'desc').orderBy('id', 'asc').limit(500).execute()
+}
+
+/** How many grants are live: unrevoked and unexpired. */
+export async function countLive(db: Kysely<Schema>, now: number): Promise<number> {
+  const row = await db
+    .selectFrom('grants')
+    .select(db.fn.countAll<number>().as('n'))
+    .where('revoked_at', 'is', null)
+    .where('expires_at', '>', now)
+    .executeTakeFirst()
+  return Number(row?.n ?? 0)
+}

@@ -9,6 +9,7 @@ import {
   wholeNumber,
 } from '@baton/protocol'
 import { z } from 'zod'
+import { found } from '../ops/found.js'
 import type { CompositeTool } from '../ops/mcp.js'
 import { defineOperation } from '../ops/operation.js'
 import { withProgress } from '../ops/progress.js'
@@ -182,3 +183,102 @@ export const readAgentHandoffTool: CompositeTool = {
 export const handoffOperations = [createHandoff, readHandoff, advanceHandoff, waitHandoff]
 /** Token-handoff tools that are not a single operation. */
 export const handoffComposites = [readAgentHandoffTool]
+
+// The operator's reads, which the dashboard shows: one read each, reached with the admin token
+// here and with the dashboard's session on its own pages.
+
+const OperatorHandoffView = z.looseObject({
+  id: z.string(),
+  state: z.string(),
+  version: z.number(),
+  ended: z.boolean(),
+  expired: z.boolean(),
+  note: z.string().nullable(),
+  createdAt: z.string().nullable(),
+  updatedAt: z.string().nullable(),
+  expiresAt: z.string().nullable(),
+})
+
+export const operatorListHandoffs = defineOperation({
+  name: 'operatorListHandoffs',
+  summary:
+    'Token handoffs, most recently changed first, with whether each is expired (operator only)',
+  tags: ['dashboard'],
+  method: 'GET',
+  path: '/admin/v1/dashboard/handoffs',
+  auth: 'operator',
+  query: z.object({
+    state: z
+      .string()
+      .max(500)
+      .optional()
+      .describe('A state name, expired (past expiry) or open (not ended, unexpired)'),
+  }),
+  output: z.object({
+    handoffs: z.array(OperatorHandoffView.extend({ states: z.array(z.string()) })),
+  }),
+  errors: [],
+  tool: false,
+  cli: ['dashboard', 'handoffs'],
+  run: async (ctx, _caller, { query }) => ({ handoffs: await ctx.handoffs.operatorList(query) }),
+})
+
+export const operatorReadHandoff = defineOperation({
+  name: 'operatorReadHandoff',
+  summary:
+    'One token handoff with its machine and history of moves; no tokens, no payload (operator only)',
+  tags: ['dashboard'],
+  method: 'GET',
+  path: '/admin/v1/dashboard/handoffs/:id',
+  auth: 'operator',
+  params: z.strictObject({ id: z.string().min(1).max(200) }),
+  output: OperatorHandoffView.extend({
+    machine: z.unknown(),
+    payloadChars: z.number(),
+    history: z.array(z.looseObject({ version: z.number(), from: z.string(), to: z.string() })),
+  }),
+  errors: ['not_found'],
+  tool: false,
+  cli: ['dashboard', 'handoff'],
+  run: async (ctx, _caller, { params }) =>
+    found(await ctx.handoffs.operatorRead(params.id), 'handoff'),
+})
+
+export const operatorReadHandoffPayload = defineOperation({
+  name: 'operatorReadHandoffPayload',
+  summary: 'The payload of one token handoff, when the operator asks for it (operator only)',
+  tags: ['dashboard'],
+  method: 'GET',
+  path: '/admin/v1/dashboard/handoffs/:id/payload',
+  auth: 'operator',
+  params: z.strictObject({ id: z.string().min(1).max(200) }),
+  output: z.object({ id: z.string(), payload: z.unknown() }),
+  errors: ['not_found'],
+  tool: false,
+  cli: ['dashboard', 'handoff-payload'],
+  run: async (ctx, _caller, { params }) =>
+    found(await ctx.handoffs.operatorPayload(params.id), 'handoff'),
+})
+
+export const operatorNotifyQueue = defineOperation({
+  name: 'operatorNotifyQueue',
+  summary:
+    'The notify_url outbox: counts by status, and the oldest pending and dead signals (operator only)',
+  tags: ['dashboard'],
+  method: 'GET',
+  path: '/admin/v1/dashboard/notify',
+  auth: 'operator',
+  output: z.looseObject({}),
+  errors: [],
+  tool: false,
+  cli: ['dashboard', 'notify'],
+  run: (ctx) => ctx.notifier.queue(),
+})
+
+/** The operator's handoff reads. */
+export const handoffDashboardOperations = [
+  operatorListHandoffs,
+  operatorReadHandoff,
+  operatorReadHandoffPayload,
+  operatorNotifyQueue,
+]

@@ -16,6 +16,7 @@ import { shareAnswer } from '../events/shared-answer.js'
 import type { WaitRegistry, WaitSignal } from '../events/wait.js'
 import type { Database } from '../store/database.js'
 import { onceByKey } from '../store/idempotency.js'
+import { activitySeries, iso as isoOrNull, num, parseStored } from '../store/operator-reads.js'
 import { consumeDailyQuota } from '../store/quota.js'
 import type { HandoffMoveRow, HandoffRow, NotifyOutboxRow } from '../store/schema.js'
 import {
@@ -506,12 +507,100 @@ export class HandoffService {
       ? matchToken(token, { owner: row.owner_token_hash, receiver: row.receiver_token_hash })
       : undefined
     if (!row || !actor) throw notFound(id)
-    if (row.expires_at <= now) {
+    if (isExpired(row, now)) {
       throw new BatonError('handoff_expired', `Handoff ${id} expired at ${iso(row.expires_at)}`, {
         expired_at: iso(row.expires_at),
       })
     }
     return actor
+  }
+
+  /**
+   * Handoffs by state for the operator: unexpired ones by state, `expired` for those past expiry
+   * (seed 002: they read as expired at once, whatever cleanup has done), and the open ones (not
+   * ended, unexpired) by state, so a custom machine's final states are left out, not guessed.
+   */
+  async operatorCounts(): Promise<{
+    handoffs: Record<string, number>
+    openHandoffs: Record<string, number>
+  }> {
+    const db = this.deps.database.db
+    const now = this.deps.clock.now()
+    const [rows, expired] = await Promise.all([
+      store.countByState(db, now),
+      store.countExpired(db, now),
+    ])
+    const handoffs: Record<string, number> = {}
+    const openHandoffs: Record<string, number> = {}
+    for (const r of rows) {
+      handoffs[r.state] = (handoffs[r.state] ?? 0) + r.count
+      if (r.ended === 0) openHandoffs[r.state] = (openHandoffs[r.state] ?? 0) + r.count
+    }
+    if (expired > 0) handoffs.expired = expired
+    return { handoffs, openHandoffs }
+  }
+
+  /** Moves per minute over the last hour (`ACTIVITY`), oldest first. */
+  async operatorActivity(): Promise<number[]> {
+    return activitySeries(this.deps.database.db, 'handoff_moves', 'at', this.deps.clock.now())
+  }
+
+  /** Handoffs for the operator, most recently changed first; `state` a state, `expired` or `open`. */
+  async operatorList(q: { state?: string | undefined; limit?: number }) {
+    const now = this.deps.clock.now()
+    const rows = await store.listForOperator(this.deps.database.db, now, {
+      state: q.state,
+      limit: q.limit ?? 200,
+    })
+    return rows.map((r) => ({
+      id: r.id,
+      state: r.state,
+      version: r.version,
+      ended: r.ended === 1,
+      expired: isExpired(r, now),
+      note: r.note,
+      states: (parseStored(r.machine) as { states?: string[] } | null)?.states ?? [],
+      createdAt: isoOrNull(r.created_at),
+      updatedAt: isoOrNull(r.updated_at),
+      expiresAt: isoOrNull(r.expires_at),
+    }))
+  }
+
+  /** One handoff for the operator with its machine and its moves; no tokens, and no payload. */
+  async operatorRead(id: string) {
+    const db = this.deps.database.db
+    const now = this.deps.clock.now()
+    const row = await store.findForOperator(db, id)
+    if (!row) return undefined
+    const moves = await store.listMoves(db, id)
+    return {
+      id: row.id,
+      state: row.state,
+      version: row.version,
+      ended: row.ended === 1,
+      expired: isExpired(row, now),
+      note: row.note,
+      hasNotifyUrl: row.notify_url !== null,
+      machine: parseStored(row.machine),
+      payloadChars: num(row.payload_chars),
+      createdAt: isoOrNull(row.created_at),
+      updatedAt: isoOrNull(row.updated_at),
+      expiresAt: isoOrNull(row.expires_at),
+      history: moves.map((m) => ({
+        version: m.version,
+        from: m.from_state,
+        to: m.to_state,
+        actor: m.actor,
+        note: m.note,
+        at: isoOrNull(m.at),
+      })),
+    }
+  }
+
+  /** A handoff's payload, only when the operator asks for it. */
+  async operatorPayload(id: string) {
+    const payload = await store.findPayload(this.deps.database.db, id)
+    return payload === undefined ? undefined : { id, payload: parseStored(payload) }
   }
 }
 
@@ -688,3 +777,6 @@ function toView(row: HandoffRow, moves: HandoffMoveRow[]): HandoffView {
     expires_at: iso(row.expires_at),
   }
 }
+
+/** seed 002: a handoff past its expiry is expired at once, whatever cleanup has done. */
+export const isExpired = (row: { expires_at: number }, now: number) => row.expires_at <= now

@@ -367,3 +367,91 @@ export async function moveIfAt(
   )
   return new Map(result.rows.map((r) => [r.id, Number(r.version)]))
 }
+
+/** Handoffs past their expiry, whatever cleanup has done. */
+export async function countExpired(db: Kysely<Schema>, now: number): Promise<number> {
+  const row = await db
+    .selectFrom('handoffs')
+    .select(db.fn.countAll<number>().as('n'))
+    .where('expires_at', '<=', now)
+    .executeTakeFirst()
+  return Number(row?.n ?? 0)
+}
+
+/** A handoff row as the operator lists it: no tokens and no payload. */
+export type OperatorHandoffRow = Pick<
+  HandoffRow,
+  | 'id'
+  | 'state'
+  | 'version'
+  | 'ended'
+  | 'note'
+  | 'machine'
+  | 'created_at'
+  | 'updated_at'
+  | 'expires_at'
+>
+
+/**
+ * Handoffs for the operator, most recently changed first: `state` a state name (unexpired ones
+ * in it), `expired` (past expiry) or `open` (not ended and unexpired).
+ */
+export async function listForOperator(
+  db: Kysely<Schema>,
+  now: number,
+  q: { state?: string | undefined; limit: number },
+): Promise<OperatorHandoffRow[]> {
+  let query = db
+    .selectFrom('handoffs')
+    .select([
+      'id',
+      'state',
+      'version',
+      'ended',
+      'note',
+      'machine',
+      'created_at',
+      'updated_at',
+      'expires_at',
+    ])
+  if (q.state === 'expired') query = query.where('expires_at', '<=', now)
+  else if (q.state === 'open') query = query.where('ended', '=', 0).where('expires_at', '>', now)
+  else if (q.state) query = query.where('state', '=', q.state).where('expires_at', '>', now)
+  return query.orderBy('updated_at', 'desc').orderBy('id', 'asc').limit(q.limit).execute()
+}
+
+/** One handoff for the operator: no tokens, the payload only by its size in characters. */
+export async function findForOperator(
+  db: Kysely<Schema>,
+  id: string,
+): Promise<
+  (OperatorHandoffRow & { notify_url: string | null; payload_chars: number }) | undefined
+> {
+  return db
+    .selectFrom('handoffs')
+    .select([
+      'id',
+      'state',
+      'version',
+      'ended',
+      'note',
+      'notify_url',
+      'machine',
+      'created_at',
+      'updated_at',
+      'expires_at',
+      sql<number>`length(payload)`.as('payload_chars'),
+    ])
+    .where('id', '=', id)
+    .executeTakeFirst()
+}
+
+/** A handoff's payload text. */
+export async function findPayload(db: Kysely<Schema>, id: string): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('handoffs')
+    .select('payload')
+    .where('id', '=', id)
+    .executeTakeFirst()
+  return row?.payload
+}

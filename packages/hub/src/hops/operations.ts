@@ -12,6 +12,8 @@ import {
   OfferedHopView,
   OfferHandoffInput,
 } from '@baton/protocol'
+import { z } from 'zod'
+import { found } from '../ops/found.js'
 import { defineOperation } from '../ops/operation.js'
 import { signer } from '../ops/principal.js'
 
@@ -173,3 +175,39 @@ export const readHopChain = defineOperation({
 
 /** Every hop operation, in the order they are documented. */
 export const hopOperations = [offerHandoff, answerHandoff, listHopInbox, readHop, readHopChain]
+
+// The operator's reads, which the dashboard shows: one read each, reached with the admin token
+// here and with the dashboard's session on its own pages.
+
+export const operatorListHops = defineOperation({
+  name: 'operatorListHops',
+  summary: 'The latest witnessed hops, newest first (operator only)',
+  tags: ['dashboard'],
+  method: 'GET',
+  path: '/admin/v1/dashboard/hops',
+  auth: 'operator',
+  output: z.object({ hops: z.array(z.looseObject({})) }),
+  errors: [],
+  tool: false,
+  cli: ['dashboard', 'hops'],
+  run: async (ctx) => ({ hops: await ctx.hops.recent() }),
+})
+
+export const operatorReadHopChain = defineOperation({
+  name: 'operatorReadHopChain',
+  summary: 'One hop by its handoff digest, with its chain of statuses and receipts (operator only)',
+  tags: ['dashboard'],
+  method: 'GET',
+  path: '/admin/v1/dashboard/hops/:digest',
+  auth: 'operator',
+  params: z.strictObject({ digest: z.string().min(1).max(200) }),
+  output: z.looseObject({}),
+  errors: ['not_found'],
+  tool: false,
+  cli: ['dashboard', 'hop'],
+  run: async (ctx, _caller, { params }) =>
+    found(await ctx.hops.operatorChain(params.digest), 'hop'),
+})
+
+/** The operator's hop reads. */
+export const hopDashboardOperations = [operatorListHops, operatorReadHopChain]

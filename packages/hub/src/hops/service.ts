@@ -38,9 +38,10 @@ import {
 import type { Clock } from '../clock.js'
 import type { EventBus } from '../events/bus.js'
 import type { HubSigner } from '../identity/hub-key.js'
-import { findPrincipal } from '../identity/store.js'
+import type { IdentityService } from '../identity/service.js'
 import { didKeyResolver } from '../identity/verify.js'
 import type { Database } from '../store/database.js'
+import { countStates } from '../store/operator-reads.js'
 import type { HopDeliveryRow, HopRow, HopStatusRow } from '../store/schema.js'
 import type { Carrying, Tx, WriteBatcher } from '../store/transaction.js'
 import * as store from './store.js'
@@ -58,6 +59,8 @@ export interface HopDeps {
   refs?: (caller: string) => RefPolicy | undefined
   /** The grants a principal issued or holds, against which an offer's `grant` is checked. */
   grants?: { list(principal: string): Promise<{ capabilities: GrantView[] }> }
+  /** Whose admission decides whether an offer's recipient is an agent of this hub. */
+  identity: Pick<IdentityService, 'findPrincipal'>
 }
 
 /**
@@ -130,7 +133,7 @@ export class HopService {
     if (offerIss !== undefined && offerIss !== sender) {
       throw refused('policy', 'sender', 'Only the offer iss may post it to the hub')
     }
-    const recipient = await findPrincipal(this.deps.database.db, to)
+    const recipient = await this.deps.identity.findPrincipal(this.deps.database.db, to)
     if (recipient?.state !== 'approved') {
       throw new BatonError('recipient_unknown', 'No admitted agent has this principal', {
         field: 'to',
@@ -709,6 +712,11 @@ export class HopService {
       createdAt: iso(row.created_at),
       updatedAt: iso(row.updated_at),
     }
+  }
+
+  /** How many hops are in each state, for the operator's overview. */
+  async operatorCounts(): Promise<Record<string, number>> {
+    return countStates(this.deps.database.db, 'hops')
   }
 }
 

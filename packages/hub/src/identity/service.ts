@@ -21,6 +21,7 @@ import type { Clock } from '../clock.js'
 import type { Config } from '../config.js'
 import type { EventBus } from '../events/bus.js'
 import type { Database } from '../store/database.js'
+import { countStates } from '../store/operator-reads.js'
 import {
   consumeDailyQuotas,
   consumeWindowQuotas,
@@ -702,6 +703,29 @@ export class IdentityService {
   /** Removes nonces whose signatures can no longer be fresh. */
   async cleanup(): Promise<number> {
     return this.deps.batcher.run((tx) => store.pruneNonces(tx.db, this.deps.clock.now()))
+  }
+
+  /**
+   * A principal's row, read with `db` (a transaction's, when the caller decides inside one), for
+   * other features that address an agent: they check its admission state here, not in our table.
+   */
+  async findPrincipal(db: Tx['db'], principal: string): Promise<PrincipalRow | undefined> {
+    return store.findPrincipal(db, principal)
+  }
+
+  /** How many principals are in each admission state, for the operator's overview. */
+  async operatorCounts(): Promise<Record<string, number>> {
+    return countStates(this.deps.database.db, 'principals')
+  }
+
+  /** The display labels of `principals` that have one (a label names; it never authorizes). */
+  async labelsOf(principals: string[]): Promise<Record<string, string>> {
+    const out: Record<string, string> = {}
+    if (principals.length === 0) return out
+    for (const r of await store.labelsOf(this.deps.database.db, principals)) {
+      if (r.label) out[r.principal] = r.label
+    }
+    return out
   }
 }
 

@@ -263,3 +263,16 @@ export async function readAdmission(
   )
   return toAdmissionRead(rows[0]!)
 }
+
+/** The labels of those of `principals` that have one. */
+export async function labelsOf(
+  db: Kysely<Schema>,
+  principals: string[],
+): Promise<{ principal: string; label?: string | null | undefined }[]> {
+  return db
+    .selectFrom('principals')
+    .select(['principal', 'label'])
+    .where('principal', 'in', principals)
+    .where('label', 'is not', null)
+    .execute()
+}

@@ -7,6 +7,7 @@ import {
   sendMessageInput,
 } from '@baton/protocol'
 import { z } from 'zod'
+import { found } from '../ops/found.js'
 import type { CompositeTool } from '../ops/mcp.js'
 import { defineOperation } from '../ops/operation.js'
 import { signer } from '../ops/principal.js'
@@ -107,3 +108,58 @@ export const listMessagesTool: CompositeTool = {
 export const messageOperations = [sendMessage, listMessages, ackMessage]
 /** Message tools that are not a single operation. */
 export const messageComposites = [listMessagesTool]
+
+// The operator's reads, which the dashboard shows: one read each, reached with the admin token
+// here and with the dashboard's session on its own pages.
+
+export const operatorListMessages = defineOperation({
+  name: 'operatorListMessages',
+  summary:
+    'Without principal, the counts and sequence of each recipient; with it, the messages to or from it, metadata only (operator only)',
+  tags: ['dashboard'],
+  method: 'GET',
+  path: '/admin/v1/dashboard/messages',
+  auth: 'operator',
+  query: z.object({
+    principal: z.string().max(500).optional().describe('A did:key: the messages to or from it'),
+  }),
+  output: z.union([
+    z.object({
+      principal: z.string(),
+      messages: z.array(
+        z.looseObject({ id: z.string(), sequence: z.number(), direction: z.string() }),
+      ),
+    }),
+    z.object({
+      principals: z.array(
+        z.looseObject({ principal: z.string(), total: z.number(), unacked: z.number() }),
+      ),
+    }),
+  ]),
+  errors: [],
+  tool: false,
+  cli: ['dashboard', 'messages'],
+  run: async (ctx, _caller, { query }) =>
+    query.principal
+      ? { principal: query.principal, messages: await ctx.messages.operatorList(query.principal) }
+      : { principals: await ctx.messages.operatorSummary() },
+})
+
+export const operatorReadMessageBody = defineOperation({
+  name: 'operatorReadMessageBody',
+  summary: 'The body of one message, when the operator asks for it (operator only)',
+  tags: ['dashboard'],
+  method: 'GET',
+  path: '/admin/v1/dashboard/messages/:id/body',
+  auth: 'operator',
+  params: z.strictObject({ id: z.string().min(1).max(200) }),
+  output: z.object({ id: z.string(), body: z.unknown() }),
+  errors: ['not_found'],
+  tool: false,
+  cli: ['dashboard', 'message-body'],
+  run: async (ctx, _caller, { params }) =>
+    found(await ctx.messages.operatorBody(params.id), 'message'),
+})
+
+/** The operator's message reads. */
+export const messageDashboardOperations = [operatorListMessages, operatorReadMessageBody]

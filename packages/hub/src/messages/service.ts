@@ -20,8 +20,9 @@ import type { EventBus } from '../events/bus.js'
 import type { WaitRegistry, WaitSignal } from '../events/wait.js'
 import { assertAdmitted, principalTopic } from '../identity/admission.js'
 import type { HubSigner } from '../identity/hub-key.js'
-import { findPrincipal } from '../identity/store.js'
+import type { IdentityService } from '../identity/service.js'
 import type { Database } from '../store/database.js'
+import { activitySeries, iso as isoOrNull, num, parseStored } from '../store/operator-reads.js'
 import { consumeDailyQuota } from '../store/quota.js'
 import type { MessageRow } from '../store/schema.js'
 import type { Carrying, WriteBatcher } from '../store/transaction.js'
@@ -40,6 +41,8 @@ export interface MessageDeps {
   signer: HubSigner
   /** Every long poll of the hub; answers waiters when the hub begins shutting down. */
   waits: WaitRegistry
+  /** Whose admission decides whether a recipient may be sent to. */
+  identity: Pick<IdentityService, 'findPrincipal'>
 }
 
 /** The quota scope counting a principal's sent messages. */
@@ -132,7 +135,7 @@ export class MessageService {
             { id: prior.id, field: 'idempotencyKey' },
           )
         }
-        const recipient = await findPrincipal(tx.db, msg.recipient)
+        const recipient = await this.deps.identity.findPrincipal(tx.db, msg.recipient)
         if (recipient?.state !== 'approved') {
           // Pending, rejected and suspended keys answer like unknown ones: no probing of admission.
           throw new BatonError('recipient_unknown', 'No admitted agent has this principal', {
@@ -332,6 +335,49 @@ export class MessageService {
     },
     ready: (v: InboxWaitView) => v === OWN_READ || v.length > 0,
     timeoutMs: (_first: InboxWaitView, w: InboxWaiter) => w.waitMs,
+  }
+
+  /** How many messages wait unacknowledged, and messages per minute over the last hour. */
+  async operatorCounts(): Promise<{ unacked: number; sent: number[] }> {
+    const db = this.deps.database.db
+    const [unacked, sent] = await Promise.all([
+      store.countUnacked(db),
+      activitySeries(db, 'messages', 'created_at', this.deps.clock.now()),
+    ])
+    return { unacked, sent }
+  }
+
+  /** Per recipient: how many messages, how many wait unacknowledged, where its sequence is. */
+  async operatorSummary() {
+    return (await store.recipientSummary(this.deps.database.db)).map((r) => ({
+      principal: r.recipient,
+      total: num(r.total),
+      unacked: num(r.unacked),
+      lastSequence: num(r.last_sequence),
+      oldestUnackedSequence: r.oldest_unacked === null ? null : num(r.oldest_unacked),
+      lastAt: isoOrNull(num(r.last_at)),
+    }))
+  }
+
+  /** Messages to or from a principal, for the operator: metadata only, never bodies. */
+  async operatorList(principal: string) {
+    return (await store.listForOperator(this.deps.database.db, principal)).map((m) => ({
+      id: m.id,
+      sequence: num(m.sequence),
+      sender: m.sender,
+      recipient: m.recipient,
+      direction: m.recipient === principal ? 'in' : 'out',
+      bodyDigest: m.body_digest,
+      bodyChars: num(m.body_chars),
+      createdAt: isoOrNull(m.created_at),
+      ackedAt: isoOrNull(m.acked_at),
+    }))
+  }
+
+  /** One message's body, only when the operator asks for it. */
+  async operatorBody(id: string) {
+    const body = await store.findBody(this.deps.database.db, id)
+    return body === undefined ? undefined : { id, body: parseStored(body) }
   }
 }
 

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely'
+import { type Kysely, sql } from 'kysely'
 import type { MessageRow, Schema } from '../store/schema.js'
 
 /** SQL for messages, in the subset both dialects share. Every function takes the db or a tx. */
@@ -94,4 +94,58 @@ export async function inboxTop(
   if (q.unacked) query = query.where('acked_at', 'is', null)
   const row = await query.executeTakeFirst()
   return Number(row?.top ?? 0)
+}
+
+/** How many messages wait unacknowledged, over every recipient. */
+export async function countUnacked(db: Kysely<Schema>): Promise<number> {
+  const row = await db
+    .selectFrom('messages')
+    .select(sql<number>`count(*)`.as('n'))
+    .where('acked_at', 'is', null)
+    .executeTakeFirst()
+  return Number(row?.n ?? 0)
+}
+
+/** Per recipient, at most 500: messages, unacknowledged ones, and where its sequence is. */
+export async function recipientSummary(db: Kysely<Schema>) {
+  return db
+    .selectFrom('messages')
+    .select([
+      'recipient',
+      sql<number>`count(*)`.as('total'),
+      sql<number>`sum(case when acked_at is null then 1 else 0 end)`.as('unacked'),
+      sql<number>`max(sequence)`.as('last_sequence'),
+      sql<number | null>`min(case when acked_at is null then sequence end)`.as('oldest_unacked'),
+      sql<number>`max(created_at)`.as('last_at'),
+    ])
+    .groupBy('recipient')
+    .orderBy('recipient', 'asc')
+    .limit(500)
+    .execute()
+}
+
+/** Messages to or from a principal, latest sequence first, at most 300: no bodies. */
+export async function listForOperator(db: Kysely<Schema>, principal: string) {
+  return db
+    .selectFrom('messages')
+    .select([
+      'id',
+      'sequence',
+      'sender',
+      'recipient',
+      'body_digest',
+      'created_at',
+      'acked_at',
+      sql<number>`length(body)`.as('body_chars'),
+    ])
+    .where((eb) => eb.or([eb('recipient', '=', principal), eb('sender', '=', principal)]))
+    .orderBy('sequence', 'desc')
+    .limit(300)
+    .execute()
+}
+
+/** One message's body text. */
+export async function findBody(db: Kysely<Schema>, id: string): Promise<string | undefined> {
+  const row = await db.selectFrom('messages').select('body').where('id', '=', id).executeTakeFirst()
+  return row?.body
 }

@@ -1,15 +1,28 @@
-import { a2aOperations } from '../a2a/operations.js'
-import { computeOperations } from '../compute/operations.js'
-import { grantOperations } from '../grants/operations.js'
+import { a2aDashboardOperations, a2aOperations } from '../a2a/operations.js'
+import { computeDashboardOperations, computeOperations } from '../compute/operations.js'
+import { grantDashboardOperations, grantOperations } from '../grants/operations.js'
 import { guideOperations } from '../guides/operations.js'
-import { handoffComposites, handoffOperations } from '../handoffs/operations.js'
+import {
+  handoffComposites,
+  handoffDashboardOperations,
+  handoffOperations,
+} from '../handoffs/operations.js'
 import { homeComposites, homeOperations } from '../home/operations.js'
-import { hopOperations } from '../hops/operations.js'
+import { hopDashboardOperations, hopOperations } from '../hops/operations.js'
 import { healthOperations } from '../http/operations.js'
 import { identityOperations } from '../identity/operations.js'
-import { messageComposites, messageOperations } from '../messages/operations.js'
-import { resourceOperations } from '../resources/operations.js'
-import { transferComposites, transferOperations } from '../transfers/operations.js'
+import {
+  messageComposites,
+  messageDashboardOperations,
+  messageOperations,
+} from '../messages/operations.js'
+import { overviewOperations } from '../overview/operations.js'
+import { resourceDashboardOperations, resourceOperations } from '../resources/operations.js'
+import {
+  transferComposites,
+  transferDashboardOperations,
+  transferOperations,
+} from '../transfers/operations.js'
 import type { CompositeTool } from './mcp.js'
 import type { Operation } from './operation.js'
 
@@ -27,6 +40,16 @@ export const OPERATIONS: readonly Operation[] = [
   ...computeOperations,
   ...guideOperations,
   ...a2aOperations,
+  // The operator's reads, which the dashboard shows.
+  ...overviewOperations,
+  ...handoffDashboardOperations,
+  ...transferDashboardOperations,
+  ...resourceDashboardOperations,
+  ...grantDashboardOperations,
+  ...messageDashboardOperations,
+  ...hopDashboardOperations,
+  ...computeDashboardOperations,
+  ...a2aDashboardOperations,
 ]
 
 /** MCP tools that combine operations (seed 002's read-or-wait tool). */

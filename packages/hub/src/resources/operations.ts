@@ -9,6 +9,8 @@ import {
 } from '@baton/protocol'
 import { z } from 'zod'
 import type { Config } from '../config.js'
+import { OperatorGrantView } from '../grants/operations.js'
+import { found } from '../ops/found.js'
 import { defineOperation } from '../ops/operation.js'
 import { signer } from '../ops/principal.js'
 
@@ -150,3 +152,62 @@ export const resourceOperations = [
   updateResource,
   resourceHistory,
 ]
+
+// The operator's reads, which the dashboard shows: one read each, reached with the admin token
+// here and with the dashboard's session on its own pages.
+
+export const operatorListResources = defineOperation({
+  name: 'operatorListResources',
+  summary: 'Resources by namespace and owner, with every namespace and its size (operator only)',
+  tags: ['dashboard'],
+  method: 'GET',
+  path: '/admin/v1/dashboard/resources',
+  auth: 'operator',
+  query: z.object({
+    namespace: z.string().max(500).optional().describe('One namespace'),
+    owner: z.string().max(500).optional().describe('The did:key of the owner'),
+  }),
+  output: z.object({
+    namespaces: z.array(z.object({ namespace: z.string(), resources: z.number() })),
+    resources: z.array(
+      z.looseObject({
+        id: z.string(),
+        owner: z.string(),
+        namespace: z.string(),
+        version: z.number(),
+      }),
+    ),
+  }),
+  errors: [],
+  tool: false,
+  cli: ['dashboard', 'resources'],
+  run: (ctx, _caller, { query }) => ctx.resources.operatorList(query),
+})
+
+export const operatorReadResource = defineOperation({
+  name: 'operatorReadResource',
+  summary:
+    'One resource with every version, the changes between them, and its grants (operator only)',
+  tags: ['dashboard'],
+  method: 'GET',
+  path: '/admin/v1/dashboard/resources/:id',
+  auth: 'operator',
+  params: z.strictObject({ id: z.string().min(1).max(200) }),
+  output: z.looseObject({
+    id: z.string(),
+    owner: z.string(),
+    version: z.number(),
+    versions: z.array(
+      z.looseObject({ version: z.number(), data: z.unknown(), changes: z.unknown() }),
+    ),
+    grants: z.array(OperatorGrantView),
+  }),
+  errors: ['not_found'],
+  tool: false,
+  cli: ['dashboard', 'resource'],
+  run: async (ctx, _caller, { params }) =>
+    found(await ctx.resources.operatorRead(params.id), 'resource'),
+})
+
+/** The operator's resource reads. */
+export const resourceDashboardOperations = [operatorListResources, operatorReadResource]

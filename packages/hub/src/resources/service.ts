@@ -12,9 +12,11 @@ import type { EventBus } from '../events/bus.js'
 import type { GrantService } from '../grants/service.js'
 import type { Database } from '../store/database.js'
 import { onceByKey } from '../store/idempotency.js'
+import { activitySeries, iso as isoOrNull, num, parseStored } from '../store/operator-reads.js'
 import { changeStoredBytes } from '../store/quota.js'
 import type { ResourceRow, Schema } from '../store/schema.js'
 import type { Carrying, WriteBatcher } from '../store/transaction.js'
+import { diffJson, type JsonChange } from './diff.js'
 import type { ListResourcesQuery } from './operations.js'
 import * as store from './store.js'
 
@@ -252,6 +254,76 @@ export class ResourceService {
     return {
       resources: rows.map(toView),
       next: rows.length === limit ? rows[rows.length - 1]!.id : null,
+    }
+  }
+
+  /**
+   * A resource's row by id, read with `db` (a transaction's, when the caller decides inside
+   * one), for the grants on it: whether one may be issued or revoked, and by whom.
+   */
+  async findForGrant(db: Kysely<Schema>, id: string): Promise<ResourceRow | undefined> {
+    return store.findResource(db, id)
+  }
+
+  /** How many resources there are, and their versions per minute over the last hour. */
+  async operatorCounts(): Promise<{ resources: number; versions: number[] }> {
+    const db = this.deps.database.db
+    const [resources, versions] = await Promise.all([
+      store.countAll(db),
+      activitySeries(db, 'resource_versions', 'at', this.deps.clock.now()),
+    ])
+    return { resources, versions }
+  }
+
+  /** Resources for the operator by namespace and owner, with every namespace and its size. */
+  async operatorList(q: { namespace?: string | undefined; owner?: string | undefined }) {
+    const db = this.deps.database.db
+    const [rows, namespaces] = await Promise.all([
+      store.listForOperator(db, q),
+      store.namespaceSizes(db),
+    ])
+    return {
+      namespaces: namespaces.map((n) => ({ namespace: n.namespace, resources: num(n.n) })),
+      resources: rows.map((r) => ({
+        id: r.id,
+        owner: r.owner,
+        namespace: r.namespace,
+        kind: r.kind,
+        size: r.size,
+        version: r.version,
+        updatedAt: isoOrNull(r.updated_at),
+        updatedBy: r.updated_by,
+      })),
+    }
+  }
+
+  /** One resource with every version, the changes between consecutive ones, and its grants. */
+  async operatorRead(id: string) {
+    const db = this.deps.database.db
+    const row = await store.findResource(db, id)
+    if (!row) return undefined
+    const [versions, grants] = await Promise.all([
+      store.versionsForOperator(db, id),
+      this.deps.grants.operatorList({ resourceId: id }),
+    ])
+    let previous: unknown
+    return {
+      id: row.id,
+      owner: row.owner,
+      namespace: row.namespace,
+      kind: row.kind,
+      size: row.size,
+      version: row.version,
+      createdAt: isoOrNull(row.created_at),
+      updatedAt: isoOrNull(row.updated_at),
+      updatedBy: row.updated_by,
+      versions: versions.map((v, i) => {
+        const data = parseStored(v.data)
+        const changes: JsonChange[] | null = i === 0 ? null : diffJson(previous, data)
+        previous = data
+        return { version: v.version, actor: v.actor, at: isoOrNull(v.at), data, changes }
+      }),
+      grants,
     }
   }
 }

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely'
+import { type Kysely, sql } from 'kysely'
 import type { ResourceRow, ResourceVersionRow, Schema } from '../store/schema.js'
 
 /** SQL for resources, in the subset both dialects share. */
@@ -81,4 +81,51 @@ export async function ownedBytes(db: Kysely<Schema>, owner: string): Promise<num
     .where('owner', '=', owner)
     .executeTakeFirst()
   return Number(row?.bytes ?? 0)
+}
+
+/** Resources for the operator by namespace and owner, at most 500, namespaces in order. */
+export async function listForOperator(
+  db: Kysely<Schema>,
+  q: { namespace?: string | undefined; owner?: string | undefined },
+): Promise<ResourceRow[]> {
+  let query = db.selectFrom('resources').selectAll()
+  if (q.namespace) query = query.where('namespace', '=', q.namespace)
+  if (q.owner) query = query.where('owner', '=', q.owner)
+  return query.orderBy('namespace', 'asc').orderBy('updated_at', 'desc').limit(500).execute()
+}
+
+/** Every namespace with how many resources it holds, at most 500. */
+export async function namespaceSizes(
+  db: Kysely<Schema>,
+): Promise<{ namespace: string; n: number }[]> {
+  return db
+    .selectFrom('resources')
+    .select(['namespace', sql<number>`count(*)`.as('n')])
+    .groupBy('namespace')
+    .orderBy('namespace', 'asc')
+    .limit(500)
+    .execute()
+}
+
+/** How many resources there are. */
+export async function countAll(db: Kysely<Schema>): Promise<number> {
+  const row = await db
+    .selectFrom('resources')
+    .select(sql<number>`count(*)`.as('n'))
+    .executeTakeFirst()
+  return Number(row?.n ?? 0)
+}
+
+/** A resource's versions for the operator, oldest first, at most 500. */
+export async function versionsForOperator(
+  db: Kysely<Schema>,
+  id: string,
+): Promise<ResourceVersionRow[]> {
+  return db
+    .selectFrom('resource_versions')
+    .selectAll()
+    .where('resource_id', '=', id)
+    .orderBy('version', 'asc')
+    .limit(500)
+    .execute()
 }

@@ -24,6 +24,7 @@ import {
   UsageView,
 } from '@baton/protocol'
 import { z } from 'zod'
+import { found } from '../ops/found.js'
 import type { CompositeTool, Invoke } from '../ops/mcp.js'
 import { type Caller, defineOperation, type Operation } from '../ops/operation.js'
 import { withProgress } from '../ops/progress.js'
@@ -568,4 +569,79 @@ export const transferComposites = [
   leaseTool,
   reportUsageTool,
   getStatusTool,
+]
+
+// The operator's reads, which the dashboard shows: one read each, reached with the admin token
+// here and with the dashboard's session on its own pages.
+
+const OperatorTransferView = z.looseObject({
+  id: z.string(),
+  owner: z.string(),
+  state: z.string(),
+  version: z.number(),
+  tier: z.string().nullable(),
+  budgetMicros: z.number().nullable(),
+  spentMicros: z.number(),
+})
+
+export const operatorListTransfers = defineOperation({
+  name: 'operatorListTransfers',
+  summary:
+    'Session transfers, most recently changed first, optionally in one state (operator only)',
+  tags: ['dashboard'],
+  method: 'GET',
+  path: '/admin/v1/dashboard/transfers',
+  auth: 'operator',
+  query: z.object({ state: z.string().max(500).optional().describe('One transfer state') }),
+  output: z.object({ transfers: z.array(OperatorTransferView) }),
+  errors: [],
+  tool: false,
+  cli: ['dashboard', 'transfers'],
+  run: async (ctx, _caller, { query }) => ({
+    transfers: await ctx.transfers.operatorList(query.state),
+  }),
+})
+
+export const operatorReadTransfer = defineOperation({
+  name: 'operatorReadTransfer',
+  summary:
+    'One session transfer with its event log and recent usage; never its snapshot (operator only)',
+  tags: ['dashboard'],
+  method: 'GET',
+  path: '/admin/v1/dashboard/transfers/:id',
+  auth: 'operator',
+  params: z.strictObject({ id: z.string().min(1).max(200) }),
+  output: OperatorTransferView.extend({
+    events: z.array(z.looseObject({ seq: z.number(), type: z.string() })),
+    usage: z.array(z.looseObject({ amountMicros: z.number() })),
+  }),
+  errors: ['not_found'],
+  tool: false,
+  cli: ['dashboard', 'transfer'],
+  run: async (ctx, _caller, { params }) =>
+    found(await ctx.transfers.operatorRead(params.id), 'transfer'),
+})
+
+export const operatorReadTransferSnapshot = defineOperation({
+  name: 'operatorReadTransferSnapshot',
+  summary:
+    'The snapshot of one session transfer, when the operator deliberately opens it (operator only)',
+  tags: ['dashboard'],
+  method: 'GET',
+  path: '/admin/v1/dashboard/transfers/:id/snapshot',
+  auth: 'operator',
+  params: z.strictObject({ id: z.string().min(1).max(200) }),
+  output: z.object({ id: z.string(), snapshot: z.unknown() }),
+  errors: ['not_found'],
+  tool: false,
+  cli: ['dashboard', 'transfer-snapshot'],
+  run: async (ctx, _caller, { params }) =>
+    found(await ctx.transfers.operatorSnapshot(params.id), 'transfer snapshot'),
+})
+
+/** The operator's transfer reads. */
+export const transferDashboardOperations = [
+  operatorListTransfers,
+  operatorReadTransfer,
+  operatorReadTransferSnapshot,
 ]

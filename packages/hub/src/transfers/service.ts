@@ -28,6 +28,7 @@ import type { EventBus } from '../events/bus.js'
 import type { WaitRegistry, WaitSignal } from '../events/wait.js'
 import { assertAdmitted, principalTopic } from '../identity/admission.js'
 import type { Database } from '../store/database.js'
+import { activitySeries, iso as isoOrNull, num, parseStored } from '../store/operator-reads.js'
 import type { TransferRow } from '../store/schema.js'
 import type { Carry, Carrying, WriteBatcher } from '../store/transaction.js'
 import { parseInput } from '../validation.js'
@@ -466,6 +467,56 @@ export class TransferService {
       throw new BatonError('transfer_forbidden', 'This principal may not run transfers')
     }
   }
+
+  /** How many transfers are in each state, for the operator's overview. */
+  async operatorCounts(): Promise<Record<string, number>> {
+    return store.countByState(this.deps.database.db)
+  }
+
+  /** Transfer events per minute over the last hour (`ACTIVITY`), oldest first. */
+  async operatorActivity(): Promise<number[]> {
+    return activitySeries(this.deps.database.db, 'transfer_events', 'at', this.deps.clock.now())
+  }
+
+  /** Transfers for the operator, most recently changed first, optionally in one state. */
+  async operatorList(state?: string) {
+    return (await store.listForOperator(this.deps.database.db, state)).map(toOperatorView)
+  }
+
+  /** One transfer with its ordered events and recent usage reports; never the snapshot. */
+  async operatorRead(id: string) {
+    const db = this.deps.database.db
+    const row = await store.findTransfer(db, id)
+    if (!row) return undefined
+    const [events, usage] = await Promise.all([
+      store.eventsForOperator(db, id),
+      store.usageForOperator(db, id),
+    ])
+    return {
+      ...toOperatorView(row),
+      events: events.map((e) => ({
+        seq: e.seq,
+        type: e.type,
+        from: e.from_state,
+        to: e.to_state,
+        actor: e.actor,
+        at: isoOrNull(e.at),
+        data: parseStored(e.data),
+      })),
+      usage: usage.map((u) => ({
+        amountMicros: num(u.amount_micros),
+        spentAfter: num(u.spent_after),
+        reporter: u.reporter,
+        at: isoOrNull(u.at),
+      })),
+    }
+  }
+
+  /** A transfer's snapshot content, only when the operator deliberately opens it. */
+  async operatorSnapshot(id: string) {
+    const content = await store.readSnapshot(this.deps.database.db, id)
+    return content === undefined ? undefined : { id, snapshot: parseStored(content) }
+  }
 }
 
 function parseSnapshotInput(input: unknown): CreateTransferInput {
@@ -477,4 +528,27 @@ function parseSnapshotInput(input: unknown): CreateTransferInput {
     throw new BatonError('snapshot_invalid', `Invalid ${field}: ${issue.message}`, { field })
   }
   return parseInput(CreateTransferInput, input)
+}
+
+/** A transfer as the operator sees it: every column but its secrets, times as text. */
+function toOperatorView(t: TransferRow) {
+  return {
+    id: t.id,
+    owner: t.owner,
+    state: t.state,
+    version: t.version,
+    tier: t.tier,
+    runtime: t.runtime,
+    budgetMicros: t.budget_micros,
+    rateMicros: t.rate_micros,
+    spentMicros: num(t.spent_micros),
+    snapshotBytes: num(t.snapshot_bytes),
+    checksum: t.checksum,
+    leaseEndsAt: isoOrNull(t.lease_ends_at),
+    createdAt: isoOrNull(t.created_at),
+    updatedAt: isoOrNull(t.updated_at),
+    expiresAt: isoOrNull(t.expires_at),
+    graceEndsAt: isoOrNull(t.grace_ends_at),
+    endReason: t.end_reason,
+  }
 }

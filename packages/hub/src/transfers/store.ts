@@ -496,3 +496,32 @@ export async function useTokens(db: Db, rows: TransferTokenUseRow[]): Promise<vo
 export async function insertUsages(db: Db, rows: TransferUsageRow[]): Promise<void> {
   await insertRows(db, 'transfer_usage', rows, USAGE_COLUMNS)
 }
+
+/** Transfers for the operator, most recently changed first, optionally in one state. */
+export async function listForOperator(db: Db, state: string | undefined): Promise<TransferRow[]> {
+  let query = db.selectFrom('transfers').selectAll()
+  if (state) query = query.where('state', '=', state)
+  return query.orderBy('updated_at', 'desc').orderBy('id', 'asc').limit(200).execute()
+}
+
+/** A transfer's events for the operator, in order, at most 1000. */
+export async function eventsForOperator(db: Db, id: string): Promise<TransferEventRow[]> {
+  return db
+    .selectFrom('transfer_events')
+    .selectAll()
+    .where('transfer_id', '=', id)
+    .orderBy('seq', 'asc')
+    .limit(1000)
+    .execute()
+}
+
+/** A transfer's latest usage reports for the operator, at most 100. */
+export async function usageForOperator(db: Db, id: string): Promise<TransferUsageRow[]> {
+  return db
+    .selectFrom('transfer_usage')
+    .selectAll()
+    .where('transfer_id', '=', id)
+    .orderBy('spent_after', 'desc')
+    .limit(100)
+    .execute()
+}

@@ -2,13 +2,31 @@ import { readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { AdmissionDecision, BatonError } from '@baton/protocol'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { operatorListA2aTasks, operatorReadA2aTask } from '../a2a/operations.js'
 import type { AppContext } from '../app.js'
+import { operatorComputeOverview } from '../compute/operations.js'
+import { operatorListGrants } from '../grants/operations.js'
+import {
+  operatorListHandoffs,
+  operatorNotifyQueue,
+  operatorReadHandoff,
+  operatorReadHandoffPayload,
+} from '../handoffs/operations.js'
+import { operatorListHops, operatorReadHopChain } from '../hops/operations.js'
 import type { Api } from '../http/server.js'
 import { listPrincipals } from '../identity/operations.js'
-import { inputSchemas } from '../ops/operation.js'
+import { operatorListMessages, operatorReadMessageBody } from '../messages/operations.js'
+import { HTTP_INPUT, parseOperationInput } from '../ops/input.js'
+import type { Operation } from '../ops/operation.js'
+import { operatorOverview } from '../overview/operations.js'
+import { operatorListResources, operatorReadResource } from '../resources/operations.js'
+import {
+  operatorListTransfers,
+  operatorReadTransfer,
+  operatorReadTransferSnapshot,
+} from '../transfers/operations.js'
 import { parseInput } from '../validation.js'
 import { DashboardStreams } from './events.js'
-import * as q from './queries.js'
 import {
   type DashboardSession,
   parseCookies,
@@ -55,6 +73,9 @@ function loadAssets(): Map<string, Asset> {
   }
   return assets
 }
+
+// A read answers at once: its caller going away changes nothing it does.
+const NEVER_ABORTED = { aborted: false, addEventListener() {}, removeEventListener() {} }
 
 const text = (v: unknown) => (typeof v === 'string' && v.length <= 500 ? v : undefined)
 
@@ -329,115 +350,65 @@ export function registerDashboard(api: Api, ctx: AppContext): void {
       }
     })
 
-    // Read API: every answer needs a session and is never cached. An answer that names
-    // principals carries their display labels (`labels`, by did:key); revealed contents do not.
-    const read = (
-      url: string,
-      handler: (req: FastifyRequest) => Promise<unknown>,
-      { labels = true } = {},
-    ) =>
+    // Read API: every answer needs a session and is never cached. Each read is an operator
+    // operation (also served under /admin/v1/ to the admin token), run here with its own input
+    // schemas for the session's browser. An answer that names principals carries their display
+    // labels (`labels`, by did:key); revealed contents do not.
+    const read = (url: string, op: Operation, { labels = true } = {}) =>
       scope.get(url, async (req, reply) => {
         requireSession(req)
         reply.header('cache-control', 'no-store')
-        const answer = await handler(req)
+        // The pages send every filter, an unset one as empty: the operation reads it as absent.
+        const filters = Object.entries((req.query ?? {}) as Record<string, unknown>).filter(
+          ([, v]) => v !== '',
+        )
+        const answer: unknown = await op.run(
+          ctx,
+          { ip: req.ip, signal: NEVER_ABORTED },
+          parseOperationInput(
+            op,
+            { params: req.params, query: Object.fromEntries(filters) },
+            HTTP_INPUT,
+            ctx.config,
+          ),
+        )
         if (!labels || answer === null || typeof answer !== 'object' || Array.isArray(answer)) {
           return answer
         }
-        return { ...answer, labels: await q.labelsOf(db(), principalsIn(answer)) }
+        return { ...answer, labels: await ctx.identity.labelsOf(principalsIn(answer)) }
       })
-    const query = (req: FastifyRequest) => req.query as Record<string, unknown>
-    const param = (req: FastifyRequest, name: string) =>
-      (req.params as Record<string, string>)[name] ?? ''
-    const found = <T>(value: T | undefined, what: string): T => {
-      if (value === undefined) throw new BatonError('not_found', `No such ${what}`)
-      return value
-    }
 
-    read('/dashboard/api/overview', () => q.overview(db(), now()))
-    // The admin operation's own query schema; the page sends `state=` for every state.
-    const principalPage = inputSchemas(listPrincipals, ctx.config).query!
-    read('/dashboard/api/principals', (req) => {
-      const { state, limit, cursor } = query(req)
-      const given = Object.entries({ state, limit, cursor }).filter(([, v]) => v !== '')
-      return ctx.identity.list(parseInput(principalPage, Object.fromEntries(given), 'query'))
+    read('/dashboard/api/overview', operatorOverview)
+    read('/dashboard/api/principals', listPrincipals)
+    read('/dashboard/api/handoffs', operatorListHandoffs)
+    read('/dashboard/api/handoffs/:id', operatorReadHandoff)
+    read('/dashboard/api/handoffs/:id/payload', operatorReadHandoffPayload, { labels: false })
+    read('/dashboard/api/resources', operatorListResources)
+    read('/dashboard/api/resources/:id', operatorReadResource)
+    read('/dashboard/api/grants', operatorListGrants)
+    read('/dashboard/api/messages', operatorListMessages)
+    read('/dashboard/api/messages/:id/body', operatorReadMessageBody, { labels: false })
+    read('/dashboard/api/transfers', operatorListTransfers)
+    read('/dashboard/api/transfers/:id', operatorReadTransfer)
+    read('/dashboard/api/transfers/:id/snapshot', operatorReadTransferSnapshot, {
+      labels: false,
     })
-    read('/dashboard/api/handoffs', async (req) => ({
-      handoffs: await q.listHandoffs(db(), now(), { state: text(query(req).state) ?? '' }),
-    }))
-    read('/dashboard/api/handoffs/:id', async (req) =>
-      found(await q.readHandoff(db(), now(), param(req, 'id')), 'handoff'),
-    )
-    read(
-      '/dashboard/api/handoffs/:id/payload',
-      async (req) => found(await q.readHandoffPayload(db(), param(req, 'id')), 'handoff'),
-      { labels: false },
-    )
-    read('/dashboard/api/resources', async (req) =>
-      q.listResources(db(), {
-        namespace: text(query(req).namespace) ?? '',
-        owner: text(query(req).owner) ?? '',
-      }),
-    )
-    read('/dashboard/api/resources/:id', async (req) =>
-      found(await q.readResource(db(), now(), param(req, 'id')), 'resource'),
-    )
-    read('/dashboard/api/grants', async (req) => ({
-      grants: await q.listGrants(db(), now(), {
-        status: text(query(req).status) ?? '',
-        subject: text(query(req).subject) ?? '',
-      }),
-    }))
-    read('/dashboard/api/messages', async (req) => {
-      const principal = text(query(req).principal)
-      return principal
-        ? { principal, messages: await q.listMessages(db(), principal) }
-        : { principals: await q.messageSummary(db()) }
-    })
-    read(
-      '/dashboard/api/messages/:id/body',
-      async (req) => found(await q.readMessageBody(db(), param(req, 'id')), 'message'),
-      { labels: false },
-    )
-    read('/dashboard/api/transfers', async (req) => ({
-      transfers: await q.listTransfers(db(), { state: text(query(req).state) ?? '' }),
-    }))
-    read('/dashboard/api/transfers/:id', async (req) =>
-      found(await q.readTransfer(db(), param(req, 'id')), 'transfer'),
-    )
-    read(
-      '/dashboard/api/transfers/:id/snapshot',
-      async (req) =>
-        found(await q.readTransferSnapshot(db(), param(req, 'id')), 'transfer snapshot'),
-      { labels: false },
-    )
-    read('/dashboard/api/notify', () => ctx.notifier.queue())
-    read('/dashboard/api/hops', async () => ({ hops: await ctx.hops.recent() }))
-    read('/dashboard/api/compute', () => ctx.compute.dashboard())
-    read('/dashboard/api/a2a', async (req) => ({
-      tasks: await q.listA2aTasks(db(), { state: text(query(req).state) ?? '' }),
-    }))
-    read('/dashboard/api/a2a/:id', async (req) =>
-      found(await q.readA2aTask(db(), param(req, 'id')), 'A2A task'),
-    )
-    read('/dashboard/api/hops/:digest', async (req) =>
-      found(await ctx.hops.operatorChain(param(req, 'digest')), 'hop'),
-    )
+    read('/dashboard/api/notify', operatorNotifyQueue)
+    read('/dashboard/api/hops', operatorListHops)
+    read('/dashboard/api/compute', operatorComputeOverview)
+    read('/dashboard/api/a2a', operatorListA2aTasks)
+    read('/dashboard/api/a2a/:id', operatorReadA2aTask)
+    read('/dashboard/api/hops/:digest', operatorReadHopChain)
 
     // Admission decisions go through the same service function as the admin API.
     scope.post('/dashboard/api/principals/:principal/:decision', async (req, reply) => {
       requireMutation(req)
       const { principal, decision } = req.params as { principal: string; decision: string }
+      // The identity service announces the decision (`principal.decided`) once it commits.
       const view = await ctx.identity.decide(
         principal,
         parseInput(AdmissionDecision, decision, 'decision'),
       )
-      // The identity service publishes nothing; other dashboards hear of the decision from here.
-      ctx.bus.publish({
-        topic: `principal:${view.principal}`,
-        type: 'principal.decided',
-        at: now(),
-        data: { principal: view.principal, state: view.state },
-      })
       reply.header('cache-control', 'no-store')
       return view
     })
