@@ -197,7 +197,7 @@ for (const store of testStores) {
               )
             }
           }),
-          { numRuns: 12 },
+          { numRuns: 8 },
         )
       }
       assert.deepEqual(refused.slice(0, 10), [], `${refused.length} valid inputs refused`)
