@@ -191,4 +191,38 @@ describe('baton backup and restore (sqlite)', { skip }, () => {
     assert.ok(existsSync(path.join(replaced, 'baton.sqlite')))
     assert.deepEqual(readFileSync(path.join(empty, 'hub.kek')), readFileSync(kek))
   })
+
+  test('keys sealed under BATON_HUB_KEY_SECRET restore only with that secret', async () => {
+    const secret = 'the backup test hub key secret 0123456789'
+    const source = path.join(dir, 'sealed-by-secret')
+    const sealed = await startHub(
+      loadConfig({
+        BATON_HOST: '127.0.0.1',
+        BATON_PORT: '0',
+        BATON_LOG_LEVEL: 'silent',
+        BATON_DATA_DIR: source,
+        BATON_HUB_KEY_SECRET: secret,
+      }),
+      { log: pino({ level: 'silent' }) },
+    )
+    const out = path.join(dir, 'secret.sqlite')
+    try {
+      assert.equal((await baton(['backup', '--out', out, '--data-dir', source])).code, 0)
+    } finally {
+      await sealed.stop()
+    }
+    const target = path.join(dir, 'secret-target')
+    const without = await baton(['restore', '--from', out, '--data-dir', target])
+    assert.equal(without.code, 1)
+    assert.match(without.stderr, /BATON_HUB_KEY_SECRET/)
+    const wrong = await baton(['restore', '--from', out, '--data-dir', target], {
+      BATON_HUB_KEY_SECRET: 'another secret altogether 0123456789abc',
+    })
+    assert.equal(wrong.code, 1)
+    const right = await baton(['restore', '--from', out, '--data-dir', target], {
+      BATON_HUB_KEY_SECRET: secret,
+    })
+    assert.equal(right.code, 0, right.stderr)
+    assert.equal((JSON.parse(right.stdout) as { keys: string }).keys, 'BATON_HUB_KEY_SECRET')
+  })
 })
