@@ -81,7 +81,8 @@ let ending = false
 // Stopped by a signal, the run stops its tests, then its PostgreSQL, and removes that server's
 // folder, instead of dying with the server still running and its data left behind.
 const endOn = (signal: NodeJS.Signals) => {
-  if (ending) return
+  // A second signal does not wait for the cleanup.
+  if (ending) process.exit(128 + (signal === 'SIGINT' ? 2 : 15))
   ending = true
   void (async () => {
     if (child && child.exitCode === null && child.signalCode === null) {
