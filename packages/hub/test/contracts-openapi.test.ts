@@ -184,6 +184,7 @@ for (const store of testStores) {
     test('an input valid by the published schemas is never refused as invalid', async () => {
       const refused: string[] = []
       for (const c of cases) {
+        if (process.env.BATON_TEST_TRACE_CASES) process.stderr.write(`${c.method} ${c.path}\n`)
         await fc.assert(
           fc.asyncProperty(inputOf(c), async (input) => {
             const res = await send(c, input)

@@ -5,6 +5,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
+import { SignedClient } from '@baton/client'
 import { batonBin, exited, repoRoot, signedAgent } from './support.js'
 
 describe('baton dev', () => {
@@ -82,5 +83,91 @@ describe('baton dev', () => {
       headers: { authorization: `Bearer ${field('admin token')}` },
     })
     assert.equal(admin.status, 200)
+  })
+})
+
+describe('baton dev beside a hub on ./data', () => {
+  const folder = mkdtempSync(path.join(tmpdir(), 'baton-dev-folder-'))
+  const env: NodeJS.ProcessEnv = { ...process.env, BATON_HOST: '127.0.0.1', BATON_PORT: '0' }
+  env.DATABASE_URL = ''
+  delete env.BATON_DATA_DIR
+  let dev: ReturnType<typeof spawn>
+  let serve: ReturnType<typeof spawn>
+  let out = ''
+  let devUrl = ''
+  let serveUrl = ''
+
+  before(async () => {
+    dev = spawn(process.execPath, [batonBin, 'dev', '--port', '0'], {
+      cwd: folder,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    await new Promise<void>((resolve, reject) => {
+      dev.stdout!.on('data', (chunk) => {
+        out += chunk
+        if (/^\s+data\s/m.test(out)) resolve()
+      })
+      dev.once('exit', (code) => reject(new Error(`baton dev exited ${code}: ${out}`)))
+    })
+    devUrl = /^\s+discovery\s+(http:\/\/[^/]+)/m.exec(out)![1]!
+    serve = spawn(process.execPath, [batonBin, 'serve'], {
+      cwd: folder,
+      env: { ...env, BATON_ADMISSION: 'approval' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    serveUrl = await new Promise<string>((resolve, reject) => {
+      let log = ''
+      serve.stdout!.on('data', (chunk) => {
+        log += chunk
+        const m = /"url":"(http:\/\/[^"]+)".*"msg":"hub listening"/.exec(log)
+        if (m) resolve(m[1]!)
+      })
+      serve.once('exit', (code) => reject(new Error(`baton serve exited ${code}: ${log}`)))
+    })
+  })
+  after(async () => {
+    dev.kill('SIGTERM')
+    serve.kill('SIGTERM')
+    await Promise.all([exited(dev), exited(serve)])
+    rmSync(folder, { recursive: true, force: true })
+  })
+
+  test('they share nothing, and dev removes its own data when it stops', async () => {
+    const devData = /^\s+data\s+(\S+)/m.exec(out)![1]!
+    assert.match(out, /throwaway/)
+    assert.equal(devData.startsWith(folder), false, 'dev keeps its data outside the folder')
+    assert.ok(existsSync(path.join(devData, 'baton.sqlite')))
+
+    // A handoff made on the hub on ./data is not on the dev hub.
+    const made = await fetch(`${serveUrl}/services/v1/handoff`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ payload: { task: 'under serve' } }),
+    })
+    assert.equal(made.status, 201)
+    const { handoff_id, owner_token } = (await made.json()) as Record<string, string>
+    const onDev = await fetch(`${devUrl}/services/v1/handoff/${handoff_id}`, {
+      headers: { authorization: `Bearer ${owner_token}` },
+    })
+    assert.equal(onDev.status, 404)
+
+    // A key approved by dev's open admission is not approved on the hub on ./data.
+    const agent = await signedAgent({ url: devUrl })
+    const me = await agent.request<{ state: string }>('GET', '/v1/me')
+    assert.equal(me.body.state, 'approved')
+    const same = await SignedClient.connect(`${serveUrl}/.well-known/agent-net`, agent.identity, {
+      maxRetryWaitMs: 0,
+    })
+    const there = await same.request<{ state?: string; code?: string }>('GET', '/v1/me')
+    assert.ok(
+      there.body.state === 'pending' || there.body.code === 'admission_pending',
+      JSON.stringify(there.body),
+    )
+
+    dev.kill('SIGTERM')
+    assert.equal(await exited(dev), 0)
+    assert.equal(existsSync(devData), false, 'the throwaway data directory is removed')
+    assert.ok(existsSync(path.join(folder, 'data', 'baton.sqlite')), './data holds the serve hub')
   })
 })

@@ -1,8 +1,8 @@
 // The test suite's own PostgreSQL starts from a clone inside a folder only its owner can enter,
 // and a server that cannot start fails the run with one line.
 import assert from 'node:assert/strict'
-import { execFile } from 'node:child_process'
-import { chmodSync, cpSync } from 'node:fs'
+import { execFile, spawn } from 'node:child_process'
+import { chmodSync, cpSync, readdirSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -73,6 +73,45 @@ describe('the embedded PostgreSQL of the test run', () => {
       assert.match(lines[0]!, /^test: PostgreSQL did not start: /)
     } finally {
       await rm(closed, { recursive: true, force: true })
+    }
+  })
+
+  test('a run stopped by SIGTERM stops its PostgreSQL and removes its folder', async () => {
+    // A temporary directory of its own, enterable by the postgres user, shows what the run left.
+    const temp = await mkdtemp(path.join(tmpdir(), 'baton-sigterm-'))
+    chmodSync(temp, 0o755)
+    try {
+      const run = spawn(
+        process.execPath,
+        ['--import', 'tsx', 'scripts/test.ts', 'packages/hub/test/fixtures/waits-until-stopped.ts'],
+        {
+          cwd: repoRoot,
+          env: {
+            ...process.env,
+            TMPDIR: temp,
+            DATABASE_URL: '',
+            BATON_TEST_STORES: 'postgres',
+            INIT_CWD: repoRoot,
+          },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      )
+      await new Promise<void>((resolve, reject) => {
+        let out = ''
+        run.stdout.on('data', (chunk) => {
+          out += chunk
+          if (out.includes('started PostgreSQL')) resolve()
+        })
+        run.once('exit', (code) => reject(new Error(`the run exited ${code} first: ${out}`)))
+      })
+      const folders = () => readdirSync(temp).filter((f) => f.startsWith('baton-pg-'))
+      assert.equal(folders().length, 1, 'the running server has its folder')
+      const gone = new Promise<number | null>((r) => run.once('exit', (code) => r(code)))
+      run.kill('SIGTERM')
+      assert.equal(await gone, 143)
+      assert.deepEqual(folders(), [])
+    } finally {
+      await rm(temp, { recursive: true, force: true })
     }
   })
 })

@@ -90,14 +90,16 @@ function validString(schema: JsonSchema): fc.Arbitrary<string> {
   }
   if (schema.pattern) {
     const re = new RegExp(schema.pattern)
-    const fits = (s: string) => s.length >= min && s.length <= max
+    // The pattern bounds the length itself when maxLength does not.
+    const longest = schema.maxLength ?? Number.POSITIVE_INFINITY
+    const fits = (s: string) => s.length >= min && s.length <= longest
     try {
       return fc.stringMatching(re).filter(fits)
     } catch {
       // A pattern the generator cannot read (a lookahead): texts of the right alphabet, kept
       // when they match.
       return fc
-        .string({ unit: fc.constantFrom(...'abcxyz019_-./'), minLength: min, maxLength: max })
+        .string({ unit: fc.constantFrom(...'abcxyz019_-./'), minLength: min, maxLength: max + 40 })
         .filter((s) => re.test(s))
     }
   }

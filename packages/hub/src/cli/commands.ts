@@ -30,6 +30,18 @@ export const HANDWRITTEN: Record<
     next: [],
     printsJson: true,
   },
+  backup: {
+    run: async (argv, io) => (await import('./backup-command.js')).backupCommand(argv, io),
+    summary: 'copy a running SQLite hub consistently: backup --out FILE [--data-dir D]',
+    next: ['--out', '--data-dir'],
+    printsJson: true,
+  },
+  restore: {
+    run: async (argv, io) => (await import('./backup-command.js')).restoreCommand(argv, io),
+    summary: 'put a backup back while no hub runs: restore --from FILE [--data-dir D] [--kek K]',
+    next: ['--from', '--data-dir', '--kek'],
+    printsJson: true,
+  },
   mcp: {
     run: async (argv, io) => (await import('./mcp-command.js')).mcpCommand(argv, io),
     summary: 'an MCP server over stdio that calls a hub',

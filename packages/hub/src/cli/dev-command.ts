@@ -1,4 +1,6 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
 import type { FastifyInstance } from 'fastify'
@@ -9,8 +11,10 @@ import { type Io, UsageError } from './io.js'
 
 const USAGE = `baton dev [--port P] [--data-dir D]
 
-A hub for a first look: SQLite under the data directory (./data unless set), open admission (every
-new agent is approved at once), a fresh admin token, and a dashboard link that signs you in once.
+A hub for a first look: SQLite in a throwaway data directory of its own (a fresh temporary folder,
+removed when it stops; never ./data, so nothing made here reaches a hub run with baton serve or
+npm start), open admission (every new agent is approved at once), a fresh admin token, and a
+dashboard link that signs you in once. --data-dir D keeps the data in D instead, and leaves it.
 Never for production: anyone who can reach the port can enrol.`
 
 /** The path of the one-time sign-in link; the code is random and held only by this process. */
@@ -63,31 +67,44 @@ export async function devCommand(argv: string[], io: Io): Promise<number> {
     return 0
   }
   const adminToken = randomBytes(32).toString('base64url')
+  // Open admission approves every key that enrols: on the data of a real hub those approvals
+  // (and the handoffs made here) would outlive the session, so dev keeps its own unless told.
+  const kept = values['data-dir']
+  const dataDir = kept ? path.resolve(kept) : mkdtempSync(path.join(tmpdir(), 'baton-dev-'))
+  const removeData = () => {
+    if (!kept) rmSync(dataDir, { recursive: true, force: true })
+  }
   let config: ReturnType<typeof loadConfig>
   try {
     config = loadConfig(
       {
         ...process.env,
         DATABASE_URL: '',
+        BATON_DATA_DIR: dataDir,
         BATON_ADMISSION: 'open',
         BATON_ADMIN_TOKEN: adminToken,
         BATON_LOG_LEVEL: process.env.BATON_LOG_LEVEL || 'warn',
       },
       {
         ...(values.port ? { port: values.port } : {}),
-        ...(values['data-dir'] ? { 'data-dir': values['data-dir'] } : {}),
       },
     )
   } catch (e) {
+    removeData()
     throw new UsageError((e as Error).message)
   }
   let code = ''
-  const hub = await startHub(config, {
-    extend: (app, ctx) => {
-      code = oneTimeSignIn(app, adminToken, () => ctx.clock.now())
-    },
-  })
-  const dataDir = path.resolve(config.dataDir)
+  let hub: Awaited<ReturnType<typeof startHub>>
+  try {
+    hub = await startHub(config, {
+      extend: (app, ctx) => {
+        code = oneTimeSignIn(app, adminToken, () => ctx.clock.now())
+      },
+    })
+  } catch (error) {
+    removeData()
+    throw error
+  }
   io.stdout(
     [
       `Baton dev hub on ${hub.url} (open admission: every new agent is approved at once)`,
@@ -98,7 +115,9 @@ export async function devCommand(argv: string[], io: Io): Promise<number> {
       `  discovery     ${hub.url}/.well-known/agent-net`,
       `  MCP (HTTP)    ${hub.url}/mcp   (Streamable HTTP)`,
       `  MCP (stdio)   baton mcp --hub ${hub.url}`,
-      `  data          ${dataDir} (SQLite; delete it to start afresh)`,
+      kept
+        ? `  data          ${dataDir} (SQLite, kept; delete it to start afresh)`
+        : `  data          ${dataDir} (SQLite, throwaway: removed when this hub stops)`,
       '',
       'Ctrl-C stops the hub.',
     ].join('\n'),
@@ -108,5 +127,6 @@ export async function devCommand(argv: string[], io: Io): Promise<number> {
     process.once('SIGINT', stop)
     process.once('SIGTERM', stop)
   })
+  removeData()
   return 0
 }

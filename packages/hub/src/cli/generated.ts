@@ -1,13 +1,13 @@
 import { readFile } from 'node:fs/promises'
 import { parseArgs } from 'node:util'
-import { requestJson, type SignedBody, SignedClient } from '@baton/client'
+import { loadIdentity, requestJson, type SignedBody, SignedClient } from '@baton/client'
 import { DISCOVERY_PATH } from '@baton/protocol'
 import { z } from 'zod'
 import { AUTH_KINDS } from '../ops/auth-kinds.js'
 import { type CliSpec, defaultConfig, inputSchemas, type Operation } from '../ops/operation.js'
 import { OPERATIONS } from '../ops/registry.js'
 import { remoteInvoke } from '../ops/remote.js'
-import { type Io, UsageError } from './io.js'
+import { didYouMean, type Io, UsageError } from './io.js'
 
 /** How a flag's text becomes a value: as it is, a number, a switch, or JSON (inline or `@file`). */
 type Kind = 'string' | 'number' | 'boolean' | 'json'
@@ -20,6 +20,8 @@ export interface CliField {
   kind: Kind
   /** The type as help shows it: `string`, `integer`, `a|b`, `json`. */
   type: string
+  /** A date-time: an ISO 8601 time, or a duration from now (`90s`, `15m`, `2h`, `7d`). */
+  time?: boolean
   required: boolean
   description?: string
 }
@@ -89,6 +91,8 @@ export function commandWords(op: Operation): readonly [string, string] {
 
 interface JsonSchema {
   type?: string | string[]
+  format?: string
+  items?: JsonSchema
   enum?: unknown[]
   const?: unknown
   description?: string
@@ -97,7 +101,7 @@ interface JsonSchema {
   anyOf?: JsonSchema[]
 }
 
-function kindOf(s: JsonSchema): { kind: Kind; type: string } {
+function kindOf(s: JsonSchema): { kind: Kind; type: string; time?: boolean } {
   const names = s.enum?.every((v) => typeof v === 'string') ? s.enum : undefined
   if (names) {
     return { kind: 'string', type: names.join('|') }
@@ -105,7 +109,12 @@ function kindOf(s: JsonSchema): { kind: Kind; type: string } {
   const types = Array.isArray(s.type) ? s.type : s.type ? [s.type] : []
   if (types.length === 1) {
     const t = types[0]!
+    if (t === 'string' && s.format === 'date-time') {
+      return { kind: 'string', type: 'time|duration', time: true }
+    }
     if (t === 'string') return { kind: 'string', type: 'string' }
+    const items = t === 'array' && s.items ? kindOf(s.items) : undefined
+    if (items?.type.includes('|')) return { kind: 'json', type: `json [${items.type}]` }
     if (t === 'integer' || t === 'number') return { kind: 'number', type: t }
     if (t === 'boolean') return { kind: 'boolean', type: 'boolean' }
     return { kind: 'json', type: `json ${t}` }
@@ -183,11 +192,17 @@ export function commandHelp(c: CliCommand): string {
   const auth = AUTH_KINDS[op.auth].cli.help
   const row = (name: string, type: string, note: string, text = '') =>
     `  ${name.padEnd(26)} ${type.padEnd(14)} ${note.padEnd(9)} ${text}`.trimEnd()
+  // Path parameters by the argument names the command line uses: `{state}` and `:state` read
+  // `<state>`, as in the usage line above.
+  const named = (text: string, pattern: RegExp) =>
+    text.replace(pattern, (whole, name: string) =>
+      c.positionals.some((p) => p.name === name) ? `<${flagName(name)}>` : whole,
+    )
   const lines = [
     `baton ${head}${args} [flags]`,
     '',
-    op.summary,
-    `${op.method} ${op.path} · ${auth}`,
+    named(op.summary, /\{(\w+)\}/g),
+    `${op.method} ${named(op.path, /:(\w+)/g)} · ${auth}`,
   ]
   if (c.positionals.length > 0) {
     lines.push('', 'Arguments (or as flags):')
@@ -218,8 +233,9 @@ export function commandHelp(c: CliCommand): string {
     lines.push(`  ${`--${flag}`.padEnd(26)} ${COMMON_FLAGS[flag]}`)
   lines.push(
     '',
-    'A json flag takes inline JSON, @file.json, or @- for stdin. Exit codes: 0 ok, 1 refused (4xx),',
-    '2 failed (5xx or network), 64 usage.',
+    'A json flag takes inline JSON, @file.json, or @- for stdin; a time flag an ISO 8601 time or a',
+    'duration from now (90s, 15m, 2h, 7d). Exit codes: 0 ok, 1 refused (4xx), 2 failed (5xx or',
+    'network), 64 usage.',
   )
   return lines.join('\n')
 }
@@ -258,7 +274,18 @@ async function readJson(source: string, what: string): Promise<unknown> {
   }
 }
 
+const DURATION_UNITS_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const
+
+/** A time flag's value: an ISO 8601 time as given, or a duration (`2h`) as now plus that. */
+export function parseTime(raw: string, now: () => number = Date.now): string {
+  const m = /^(\d+)(s|m|h|d)$/.exec(raw)
+  if (!m) return raw
+  const unit = m[2] as keyof typeof DURATION_UNITS_MS
+  return new Date(now() + Number(m[1]) * DURATION_UNITS_MS[unit]).toISOString()
+}
+
 async function parseFlagValue(f: CliField, raw: string | boolean): Promise<unknown> {
+  if (typeof raw === 'string' && f.time) return parseTime(raw)
   if (typeof raw === 'boolean' || f.kind === 'string') return raw
   if (f.kind === 'number') {
     if (!/^-?\d+(\.\d+)?$/.test(raw)) throw new UsageError(`--${f.flag} must be a number`)
@@ -310,11 +337,9 @@ export async function runGenerated(c: CliCommand, argv: string[], io: Io): Promi
   for (const [flag, f] of byFlag)
     options[flag] = { type: f.kind === 'boolean' ? 'boolean' : 'string' }
   for (const flag of Object.keys(c.aliases)) options[flag] = { type: 'string' }
-  const parsed = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: { ...options, help: { type: 'boolean', short: 'h' } },
-    strict: true,
+  const parsed = parseCommandArgs(c.words.join(' '), argv, {
+    ...options,
+    help: { type: 'boolean', short: 'h' },
   })
   const values = parsed.values as Record<string, string | boolean | undefined>
   const { positionals } = parsed
@@ -381,7 +406,13 @@ export async function runGenerated(c: CliCommand, argv: string[], io: Io): Promi
     )
   }
 
-  const hub = common('hub') ?? process.env.BATON_HUB
+  // A signed command's identity file names the hub it was made for (its discovery URL).
+  const identityFile =
+    op.auth === 'signature' ? (common('identity') ?? process.env.BATON_IDENTITY) : undefined
+  const hub =
+    common('hub') ??
+    process.env.BATON_HUB ??
+    (identityFile ? new URL((await loadIdentity(identityFile)).hub).origin : undefined)
   if (!hub) throw new UsageError('--hub URL is required (or set BATON_HUB)')
   const kind = AUTH_KINDS[op.auth]
   // The credential its auth needs: a bearer token the invoke sends, or the identity it signs with.
@@ -515,7 +546,46 @@ export async function runGroup(
     if (!command || (adminToken && !identity)) command = operator
   }
   if (!command) {
-    throw new UsageError(`unknown command ${JSON.stringify(`${group} ${action}`)}\n\n${help()}`)
+    const actions = [...commands, ...operatorOnly].map((c) => c.words[1])
+    throw new UsageError(
+      `unknown command ${JSON.stringify(`${group} ${action}`)}${didYouMean(action, actions, `${group} `)}\n\n${help()}`,
+    )
   }
   return runGenerated(command, rest, io)
+}
+
+/**
+ * Node's parseArgs for one command, its errors said the house way: `unknown option --form (did
+ * you mean --from?)`, a usage error (exit 64) naming the command.
+ */
+export function parseCommandArgs(
+  command: string,
+  argv: string[],
+  options: Record<string, { type: 'string' | 'boolean'; short?: string }>,
+) {
+  try {
+    return parseArgs({ args: argv, allowPositionals: true, options, strict: true })
+  } catch (error) {
+    throw rephraseParseError(command, error, Object.keys(options))
+  }
+}
+
+/** A parseArgs error as a usage error of `command`; anything else passes unchanged. */
+export function rephraseParseError(command: string, error: unknown, flags: string[]): unknown {
+  const code = (error as { code?: unknown })?.code
+  if (typeof code !== 'string' || !code.startsWith('ERR_PARSE_ARGS')) return error
+  const message = (error as Error).message
+  const option = /'(-{1,2}[^'\s]+)'/.exec(message)?.[1]
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && option) {
+    const name = option.replace(/^-+/, '').split('=')[0]!
+    const hint = didYouMean(name, flags, '--')
+    return new UsageError(`unknown option ${option}${hint}`, command)
+  }
+  if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && option) {
+    return new UsageError(`option ${option.replace(/ .*/, '')} takes a value`, command)
+  }
+  if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') {
+    return new UsageError(`unexpected argument${option ? ` ${option}` : ''}`, command)
+  }
+  return new UsageError(message, command)
 }

@@ -41,9 +41,14 @@ function compactJson(text: string): string {
 /** The `baton` command: dispatches to a subcommand and answers the exit code. */
 export async function main(argv: string[], io: Io = stdio): Promise<number> {
   const [name, ...rest] = argv
-  if (!name || name === '--help' || name === '-h' || name === 'help') {
+  if (!name) {
+    // No command is a usage error: its help goes where errors go, as `gh` and `nats` do.
+    io.stderr(await usage())
+    return 64
+  }
+  if (name === '--help' || name === '-h' || name === 'help') {
     io.stdout(await usage())
-    return name ? 0 : 64
+    return 0
   }
   if (name === '--version' || name === '-v' || name === 'version') {
     io.stdout((await import('../version.js')).VERSION)
@@ -70,15 +75,15 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
     const tree = commandTree()
     const code = await runGroup(tree.groups, argv, io, false, tree.admin)
     if (code !== undefined) return code
-    io.stderr(`baton: unknown command ${JSON.stringify(name)}\n\n${await usage()}`)
+    const { didYouMean } = await import('./io.js')
+    const known = [...Object.keys(commands), ...tree.groups.keys(), 'admin', 'version']
+    io.stderr(
+      `baton: unknown command ${JSON.stringify(name)}${didYouMean(name, known)}\n\n${await usage()}`,
+    )
     return 64
   } catch (error) {
-    const code = (error as { code?: string })?.code
-    if (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS')) {
-      io.stderr(`baton ${name}: ${(error as Error).message}`)
-      return 64
-    }
+    const { rephraseParseError } = await import('./generated.js')
     const { reportError } = await import('./io.js')
-    return reportError(error, io, rest.includes('--json'))
+    return reportError(rephraseParseError(name, error, []), io, rest.includes('--json'))
   }
 }
