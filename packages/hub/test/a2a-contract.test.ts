@@ -26,9 +26,9 @@ async function rpc(as: SignedClient, method: string, params: object): Promise<Rp
 }
 
 /** Asserts a JSON-RPC invalid-params answer with a stable data code and field. */
-function assertInvalid(answer: Rpc, field: string, what: string) {
+function assertInvalid(answer: Rpc, field: string, what: string, code = 'invalid_request') {
   assert.equal(answer.error?.code, -32602, what)
-  assert.equal(answer.error?.data.code, 'invalid_request', what)
+  assert.equal(answer.error?.data.code, code, what)
   assert.equal(answer.error?.data.field, field, what)
 }
 
@@ -99,13 +99,18 @@ for (const store of testStores) {
       ] as const) {
         const res = await get(`/v1/a2a/tasks${q}`)
         assert.equal(res.status, 400, q)
-        assert.equal(res.body.code, 'invalid_request', q)
+        assert.equal(res.body.code, field === 'pageToken' ? 'cursor_invalid' : 'invalid_request', q)
         assert.equal(res.body.field, field, q)
       }
       const listed = await rpc(owner, 'ListTasks', { pageSize: 0, status: 'UNRECOGNIZED' })
       assert.equal(listed.error, undefined)
       assert.ok((listed.result?.tasks?.length ?? 0) >= 1)
-      assertInvalid(await rpc(owner, 'ListTasks', { pageToken: 'nonsense' }), 'pageToken', 'rpc')
+      assertInvalid(
+        await rpc(owner, 'ListTasks', { pageToken: 'nonsense' }),
+        'pageToken',
+        'rpc',
+        'cursor_invalid',
+      )
     })
 
     test('SendMessage: the relay update and the carried context are the message schema’s', async () => {

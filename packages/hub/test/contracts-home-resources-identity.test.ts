@@ -69,8 +69,8 @@ for (const store of testStores) {
       refused(await q('limit=0'), 'invalid_request', 'limit')
       refused(await q('limit=01'), 'invalid_request', 'limit')
       refused(await q('state=sleeping'), 'invalid_request', 'state')
-      refused(await q('cursor=v1.AAAA'), 'invalid_request', 'cursor')
-      refused(await q('cursor=page2'), 'invalid_request', 'cursor')
+      refused(await q('cursor=v1.AAAA'), 'cursor_invalid', 'cursor')
+      refused(await q('cursor=page2'), 'cursor_invalid', 'cursor')
       refused(await q('color=blue'), 'unknown_field', 'color')
     })
 

@@ -128,6 +128,16 @@ function breakings(c: Case, input: Input): { what: string; input: Input }[] {
   return out
 }
 
+/** The first finding of each operation, so one operation's many do not hide the others'. */
+function firstOfEach(findings: string[]): string[] {
+  const seen = new Map<string, string>()
+  for (const f of findings) {
+    const key = f.split(' ').slice(0, 2).join(' ')
+    if (!seen.has(key)) seen.set(key, f.slice(0, 600))
+  }
+  return [...seen.values()]
+}
+
 for (const store of testStores) {
   describe(`every operation's published contract is the hub's rule (${store.name})`, () => {
     let hub: TestHub
@@ -201,7 +211,7 @@ for (const store of testStores) {
           { numRuns: 8 },
         )
       }
-      assert.deepEqual(refused.slice(0, 10), [], `${refused.length} valid inputs refused`)
+      assert.deepEqual(firstOfEach(refused), [], `${refused.length} valid inputs refused`)
     })
 
     test('an input a published rule refuses is answered 400 with a stable code', async () => {

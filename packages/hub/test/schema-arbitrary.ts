@@ -25,6 +25,8 @@ export interface JsonSchema {
   maximum?: number
   exclusiveMinimum?: number
   exclusiveMaximum?: number
+  uniqueItems?: boolean
+  not?: JsonSchema
 }
 
 // Text a generated string is made of: printable ASCII, as a client's own values mostly are.
@@ -34,6 +36,18 @@ const cap = (n: number | undefined, fallback: number) => Math.min(n ?? fallback,
 
 /** A value valid by `schema`; `{}` (any JSON) gives small JSON values. */
 export function valid(schema: JsonSchema, depth = 0): fc.Arbitrary<unknown> {
+  if (schema.not) {
+    const { not, ...rest } = schema
+    // The `not`s the document uses: of a type (`{"type": "null"}`), or of members present together
+    // (`{"required": ["input", "inputResourceId"]}`).
+    return valid(rest, depth).filter((v) => {
+      if (not.type === 'null') return v !== null
+      if (not.required && v !== null && typeof v === 'object') {
+        return !not.required.every((k) => Object.hasOwn(v, k))
+      }
+      return true
+    })
+  }
   if (schema.const !== undefined) return fc.constant(schema.const)
   if (schema.enum) return fc.constantFrom(...schema.enum)
   const branches = schema.anyOf ?? schema.oneOf
@@ -65,13 +79,14 @@ export function valid(schema: JsonSchema, depth = 0): fc.Arbitrary<unknown> {
     case 'array': {
       const min = schema.minItems ?? 0
       const max = Math.max(min, cap(schema.maxItems, min + 3))
-      return fc.array(
-        schema.items ? valid(schema.items, depth + 1) : fc.jsonValue({ maxDepth: 1 }),
-        {
-          minLength: min,
-          maxLength: max,
-        },
-      )
+      const items = schema.items ? valid(schema.items, depth + 1) : fc.jsonValue({ maxDepth: 1 })
+      return schema.uniqueItems
+        ? fc.uniqueArray(items, {
+            minLength: min,
+            maxLength: max,
+            selector: (v) => JSON.stringify(v),
+          })
+        : fc.array(items, { minLength: min, maxLength: max })
     }
     case 'object':
       return validObject(schema, depth)
@@ -89,7 +104,8 @@ function validString(schema: JsonSchema): fc.Arbitrary<string> {
       .map((d) => d.toISOString())
   }
   if (schema.pattern) {
-    const re = new RegExp(schema.pattern)
+    // JSON Schema patterns are ECMA-262 with Unicode semantics (\p{…} escapes and all).
+    const re = unicodePattern(schema.pattern)
     // The pattern bounds the length itself when maxLength does not.
     const longest = schema.maxLength ?? Number.POSITIVE_INFINITY
     const fits = (s: string) => s.length >= min && s.length <= longest
@@ -178,6 +194,14 @@ function matchesText(schema: JsonSchema, s: string): boolean | undefined {
   if (type === 'integer' || type === 'number' || type === 'boolean') return false
   if (type !== 'string') return undefined
   if (schema.maxLength !== undefined && s.length > schema.maxLength) return false
-  if (schema.pattern && !new RegExp(schema.pattern).test(s)) return false
+  if (schema.pattern && !unicodePattern(schema.pattern).test(s)) return false
   return schema.format || schema.pattern || schema.maxLength !== undefined ? true : undefined
+}
+
+function unicodePattern(pattern: string): RegExp {
+  try {
+    return new RegExp(pattern, 'u')
+  } catch {
+    return new RegExp(pattern)
+  }
 }

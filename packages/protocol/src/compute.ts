@@ -34,6 +34,7 @@ export const SubmitComputeJobInput = z
     message: 'give input or inputResourceId, not both',
     path: ['inputResourceId'],
   })
+  .meta({ not: { required: ['input', 'inputResourceId'] } })
 /** A parsed submit request. */
 export type SubmitComputeJobInput = z.infer<typeof SubmitComputeJobInput>
 

@@ -25,6 +25,10 @@ export const ERRORS = {
   uri_too_long: { status: 414, fix: 'Use a shorter path; ids and state names are short.' },
   not_found: { status: 404, fix: 'Check the method and path against /openapi.json.' },
   method_not_allowed: { status: 405, fix: 'Use a method this path supports (see /openapi.json).' },
+  cursor_invalid: {
+    status: 400,
+    fix: 'Send a page cursor (next_cursor, nextPageToken) exactly as the hub answered it, or none for the first page; a cursor is opaque.',
+  },
   json_key_forbidden: {
     status: 400,
     fix: 'Rename the "__proto__" member named in `field`; no JSON body may use that key.',

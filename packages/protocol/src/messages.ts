@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { booleanFlag, waitSeconds, wholeNumber } from './codecs.js'
-import { jsonValue } from './json.js'
+import { nonNullJson } from './json.js'
 
 /** Message limits; the body size is overridable by the hub's configuration. */
 export const MESSAGE_LIMITS = {
@@ -47,11 +47,9 @@ export function sendMessageInput(
 ) {
   return z.strictObject({
     recipient: z.string().min(1).max(200),
-    body: jsonValue()
-      .refine((v) => v !== null, 'body must not be null')
-      .describe(
-        `Any JSON but null, at most ${limits.maxBodyBytes} bytes as RFC 8785 canonical JSON and ${MESSAGE_LIMITS.maxDepth} levels deep`,
-      ),
+    body: nonNullJson().describe(
+      `Any JSON but null, at most ${limits.maxBodyBytes} bytes as RFC 8785 canonical JSON and ${MESSAGE_LIMITS.maxDepth} levels deep`,
+    ),
     idempotencyKey: z.string().min(1).max(MESSAGE_LIMITS.maxIdempotencyKeyChars),
   })
 }

@@ -39,6 +39,7 @@ const RPC_CODES: Partial<Record<ErrorCode, number>> = {
   a2a_version_not_supported: -32009,
   a2a_method_not_found: -32601,
   invalid_request: -32602,
+  cursor_invalid: -32602,
   unknown_field: -32602,
   invalid_notify_url: -32602,
   a2a_push_auth_unsupported: -32602,

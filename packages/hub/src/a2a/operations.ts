@@ -1,5 +1,5 @@
 import { A2A_EXTENSION_URI } from '@baton/context'
-import { publicKeyOfPrincipal } from '@baton/protocol'
+import { BatonError, publicKeyOfPrincipal } from '@baton/protocol'
 import { z } from 'zod'
 import type { AppContext } from '../app.js'
 import { found } from '../ops/found.js'
@@ -115,15 +115,22 @@ export const a2aAgentCard = defineOperation({
     tenant: z
       .string()
       .max(256)
-      .refine((t) => publicKeyOfPrincipal(t) !== undefined, 'tenant is an agent’s did:key')
+      .regex(/^did:key:z[1-9A-HJ-NP-Za-km-z]+$/, 'an agent’s did:key')
       .optional()
       .describe('The did:key of the agent the card addresses; its interface then carries it'),
   }),
   output: z.looseObject({ name: z.string(), supportedInterfaces: z.array(z.unknown()) }),
-  errors: ['invalid_request'],
+  errors: ['invalid_request', 'principal_not_found'],
   tool: false,
-  run: async (ctx, caller, { query }) =>
-    agentCard(ctx, caller.origin ?? ctx.config.identity.publicUrl ?? '', query.tenant),
+  run: async (ctx, caller, { query }) => {
+    // A did:key of the published form that holds no Ed25519 key names no agent.
+    if (query.tenant !== undefined && publicKeyOfPrincipal(query.tenant) === undefined) {
+      throw new BatonError('principal_not_found', 'The tenant is no Ed25519 did:key', {
+        field: 'tenant',
+      })
+    }
+    return agentCard(ctx, caller.origin ?? ctx.config.identity.publicUrl ?? '', query.tenant)
+  },
 })
 
 /** A2A SendMessage: create a task for `tenant`, or continue one; idempotent by messageId. */

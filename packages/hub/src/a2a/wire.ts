@@ -6,6 +6,7 @@ import {
   canonicalJson,
   HandoffObject,
   wholeNumber,
+  withCode,
 } from '@baton/protocol'
 import { z } from 'zod'
 
@@ -97,21 +98,24 @@ export function toPageToken(cursor: TaskCursor): string {
  * ListTasks' `pageToken`: a `nextPageToken` this hub gave out (base64url), answered as the
  * cursor it names; `""` (the SDK's unset) is no token. Any other text is `invalid_request`.
  */
-const pageToken = z
-  .string()
-  .max(256)
-  .regex(/^[A-Za-z0-9_-]*$/, 'a nextPageToken this hub gave out')
-  .transform((token, ctx): TaskCursor | undefined => {
-    if (token === '') return undefined
-    try {
-      const { u, i } = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'))
-      if (Number.isSafeInteger(u) && typeof i === 'string') return { updatedAt: u, id: i }
-    } catch {
-      // falls through to the refusal
-    }
-    ctx.addIssue({ code: 'custom', message: 'pageToken is not one this hub gave out' })
-    return z.NEVER
-  })
+const pageToken = withCode(
+  z
+    .string()
+    .max(256)
+    .regex(/^[A-Za-z0-9_-]*$/, 'a nextPageToken this hub gave out')
+    .transform((token, ctx): TaskCursor | undefined => {
+      if (token === '') return undefined
+      try {
+        const { u, i } = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'))
+        if (Number.isSafeInteger(u) && typeof i === 'string') return { updatedAt: u, id: i }
+      } catch {
+        // falls through to the refusal
+      }
+      ctx.addIssue({ code: 'custom', message: 'pageToken is not one this hub gave out' })
+      return z.NEVER
+    }),
+  'cursor_invalid',
+)
 
 export const Part = z.looseObject({ metadata: metadata.optional() })
 

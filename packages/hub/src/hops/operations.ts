@@ -3,7 +3,6 @@ import {
   AnsweredHopView,
   AnswerHandoffInput,
   BatonError,
-  HandoffObject,
   HopChainView,
   HopInboxQuery,
   HopInboxView,
@@ -20,12 +19,12 @@ import { signer } from '../ops/principal.js'
 const tags = ['hops']
 
 /**
- * The offer body as declared: over MCP the Handoff object may ride in the request's `_meta`
- * instead, so the declaration lets it be absent and the service refuses a request with neither.
+ * The offer body: the Handoff object is required; over MCP it may ride in the request's `_meta`
+ * instead, which the tool's `meta.read` merges into the arguments before they are checked.
  */
 export const OfferHandoffBody = OfferHandoffInput.extend({
-  handoff: HandoffObject.optional().describe(
-    `The Handoff object; required, except over MCP where it may ride in _meta under "${MCP_META_KEY}"`,
+  handoff: OfferHandoffInput.shape.handoff.describe(
+    `The Handoff object; over MCP it may ride in _meta under "${MCP_META_KEY}" instead`,
   ),
 })
 
@@ -36,6 +35,7 @@ export const OfferHandoffBody = OfferHandoffInput.extend({
  * MCP learns of a later one by retransmitting.
  */
 const offerMeta = {
+  supplies: ['handoff'],
   read(args: Record<string, unknown>, meta: Record<string, unknown>): Record<string, unknown> {
     if (!(MCP_META_KEY in meta)) return args
     let handoff: unknown

@@ -63,14 +63,6 @@ export interface HopDeps {
   identity: Pick<IdentityService, 'findPrincipal'>
 }
 
-/**
- * An offer as its operation declares it: a Handoff object may be absent from the body only when
- * it rides in an MCP request's `_meta`, so one of the two carries it.
- */
-export type OfferInput = Omit<OfferHandoffInput, 'handoff'> & {
-  handoff?: OfferHandoffInput['handoff'] | undefined
-}
-
 /** The event topic of a principal's hop inbox; an event is a hint to re-read. */
 export const hopInboxTopic = (principal: string) => `hops:${principal}`
 
@@ -120,15 +112,9 @@ export class HopService {
    */
   async offer(
     sender: string,
-    { to, handoff }: OfferInput,
+    { to, handoff }: OfferHandoffInput,
     { carry, trace }: Carrying = {},
   ): Promise<OfferedHopView> {
-    // Over MCP the Handoff object may ride in `_meta` instead of the arguments: one of the two.
-    if (handoff === undefined) {
-      throw new BatonError('invalid_request', 'The offer carries no Handoff object', {
-        field: 'handoff',
-      })
-    }
     const offerIss = issuerOf(handoff.offer, HOP_LIMITS.maxElementOctets)
     if (offerIss !== undefined && offerIss !== sender) {
       throw refused('policy', 'sender', 'Only the offer iss may post it to the hub')

@@ -15,6 +15,7 @@ import {
   type PublicJwk,
   REQUIRED_COMPONENTS,
   SIGNATURE_LABEL,
+  withCode,
 } from '@baton/protocol'
 import { z } from 'zod'
 import type { Clock } from '../clock.js'
@@ -758,24 +759,27 @@ const PositionJson = z.tuple([
  * A page cursor as the list answered it (`v1.` and base64url text), answering the position it
  * names; a cursor of that form that names none is refused too, as no page answered it.
  */
-export const PrincipalCursor = z
-  .string()
-  .max(400)
-  .regex(/^v1\.[A-Za-z0-9_-]+$/, 'a next_cursor this list answered')
-  .transform((raw, ctx): PrincipalPosition => {
-    let value: unknown
-    try {
-      value = JSON.parse(Buffer.from(raw.slice(3), 'base64url').toString('utf8'))
-    } catch {
-      value = undefined
-    }
-    const position = PositionJson.safeParse(value)
-    if (!position.success) {
-      ctx.issues.push({ code: 'custom', message: 'a next_cursor this list answered', input: raw })
-      return z.NEVER
-    }
-    return { enrolledAt: position.data[0], principal: position.data[1] }
-  })
+export const PrincipalCursor = withCode(
+  z
+    .string()
+    .max(400)
+    .regex(/^v1\.[A-Za-z0-9_-]+$/, 'a next_cursor this list answered')
+    .transform((raw, ctx): PrincipalPosition => {
+      let value: unknown
+      try {
+        value = JSON.parse(Buffer.from(raw.slice(3), 'base64url').toString('utf8'))
+      } catch {
+        value = undefined
+      }
+      const position = PositionJson.safeParse(value)
+      if (!position.success) {
+        ctx.issues.push({ code: 'custom', message: 'a next_cursor this list answered', input: raw })
+        return z.NEVER
+      }
+      return { enrolledAt: position.data[0], principal: position.data[1] }
+    }),
+  'cursor_invalid',
+)
 
 /** What a page of the principal list is asked for, parsed. */
 export interface PrincipalPageQuery {

@@ -59,6 +59,12 @@ export function toolShape(op: Operation, config: Config): Record<string, z.ZodTy
   else if (body) shape.body = body
   const credential = AUTH_KINDS[op.auth].toolArg
   if (credential) shape[credential.name] = credential.schema
+  if (op.tool !== false) {
+    for (const name of op.tool.meta?.supplies ?? []) {
+      const field = shape[name]
+      if (field) shape[name] = field.optional()
+    }
+  }
   return shape
 }
 

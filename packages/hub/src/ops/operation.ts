@@ -72,6 +72,11 @@ export interface ToolSpec {
    * what `_meta` carried merged in, before they are checked; `write` the result's `_meta`.
    */
   meta?: {
+    /**
+     * The arguments `read` may fill from `_meta`: optional in the tool's schema, so a call that
+     * carries them there passes the SDK's check, and required by the operation's as declared.
+     */
+    supplies?: readonly string[]
     read(args: Record<string, unknown>, meta: Record<string, unknown>): Record<string, unknown>
     write(result: unknown): Record<string, unknown> | undefined
   }

@@ -130,7 +130,7 @@ for (const store of testStores) {
       assert.equal(all.length, 676)
     })
 
-    test('a bad limit or cursor is 400 invalid_request naming the field', async () => {
+    test('a bad limit or state is 400 invalid_request, a bad cursor cursor_invalid, naming the field', async () => {
       for (const [query, field] of [
         ['limit=0', 'limit'],
         ['limit=501', 'limit'],
@@ -142,7 +142,11 @@ for (const store of testStores) {
       ] as const) {
         const res = await call(hub, 'GET', `/admin/v1/principals?${query}`, { headers: admin })
         assert.equal(res.status, 400, query)
-        assert.equal(res.body.code, 'invalid_request', query)
+        assert.equal(
+          res.body.code,
+          field === 'cursor' ? 'cursor_invalid' : 'invalid_request',
+          query,
+        )
         assert.equal(res.body.field, field, query)
       }
     })
@@ -212,7 +216,7 @@ for (const store of testStores) {
         )
         const bad = await baton(['admin', 'list', '--cursor', 'nonsense', ...target])
         assert.equal(bad.code, 1)
-        assert.match(bad.stderr, /invalid_request/)
+        assert.match(bad.stderr, /cursor_invalid/)
       }
     })
   })
