@@ -6,7 +6,7 @@ import { requestJson, type SignedBody, type SignedClient, signedFetch } from '@b
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js'
-import { commandTree, generatedCommands } from '../src/cli/generated.js'
+import { commandHelp, commandTree, generatedCommands } from '../src/cli/generated.js'
 import type { Io } from '../src/cli/io.js'
 import { main } from '../src/cli/main.js'
 import { DOCUMENTED_ROUTES } from '../src/http/server.js'
@@ -100,15 +100,13 @@ test('every operation is one CLI command, and every generated command is an oper
     }
   }
   assert.equal(seen.size, OPERATIONS.length)
-  // Dispatch reaches each command: its help names its operation's route.
+  // Dispatch reaches each command: its help is its operation's (which names the route with its
+  // parameters as the command line writes them, `<handoff-id>`).
   for (const c of commands) {
     const io = captureIo()
     const argv = [...(c.admin ? ['admin'] : []), ...c.words, '--help']
     assert.equal(await main(argv, io), 0, `${argv.join(' ')}: ${io.err.join('\n')}`)
-    assert.ok(
-      io.out.join('\n').includes(`${c.op.method} ${c.op.path}`),
-      `${argv.join(' ')} is not ${c.op.name}`,
-    )
+    assert.equal(io.out.join('\n'), commandHelp(c), `${argv.join(' ')} is not ${c.op.name}`)
   }
 })
 

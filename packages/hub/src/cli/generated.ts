@@ -411,7 +411,9 @@ export async function runGenerated(c: CliCommand, argv: string[], io: Io): Promi
 
   // A signed command's identity file names the hub it was made for (its discovery URL).
   const identityFile =
-    op.auth === 'signature' ? (common('identity') ?? process.env.BATON_IDENTITY) : undefined
+    AUTH_KINDS[op.auth].remote === 'signed'
+      ? (common('identity') ?? process.env.BATON_IDENTITY)
+      : undefined
   const hub =
     common('hub') ??
     process.env.BATON_HUB ??
