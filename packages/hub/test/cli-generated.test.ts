@@ -6,7 +6,7 @@ import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { createIdentity, saveIdentity } from '@baton/client'
 import { indexOf } from '../src/cli/command-index.js'
-import { HANDWRITTEN } from '../src/cli/commands.js'
+import { GROUP_NOUNS, HANDWRITTEN, resolveWords } from '../src/cli/commands.js'
 import { completionTable } from '../src/cli/completion.js'
 import { commandTree, commandWords, flagName, parseTime } from '../src/cli/generated.js'
 import type { Io } from '../src/cli/io.js'
@@ -71,29 +71,88 @@ test('command words are derived from the path and method when not declared', () 
   assert.equal(flagName('notify_url'), 'notify-url')
 })
 
+test('every generated group is a singular noun of the one table, and no group is an older word', () => {
+  const tree = commandTree()
+  const older = Object.values(GROUP_NOUNS).flatMap((g) => ('was' in g ? g.was : []))
+  for (const group of [...tree.groups.keys(), ...tree.admin.keys()]) {
+    assert.ok(group in GROUP_NOUNS, `${group} is in GROUP_NOUNS`)
+    assert.ok(!older.includes(group as never), `${group} is not an alias`)
+  }
+  const words = [...tree.groups.values()].flat().map((c) => c.words.join(' '))
+  for (const expected of ['grant create', 'grant list', 'grant revoke', 'message send']) {
+    assert.ok(words.includes(expected), expected)
+  }
+  assert.ok(!words.some((w) => w.startsWith('capabilities ') || w === 'grant delete'))
+})
+
+test('each older word dispatches to the command its noun names, actions renamed included', async () => {
+  assert.deepEqual(resolveWords('capabilities', 'delete'), ['grant', 'revoke'])
+  assert.deepEqual(resolveWords('messages', 'create'), ['message', 'send'])
+  assert.deepEqual(resolveWords('messages', 'send'), ['message', 'send'])
+  assert.deepEqual(resolveWords('resources', 'list'), ['resource', 'list'])
+  assert.deepEqual(resolveWords('handoff', 'read'), ['handoff', 'read'])
+  const tree = commandTree()
+  for (const [noun, g] of Object.entries(GROUP_NOUNS)) {
+    if (!('was' in g)) continue
+    const admin = tree.admin.has(noun) && !tree.groups.has(noun)
+    const commands = (admin ? tree.admin : tree.groups).get(noun) ?? []
+    assert.ok(commands.length > 0, noun)
+    const renamed = Object.entries('actions' in g ? g.actions : {})
+    for (const word of g.was) {
+      const pairs = [
+        ...commands.map((c) => [c.words[1], c.words[1]] as const),
+        ...renamed.map(([from, to]) => [from, to] as const),
+      ]
+      for (const [typed, action] of pairs) {
+        const prefix = admin ? ['admin'] : []
+        const old = await baton([...prefix, word, typed, '--help'])
+        const now = await baton([...prefix, noun, action, '--help'])
+        assert.equal(old.code, 0, `${word} ${typed}: ${old.stderr}`)
+        assert.equal(old.stdout, now.stdout, `${word} ${typed} is ${noun} ${action}`)
+      }
+    }
+  }
+  assert.equal((await baton(['capabilities', 'frobnicate'])).code, 64)
+})
+
+test('help lists the new nouns as groups and the older words once, as aliases', async () => {
+  const top = await baton(['--help'])
+  for (const old of ['resources', 'capabilities', 'messages', 'hops', 'guides', 'principals']) {
+    assert.doesNotMatch(top.stdout, new RegExp(`^  ${old} `, 'm'), old)
+  }
+  const aliases = top.stdout.split('\n').filter((l) => /capabilities/.test(l))
+  assert.equal(aliases.length, 1, 'the aliases are one line')
+  assert.match(aliases[0]!, /capabilities delete → grant revoke/)
+  const group = await baton(['capabilities', '--help'])
+  assert.match(group.stdout, /^baton grant <command>/)
+  assert.match(group.stdout, /^ {2}revoke /m)
+  const admin = await baton(['admin', '--help'])
+  assert.match(admin.stdout, /baton admin principal list/)
+})
+
 test('help: the top level lists the groups; each command its flags, types and what is required', async () => {
   const top = await baton(['--help'])
   assert.equal(top.code, 0)
-  for (const group of ['handoff', 'resources', 'transfer', 'principals']) {
+  for (const group of ['handoff', 'resource', 'grant', 'message', 'transfer', 'principal']) {
     assert.match(top.stdout, new RegExp(`^  ${group} `, 'm'))
   }
-  const help = await baton(['resources', 'update', '--help'])
+  const help = await baton(['resource', 'update', '--help'])
   assert.equal(help.code, 0)
   assert.match(help.stdout, /PATCH \/v1\/resources\/<id>/)
   assert.match(help.stdout, /--expected-version\s+integer\s+required/)
   assert.match(help.stdout, /--data\s+json\s+required/)
   assert.match(help.stdout, /--identity/)
   assert.doesNotMatch(help.stdout, /--admin-token/)
-  const group = await baton(['resources'])
+  const group = await baton(['resource'])
   assert.equal(group.code, 64)
 })
 
 test('usage errors exit 64: an unknown command, flag or missing argument', async () => {
-  assert.equal((await baton(['resources', 'frobnicate'])).code, 64)
-  assert.equal((await baton(['resources', 'read', 'rs_1', '--nope', 'x'])).code, 64)
-  assert.equal((await baton(['resources', 'read', '--hub', 'http://127.0.0.1:9'])).code, 64)
+  assert.equal((await baton(['resource', 'frobnicate'])).code, 64)
+  assert.equal((await baton(['resource', 'read', 'rs_1', '--nope', 'x'])).code, 64)
+  assert.equal((await baton(['resource', 'read', '--hub', 'http://127.0.0.1:9'])).code, 64)
   assert.equal(
-    (await baton(['resources', 'read', 'rs_1', '--hub', 'http://127.0.0.1:9'])).code,
+    (await baton(['resource', 'read', 'rs_1', '--hub', 'http://127.0.0.1:9'])).code,
     64,
     'a signed operation without an identity',
   )
@@ -104,7 +163,7 @@ test('usage errors exit 64: an unknown command, flag or missing argument', async
   } finally {
     if (before !== undefined) process.env.BATON_HUB = before
   }
-  assert.equal((await baton(['resources', 'create', '--data', '{nope'])).code, 64)
+  assert.equal((await baton(['resource', 'create', '--data', '{nope'])).code, 64)
 })
 
 test('an unknown command or group gets the nearest one: did you mean', async () => {
@@ -142,7 +201,7 @@ test('bare baton is a usage error: usage on stderr, exit 64; --help is stdout, e
 })
 
 test('help shows enum values, time flags and path parameters by their argument names', async () => {
-  const grant = await baton(['capabilities', 'create', '--help'])
+  const grant = await baton(['grant', 'create', '--help'])
   assert.match(grant.stdout, /--actions\s+json \[resource:read\|resource:update\]\s+required/)
   assert.match(grant.stdout, /--expires-at\s+time\|duration\s+required/)
   const advance = await baton(['handoff', 'advance', '--help'])
@@ -177,16 +236,21 @@ test('a network failure exits 2 and says its cause', async () => {
 
 test('completion: bash, zsh and fish scripts from the command tree', () => {
   const table = completionTable()
-  assert.ok(table.get('baton')?.includes('resources'))
+  assert.ok(table.get('baton')?.includes('resource'))
   assert.ok(table.get('baton')?.includes('admin'))
   // Every hand-written command completes, from the same table `baton` dispatches by.
   for (const name of Object.keys(HANDWRITTEN)) assert.ok(table.get('baton')?.includes(name), name)
   assert.ok(table.get('baton')?.includes('dev'))
   assert.ok(table.get('baton admin')?.includes('approve'))
-  assert.ok(table.get('baton resources')?.includes('update'))
-  assert.ok(table.get('baton resources update')?.includes('--expected-version'))
-  assert.ok(table.get('baton admin')?.includes('principals'))
+  assert.ok(table.get('baton resource')?.includes('update'))
+  assert.ok(table.get('baton resource update')?.includes('--expected-version'))
+  assert.ok(table.get('baton admin')?.includes('principal'))
   assert.ok(table.get('baton transfer')?.includes('token'), 'operator commands without admin')
+  for (const old of ['resources', 'capabilities', 'messages', 'hops', 'guides']) {
+    assert.ok(!table.get('baton')?.includes(old), `${old} is not completed`)
+  }
+  assert.ok(!table.get('baton admin')?.includes('principals'))
+  assert.deepEqual(table.get('baton grant'), ['create', 'list', 'revoke'])
   const script = spawnSync(process.execPath, [batonBin, 'completion', 'bash'], {
     encoding: 'utf8',
   })
@@ -203,16 +267,17 @@ test('completion: bash, zsh and fish scripts from the command tree', () => {
     assert.equal(run.status, 0, run.stderr)
     return run.stdout.trim().split('\n')
   }
-  assert.deepEqual(complete(['baton', 'reso']), ['resources'])
-  assert.deepEqual(complete(['baton', 'resources', 'upd']), ['update'])
+  assert.deepEqual(complete(['baton', 'reso']), ['resource'])
+  assert.deepEqual(complete(['baton', 'resource', 'upd']), ['update'])
+  assert.deepEqual(complete(['baton', 'grant', 'rev']), ['revoke'])
   assert.ok(
-    complete(['baton', 'resources', 'update', 'rs_1', '--exp']).includes('--expected-version'),
+    complete(['baton', 'resource', 'update', 'rs_1', '--exp']).includes('--expected-version'),
   )
-  assert.ok(complete(['baton', 'admin', 'principals', '']).includes('decide'))
+  assert.ok(complete(['baton', 'admin', 'principal', '']).includes('decide'))
   for (const shell of ['zsh', 'fish']) {
     const out = spawnSync(process.execPath, [batonBin, 'completion', shell], { encoding: 'utf8' })
     assert.equal(out.status, 0)
-    assert.match(out.stdout, /resources/)
+    assert.match(out.stdout, /resource/)
     // Where the shell is installed, the script parses and (fish) completes.
     if (spawnSync(shell, ['-c', 'exit 0']).error) continue
     const dir = mkdtempSync(path.join(tmpdir(), 'baton-completion-'))
@@ -224,7 +289,7 @@ test('completion: bash, zsh and fish scripts from the command tree', () => {
     if (shell === 'fish') {
       const run = spawnSync(
         'fish',
-        ['-c', `${out.stdout}\ncomplete -C 'baton resources update rs_1 --exp'`],
+        ['-c', `${out.stdout}\ncomplete -C 'baton resource update rs_1 --exp'`],
         { encoding: 'utf8' },
       )
       assert.match(run.stdout, /^--expected-version$/m)
@@ -264,7 +329,7 @@ for (const store of testStores) {
     test('a resource created, updated from a file, and a stale update refused with its wire body', async () => {
       const signed = ['--hub', hub.url, '--identity', identity]
       const created = await baton([
-        'resources',
+        'resource',
         'create',
         ...signed,
         '--namespace',
@@ -281,7 +346,7 @@ for (const store of testStores) {
       const file = path.join(dir, 'data.json')
       writeFileSync(file, '{"n":2}')
       const updated = await baton([
-        'resources',
+        'resource',
         'update',
         resource.id,
         ...signed,
@@ -293,7 +358,7 @@ for (const store of testStores) {
       assert.equal(updated.code, 0, updated.stderr)
       assert.equal(JSON.parse(updated.stdout).version, 2)
       const stale = await baton([
-        'resources',
+        'resource',
         'update',
         resource.id,
         ...signed,
@@ -306,11 +371,12 @@ for (const store of testStores) {
       assert.equal(stale.code, 1)
       assert.equal(JSON.parse(stale.stdout).code, 'version_conflict')
       assert.equal(stale.stdout.trim().includes('\n'), false, 'an error is compact like a success')
+      // The older word still answers, against a real hub.
       const read = await baton(['resources', 'read', '--id', resource.id, ...signed, '--json'])
       assert.deepEqual(JSON.parse(read.stdout).data, { n: 2 })
-      const bad = await baton(['resources', 'update', resource.id, ...signed, '--body', file])
+      const bad = await baton(['resource', 'update', resource.id, ...signed, '--body', file])
       assert.equal(bad.code, 1, 'the hub validates the body: a 4xx')
-      const missing = await baton(['resources', 'read', 'rs_nope', ...signed, '--json'])
+      const missing = await baton(['resource', 'read', 'rs_nope', ...signed, '--json'])
       assert.equal(missing.code, 1)
       assert.equal(typeof JSON.parse(missing.stdout).code, 'string')
     })
@@ -356,10 +422,19 @@ for (const store of testStores) {
       }
     })
 
+    test('capabilities delete and grant revoke are one command: the same answer from the hub', async () => {
+      const signed = ['gr_nope', '--hub', hub.url, '--identity', identity, '--json']
+      const now = await baton(['grant', 'revoke', ...signed])
+      const old = await baton(['capabilities', 'delete', ...signed])
+      assert.equal(now.code, 1, 'a refusal from the hub, not a usage error')
+      assert.equal(old.code, now.code)
+      assert.equal(JSON.parse(old.stdout).code, JSON.parse(now.stdout).code)
+    })
+
     test('operator commands under admin, and the admin token checked by the hub', async () => {
       const list = await baton([
         'admin',
-        'principals',
+        'principal',
         'list',
         '--hub',
         hub.url,

@@ -6,7 +6,7 @@ import { requestJson, type SignedBody, type SignedClient, signedFetch } from '@b
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js'
-import { commandTree, flagName, generatedCommands } from '../src/cli/generated.js'
+import { commandHelp, commandTree, flagName, generatedCommands } from '../src/cli/generated.js'
 import type { Io } from '../src/cli/io.js'
 import { main } from '../src/cli/main.js'
 import { DOCUMENTED_ROUTES } from '../src/http/server.js'
@@ -106,6 +106,7 @@ test('every operation is one CLI command, and every generated command is an oper
     const io = captureIo()
     const argv = [...(c.admin ? ['admin'] : []), ...c.words, '--help']
     assert.equal(await main(argv, io), 0, `${argv.join(' ')}: ${io.err.join('\n')}`)
+    assert.equal(io.out.join('\n'), commandHelp(c), `${argv.join(' ')} is not ${c.op.name}`)
     const route = c.op.path.replace(/:([A-Za-z_]+)/g, (_, n: string) => `<${flagName(n)}>`)
     assert.ok(
       io.out.join('\n').includes(`${c.op.method} ${route}`),

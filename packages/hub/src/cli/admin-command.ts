@@ -98,7 +98,7 @@ export async function adminCommand(argv: string[], io: Io): Promise<number> {
     const token = values['admin-token'] ?? values.token ?? process.env.BATON_ADMIN_TOKEN
     if (!token) throw new UsageError('--hub needs --token or BATON_ADMIN_TOKEN')
     const hub = values.hub
-    // The same operations the generated `baton admin principals …` commands send.
+    // The same operations the generated `baton admin principal …` commands send.
     const invoke = remoteInvoke({
       plain: (method, path, body, headers, signal) =>
         requestJson(hub, method, path, body, {

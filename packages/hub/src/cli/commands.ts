@@ -3,6 +3,67 @@ import type { Io } from './io.js'
 /** A hand-written command's entry point. */
 export type Command = (argv: string[], io: Io) => Promise<number>
 
+/** How a group is named: the words it replaced, and actions renamed to match the SDK and MCP. */
+export interface GroupNoun {
+  /** Older words for the group, still answered to but neither listed in help nor completed. */
+  was?: readonly string[]
+  /** Older action → its name now, under either word (`capabilities delete` is `grant revoke`). */
+  actions?: Readonly<Record<string, string>>
+}
+
+/**
+ * The noun of every generated group, singular as `gh issue list` and `kubectl get pod` have it.
+ * A path's first segment is read through this table (`/v1/capabilities/:id` is `baton grant
+ * revoke`, the SDK's `GrantClient.revoke` and the `revoke_grant` tool), and dispatch reads the
+ * older words through it, so each alias is declared once, here.
+ */
+export const GROUP_NOUNS = {
+  a2a: {},
+  compute: {},
+  dashboard: {},
+  grant: { was: ['capabilities'], actions: { delete: 'revoke' } },
+  guide: { was: ['guides'] },
+  handoff: {},
+  home: {},
+  hop: { was: ['hops'] },
+  hub: {},
+  me: {},
+  message: { was: ['messages'], actions: { create: 'send' } },
+  principal: { was: ['principals'] },
+  resource: { was: ['resources'] },
+  transfer: {},
+} as const satisfies Record<string, GroupNoun>
+
+const NOUN_OF = new Map<string, string>(
+  Object.entries(GROUP_NOUNS as Record<string, GroupNoun>).flatMap(([noun, { was = [] }]) =>
+    [noun, ...was].map((w) => [w, noun] as const),
+  ),
+)
+
+/**
+ * A group and action as typed, in the words of the table: `['capabilities', 'delete']` →
+ * `['grant', 'revoke']`; a word the table does not know passes unchanged.
+ */
+export function resolveWords(group: string, action?: string): [string, string | undefined] {
+  const noun = NOUN_OF.get(group)
+  if (!noun) return [group, action]
+  const actions: Readonly<Record<string, string>> =
+    (GROUP_NOUNS as Record<string, GroupNoun>)[noun]?.actions ?? {}
+  return [noun, action === undefined ? undefined : (actions[action] ?? action)]
+}
+
+/** The older words, one line each, as the top-level help lists them once. */
+export function aliasLines(): string[] {
+  return Object.entries(GROUP_NOUNS as Record<string, GroupNoun>).flatMap(([noun, g]) =>
+    (g.was ?? []).map((w) => {
+      const renamed = Object.entries(g.actions ?? {}).map(
+        ([from, to]) => `${w} ${from} → ${noun} ${to}`,
+      )
+      return [`${w} → ${noun}`, ...renamed].join(', ')
+    }),
+  )
+}
+
 /** The admission words of `baton admin` (the admin API's or the database's own decisions). */
 export const ADMISSION = ['list', 'show', 'approve', 'reject', 'suspend'] as const
 

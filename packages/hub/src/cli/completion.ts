@@ -4,7 +4,7 @@ import { type CommandTree, commandFlags, commandTree } from './generated.js'
 import { type Io, UsageError } from './io.js'
 
 /**
- * What may follow each command prefix (`baton`, `baton resources`, `baton resources update`),
+ * What may follow each command prefix (`baton`, `baton resource`, `baton resource update`),
  * from the same tree the commands are dispatched by.
  */
 export function completionTable(tree: CommandTree = commandTree()): Map<string, string[]> {

@@ -7,6 +7,7 @@ import { AUTH_KINDS } from '../ops/auth-kinds.js'
 import { type CliSpec, defaultConfig, inputSchemas, type Operation } from '../ops/operation.js'
 import { OPERATIONS } from '../ops/registry.js'
 import { remoteInvoke } from '../ops/remote.js'
+import { resolveWords } from './commands.js'
 import { didYouMean, type Io, UsageError } from './io.js'
 
 /** How a flag's text becomes a value: as it is, a number, a switch, or JSON (inline or `@file`). */
@@ -66,8 +67,9 @@ function spec(op: Operation): CliSpec {
 
 /**
  * An operation's command words: declared, or derived from its path — the first fixed segment
- * after the version prefix names the group; the other fixed segments, or else the method, name
- * the action (`GET /v1/resources/:id/history` → `resources history`, `PATCH …/:id` → `update`).
+ * after the version prefix names the group, through the noun table (`resources` → `resource`);
+ * the other fixed segments, or else the method, name the action (`GET /v1/resources/:id/history`
+ * → `resource history`, `PATCH …/:id` → `update`).
  */
 export function commandWords(op: Operation): readonly [string, string] {
   const declared = spec(op).name
@@ -76,8 +78,9 @@ export function commandWords(op: Operation): readonly [string, string] {
     .split('/')
     .filter((s) => s && !s.startsWith(':') && !PREFIXES.has(s))
     .map(flagName)
-  const [group = op.name, ...rest] = fixed
-  if (rest.length > 0) return [group, rest.join('-')]
+  const [segment = op.name, ...rest] = fixed
+  const [group] = resolveWords(segment)
+  if (rest.length > 0) return [group, resolveWords(segment, rest.join('-'))[1]!]
   const endsInParam = /\/:[^/]+$/.test(op.path)
   const byMethod = {
     GET: endsInParam ? 'read' : 'list',
@@ -86,7 +89,7 @@ export function commandWords(op: Operation): readonly [string, string] {
     PATCH: 'update',
     DELETE: 'delete',
   } as const
-  return [group, byMethod[op.method]]
+  return [group, resolveWords(segment, byMethod[op.method])[1]!]
 }
 
 interface JsonSchema {
@@ -527,7 +530,9 @@ export async function runGroup(
   admin: boolean,
   fallback?: Map<string, CliCommand[]>,
 ): Promise<number | undefined> {
-  const [group, action, ...rest] = argv
+  const [typed, typedAction, ...rest] = argv
+  // An older word (`capabilities delete`) runs the command its noun now names (`grant revoke`).
+  const [group, action] = typed ? resolveWords(typed, typedAction) : [typed, typedAction]
   const commands = group ? groups.get(group) : undefined
   if (!group || !commands) return undefined
   const operatorOnly = (fallback?.get(group) ?? []).filter(

@@ -1,4 +1,4 @@
-import { HANDWRITTEN as commands } from './commands.js'
+import { aliasLines, HANDWRITTEN as commands } from './commands.js'
 import type { Io } from './io.js'
 
 // Each hand-written subcommand, the generated commands (which load the operation registry) and
@@ -23,6 +23,8 @@ ${tree.groups.map(([name, list]) => group(name, list)).join('\n')}
 
 Operator operations (baton admin <group> <command> --admin-token T …):
 ${tree.admin.map(([name, list]) => group(name, list)).join('\n')}
+
+Older words still answer, as aliases: ${aliasLines().join('; ')}.
 
 Run baton <command> --help, or baton <group> <command> --help, for the options; baton --version
 prints the version.

@@ -62,7 +62,7 @@ const offerMeta = {
 /** seed 003: the seven checks on an offer, with the admitted principals as trust; then delivery. */
 export const offerHandoff = defineOperation({
   name: 'offerHandoff',
-  cli: ['hops', 'offer'],
+  cli: ['hop', 'offer'],
   summary:
     'Offer a signed handoff context (seed 003) to an admitted agent: the hub runs the seven checks and delivers it with a hub-signed receipt',
   description:
@@ -88,7 +88,7 @@ export const offerHandoff = defineOperation({
 /** seed 003: a signed status from a party of the hop, delivered to the other party. */
 export const answerHandoff = defineOperation({
   name: 'answerHandoff',
-  cli: ['hops', 'answer'],
+  cli: ['hop', 'answer'],
   summary:
     'Send a signed status (accepted, rejected, completed, failed, or canceled by the delegator) for a hop you are a party to',
   tags,
@@ -111,7 +111,7 @@ export const answerHandoff = defineOperation({
 /** The hop inbox: offers, statuses and notices the hub delivered to the caller. */
 export const listHopInbox = defineOperation({
   name: 'listHopInbox',
-  cli: ['hops', 'inbox'],
+  cli: ['hop', 'inbox'],
   summary: 'Read your hop inbox after an exclusive sequence: offers, statuses and notices',
   tags,
   method: 'GET',
@@ -133,7 +133,7 @@ export const listHopInbox = defineOperation({
 /** seed 003: the hop's lifecycle, readable by its delegator and its delegate only. */
 export const readHop = defineOperation({
   name: 'readHop',
-  cli: ['hops', 'read'],
+  cli: ['hop', 'read'],
   summary: 'Read a hop you took part in: its state, flags, statuses and receipts',
   tags,
   method: 'GET',
@@ -155,7 +155,7 @@ export const readHop = defineOperation({
 /** The delegation chain through a hop, as far as the caller took part in it. */
 export const readHopChain = defineOperation({
   name: 'readHopChain',
-  cli: ['hops', 'chain'],
+  cli: ['hop', 'chain'],
   summary: 'The delegation chain through a hop: the hops you took part in, linked by prev',
   tags,
   method: 'GET',

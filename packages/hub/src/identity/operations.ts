@@ -144,7 +144,7 @@ export const decidePrincipal = defineOperation({
   output: PrincipalView,
   errors: ['principal_not_found'],
   tool: false,
-  cli: ['principals', 'decide'],
+  cli: ['principal', 'decide'],
   run: (ctx, _caller, { params }) => ctx.identity.decide(params.principal, params.decision),
 })
 
@@ -161,7 +161,7 @@ export const labelPrincipal = defineOperation({
   output: PrincipalView,
   errors: ['principal_not_found'],
   tool: false,
-  cli: ['principals', 'label'],
+  cli: ['principal', 'label'],
   run: (ctx, _caller, { params, body }) => ctx.identity.setLabel(params.principal, body.label),
 })
 
