@@ -130,6 +130,12 @@ export const ClaimedComputeJobView = z.object({
   leaseEndsAt: z.string(),
   /** The most steps this run may take: the hub's bound, or less of the owner's daily quota. */
   maxSteps: z.number().int(),
+  traceparent: z
+    .string()
+    .optional()
+    .describe(
+      'The W3C traceparent of the request that submitted the job, when it carried one: continue that trace',
+    ),
 })
 /** A claimed compute job. */
 export type ClaimedComputeJobView = z.infer<typeof ClaimedComputeJobView>

@@ -111,6 +111,12 @@ export const HandoffView = z.object({
   created_at: z.iso.datetime(),
   updated_at: z.iso.datetime(),
   expires_at: z.iso.datetime(),
+  traceparent: z
+    .string()
+    .optional()
+    .describe(
+      'The W3C traceparent of the request that made the last move, when it carried one: continue that trace',
+    ),
 })
 /** A handoff as read. */
 export type HandoffView = z.infer<typeof HandoffView>

@@ -229,6 +229,12 @@ export const TransferView = z.object({
   /** Why a terminated transfer ended: `expired`, `insolvent` or `orchestrator`. */
   endReason: z.string().nullable(),
   events: z.array(TransferEventView),
+  traceparent: z
+    .string()
+    .optional()
+    .describe(
+      'The W3C traceparent of the request that staged or, later, provisioned the transfer, when it carried one: continue that trace',
+    ),
 })
 /** A transfer as read. */
 export type TransferView = z.infer<typeof TransferView>

@@ -10,6 +10,7 @@ import { localOrigin, requestOrigin, runAdmitted } from '../identity/http.js'
 import { requireSigned } from '../ops/auth-kinds.js'
 import { CloseSignal } from '../ops/http.js'
 import { type Caller, inputSchemas, type Operation } from '../ops/operation.js'
+import { handOnTrace } from '../telemetry/http.js'
 import { parseInput } from '../validation.js'
 import { A2A_RPC_METHODS, A2A_RPC_PATH, a2aSendMessage } from './operations.js'
 import { type SendMessageParams, TaskRefParams } from './wire.js'
@@ -154,6 +155,7 @@ export function registerA2aRoutes(api: Api, ctx: AppContext): void {
       principal,
       signal: new CloseSignal(reply.raw),
       carry,
+      trace: handOnTrace(req),
     }
     let id: RpcId = null
     let envelope = false

@@ -143,7 +143,7 @@ export class A2aService {
     params: SendMessageParams,
     signal?: WaitSignal,
     address?: string,
-    { carry }: Carrying = {},
+    { carry, trace }: Carrying = {},
   ): Promise<SendResult> {
     const { message } = params
     const update: RelayUpdate = params.metadata?.[RELAY_EXTENSION_URI] ?? {}
@@ -173,8 +173,11 @@ export class A2aService {
         })
         const row =
           message.taskId === undefined
-            ? await this.create(tx, principal, params, now, witnessed, push)
-            : await this.continueTask(tx, principal, params, update, expected, now, witnessed, push)
+            ? await this.create(tx, principal, params, now, witnessed, push, trace)
+            : await this.continueTask(tx, principal, params, update, expected, now, witnessed, {
+                push,
+                trace,
+              })
         const view = await this.view(tx.db, row, historyLength)
         // By reference: a repeat reads the task as it stood at this generation again.
         await store.insertSend(tx.db, {
@@ -247,7 +250,7 @@ export class A2aService {
   async cancel(
     principal: string,
     params: { id: string },
-    { carry }: Carrying = {},
+    { carry, trace }: Carrying = {},
   ): Promise<TaskView> {
     const task = await this.retryingRace(() =>
       this.deps.batcher.carrying(carry).run(async (tx) => {
@@ -260,7 +263,9 @@ export class A2aService {
         }
         const now = this.deps.clock.now()
         const status: TaskStatusView = { state: 'TASK_STATE_CANCELED', timestamp: iso(now) }
-        const moved = await this.append(tx, row, principal, [{ kind: 'status', status }], now)
+        const moved = await this.append(tx, row, principal, [{ kind: 'status', status }], now, {
+          trace,
+        })
         return this.view(tx.db, moved)
       }),
     )
@@ -530,6 +535,7 @@ export class A2aService {
     now: number,
     witnessed: unknown,
     push: PushConfig | undefined,
+    trace: string | undefined,
   ): Promise<A2aTaskRow> {
     const agent = await this.addressee(tx.db, params.tenant)
     if (params.message.role !== 'ROLE_USER') {
@@ -574,6 +580,7 @@ export class A2aService {
         body,
         at: now,
         artifact_id: null,
+        trace: trace ?? null,
       },
     ]
     await store.insertEvents(tx.db, events)
@@ -589,7 +596,7 @@ export class A2aService {
     expected: number | undefined,
     now: number,
     witnessed: unknown,
-    push: PushConfig | undefined,
+    { push, trace }: { push: PushConfig | undefined; trace: string | undefined },
   ): Promise<A2aTaskRow> {
     const row = await this.visible(tx.db, principal, params.message.taskId!, true)
     if (expected !== undefined && row.generation !== expected) throw mismatch(row.generation)
@@ -650,7 +657,7 @@ export class A2aService {
     }
     this.checkEvents(row, changes.length)
     if (push) await this.putPushConfig(tx, principal, row.id, push)
-    return this.append(tx, row, principal, changes, now, true)
+    return this.append(tx, row, principal, changes, now, { capped: true, trace })
   }
 
   /** Refuses a send that would take a task past its cap on events, before anything is written. */
@@ -681,7 +688,7 @@ export class A2aService {
    * Appends changes to a task read in this transaction: one event and one generation each, by
    * compare-and-set on the generation read (seed-free rule of DESIGN: never read-then-write).
    * A send's changes (`capped`) are held to the task's byte cap; a cancel's one status is not,
-   * so a full task can still be ended.
+   * so a full task can still be ended. Each event records the request's `trace`.
    */
   private async append(
     tx: Tx,
@@ -689,7 +696,7 @@ export class A2aService {
     author: string,
     changes: Change[],
     now: number,
-    capped = false,
+    { capped = false, trace }: { capped?: boolean; trace?: string | undefined } = {},
   ): Promise<A2aTaskRow> {
     let generation = row.generation
     let status = row.status
@@ -714,6 +721,7 @@ export class A2aService {
         body: stored,
         at: now,
         artifact_id: change.kind === 'artifact' ? change.artifact.artifactId : null,
+        trace: trace ?? null,
       })
     }
     const used = Number(row.stored_bytes)
@@ -940,6 +948,12 @@ export class A2aService {
     const artifacts = withArtifacts
       ? foldArtifacts(await store.artifactEvents(db, row.id, row.generation))
       : []
+    // The latest change shown is a talk event (a send ends with its status or message, a cancel
+    // is a status), so the history read usually holds it already.
+    const trace =
+      talk[0]?.generation === row.generation
+        ? talk[0].trace
+        : await store.traceAt(db, row.id, row.generation)
     return {
       id: row.id,
       contextId: row.context_id,
@@ -947,11 +961,10 @@ export class A2aService {
       artifacts,
       history,
       generation: row.generation,
-      metadata: relayMeta(
-        row,
-        row.generation,
-        witnessed === undefined ? undefined : { handoff: witnessed },
-      ),
+      metadata: relayMeta(row, row.generation, {
+        ...(witnessed === undefined ? {} : { handoff: witnessed }),
+        ...(trace ? { traceparent: trace } : {}),
+      }),
     }
   }
 
@@ -1130,7 +1143,7 @@ export function foldArtifacts(events: A2aEventRow[]): Artifact[] {
 export function toStreamEvent(row: A2aTaskRow, e: A2aEventRow): StreamEvent {
   const body = JSON.parse(e.body)
   const base = { taskId: row.id, contextId: row.context_id }
-  const metadata = relayMeta(row, e.generation)
+  const metadata = relayMeta(row, e.generation, e.trace ? { traceparent: e.trace } : undefined)
   switch (e.kind) {
     case 'created':
       return {

@@ -103,6 +103,21 @@ export async function talkBefore(
     .execute()
 }
 
+/** The trace one event of a task recorded, if it recorded one. */
+export async function traceAt(
+  db: Kysely<Schema>,
+  taskId: string,
+  generation: number,
+): Promise<string | null> {
+  const row = await db
+    .selectFrom('a2a_events')
+    .select('trace')
+    .where('task_id', '=', taskId)
+    .where('generation', '=', generation)
+    .executeTakeFirst()
+  return row?.trace ?? null
+}
+
 /** A task's artifact events up to an inclusive generation (all when undefined), oldest first. */
 export async function artifactEvents(
   db: Kysely<Schema>,

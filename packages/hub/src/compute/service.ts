@@ -222,7 +222,7 @@ export class ComputeService {
   async submit(
     owner: string,
     body: SubmitComputeJobInput,
-    { carry }: Carrying = {},
+    { carry, trace }: Carrying = {},
   ): Promise<ComputeJobView> {
     const hash = requestHash({
       language: body.language,
@@ -293,6 +293,7 @@ export class ComputeService {
       created_at: now,
       updated_at: now,
       finished_at: null,
+      trace: trace ?? null,
     }
     try {
       return await this.deps.batcher.carrying(carry).run(async (tx) => {
@@ -603,6 +604,7 @@ export class ComputeService {
       leaseId,
       leaseEndsAt: iso(until),
       maxSteps,
+      ...(row.trace ? { traceparent: row.trace } : {}),
     }
   }
 

@@ -201,7 +201,7 @@ export class HandoffService {
     to: string,
     body: AdvanceInput,
     token: string | undefined,
-    { carry }: Carrying = {},
+    { carry, trace }: Carrying = {},
   ): Promise<MoveResultView> {
     const target = StateName.safeParse(to)
     if (!target.success) {
@@ -212,7 +212,7 @@ export class HandoffService {
     if (!token) throw missingToken()
     if (!isHandoffId(id)) throw notFound(id)
     try {
-      const request = { id, to, body, token }
+      const request: MoveRequest = { id, to, body, token, trace }
       // A signed request's admission (its nonce, its quota charge) commits in the transaction of
       // the first write it queues, and only the batcher writes it: such a move goes that way.
       const predicted =
@@ -253,6 +253,7 @@ export class HandoffService {
           nonce: m.body.nonce ?? null,
           note: m.body.note ?? null,
           ended: m.predicted.ended,
+          trace: m.trace ?? null,
         })),
         now,
       )
@@ -385,6 +386,7 @@ export class HandoffService {
       nonce: m.body.nonce ?? null,
       note: m.body.note ?? null,
       at: now,
+      trace: m.trace ?? null,
     }
   }
 
@@ -640,6 +642,8 @@ interface MoveRequest {
   to: string
   body: AdvanceInput
   token: string
+  /** The W3C traceparent of the request, recorded with the move. */
+  trace?: string | undefined
 }
 
 /** A move predicted to commit, with what the prediction found. */
@@ -775,7 +779,13 @@ function toView(row: HandoffRow, moves: HandoffMoveRow[]): HandoffView {
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
     expires_at: iso(row.expires_at),
+    ...traceOfLast(moves),
   }
+}
+
+function traceOfLast(moves: HandoffMoveRow[]): { traceparent?: string } {
+  const trace = moves.at(-1)?.trace
+  return trace ? { traceparent: trace } : {}
 }
 
 /** seed 002: a handoff past its expiry is expired at once, whatever cleanup has done. */

@@ -237,6 +237,7 @@ const MOVE_COLUMNS = [
   'nonce',
   'note',
   'at',
+  'trace',
 ] as const satisfies readonly (keyof HandoffMoveRow)[]
 
 /** Inserts many history rows in one statement. */
@@ -264,6 +265,7 @@ export interface PredictedMoveRow {
   nonce: string | null
   note: string | null
   ended: boolean
+  trace: string | null
 }
 
 // One statement, committed on its own: it moves each handoff only if it is still in `from` and
@@ -279,8 +281,8 @@ const MOVE_IF_AT = namedStatement(
   'baton_move_if_at',
   `
 with v as (
-  select * from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::integer[])
-    as t (id, from_state, to_state, actor, nonce, note, ended)
+  select * from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::integer[], $9::text[])
+    as t (id, from_state, to_state, actor, nonce, note, ended, trace)
   order by id
 ),
 u as (
@@ -293,8 +295,8 @@ u as (
   returning h.id, h.version
 ),
 i as (
-  insert into handoff_moves (handoff_id, version, from_state, to_state, actor, nonce, note, at)
-  select u.id, u.version, v.from_state, v.to_state, v.actor, v.nonce, v.note, $8::bigint
+  insert into handoff_moves (handoff_id, version, from_state, to_state, actor, nonce, note, at, trace)
+  select u.id, u.version, v.from_state, v.to_state, v.actor, v.nonce, v.note, $8::bigint, v.trace
   from u join v on v.id = u.id
 )
 select id, version from u`,
@@ -308,12 +310,13 @@ select id, version from u`,
 // answer it. The write lock is held from `begin immediate`, so nothing moves in between.
 const SQLITE_MOVES = `
   select value ->> 0 as id, value ->> 1 as from_state, value ->> 2 as to_state,
-    value ->> 3 as actor, value ->> 4 as nonce, value ->> 5 as note, value ->> 6 as ended
+    value ->> 3 as actor, value ->> 4 as nonce, value ->> 5 as note, value ->> 6 as ended,
+    value ->> 7 as trace
   from json_each(?)`
 const SQLITE_MOVE_HISTORY = `
 with v as (${SQLITE_MOVES})
-insert into handoff_moves (handoff_id, version, from_state, to_state, actor, nonce, note, at)
-select h.id, h.version + 1, v.from_state, v.to_state, v.actor, v.nonce, v.note, ?
+insert into handoff_moves (handoff_id, version, from_state, to_state, actor, nonce, note, at, trace)
+select h.id, h.version + 1, v.from_state, v.to_state, v.actor, v.nonce, v.note, ?, v.trace
 from v join handoffs h on h.id = v.id
 where h.state = v.from_state and h.expires_at > ?
   and (v.nonce is null or not exists (
@@ -342,7 +345,7 @@ export async function moveIfAt(
 ): Promise<Map<string, number>> {
   if (dialect === 'sqlite') {
     const json = JSON.stringify(
-      moves.map((m) => [m.id, m.from, m.to, m.actor, m.nonce, m.note, m.ended ? 1 : 0]),
+      moves.map((m) => [m.id, m.from, m.to, m.actor, m.nonce, m.note, m.ended ? 1 : 0, m.trace]),
     )
     const result = await db.executeQuery(
       sqliteScript([
@@ -363,6 +366,7 @@ export async function moveIfAt(
       moves.map((m) => m.note),
       moves.map((m) => (m.ended ? 1 : 0)),
       at,
+      moves.map((m) => m.trace),
     ]),
   )
   return new Map(result.rows.map((r) => [r.id, Number(r.version)]))

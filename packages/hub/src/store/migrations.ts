@@ -549,6 +549,16 @@ const migrations: Record<string, Migration> = {
       await db.schema.alterTable('principals').addColumn('label', 'text').execute()
     },
   },
+  '016_trace_context_more': {
+    async up(db: Kysely<unknown>) {
+      // 014's trace column where more work changes hands: a handoff's moves, an A2A task's
+      // events, a session transfer and a compute job. Null: none was carried.
+      await db.schema.alterTable('handoff_moves').addColumn('trace', 'text').execute()
+      await db.schema.alterTable('a2a_events').addColumn('trace', 'text').execute()
+      await db.schema.alterTable('transfer_events').addColumn('trace', 'text').execute()
+      await db.schema.alterTable('compute_jobs').addColumn('trace', 'text').execute()
+    },
+  },
 }
 
 const provider: MigrationProvider = { getMigrations: async () => migrations }

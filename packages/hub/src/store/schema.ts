@@ -24,6 +24,8 @@ export interface HandoffMoveRow {
   nonce: string | null
   note: string | null
   at: number
+  /** The W3C traceparent of the request that made the move (migration 016), handed to readers. */
+  trace: string | null
 }
 
 export interface QuotaCounterRow {
@@ -176,6 +178,11 @@ export interface TransferEventRow {
   /** JSON object. */
   data: string
   at: number
+  /**
+   * The W3C traceparent of the request that staged or provisioned the transfer (migration 016),
+   * handed to the runtime; null for other events.
+   */
+  trace: string | null
 }
 
 export interface TransferUsageRow {
@@ -327,6 +334,8 @@ export interface ComputeJobRow {
   created_at: number
   updated_at: number
   finished_at: number | null
+  /** The W3C traceparent of the submitting request (migration 016), handed to the runtime. */
+  trace: string | null
 }
 
 export interface ComputeRuntimeRow {
@@ -369,6 +378,8 @@ export interface A2aEventRow {
   at: number
   /** The artifact an artifact event carries (migration 012); null for other kinds. */
   artifact_id: string | null
+  /** The W3C traceparent of the request that wrote the event (migration 016), handed on. */
+  trace: string | null
 }
 
 /** The first answer to a principal's `messageId`, so a repeat answers the same. */

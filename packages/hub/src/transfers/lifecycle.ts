@@ -46,6 +46,7 @@ export type TransferWrite =
       canonical: string
       checksum: string
       bytes: number
+      trace?: string | undefined
     }
   | {
       kind: 'provision'
@@ -53,6 +54,7 @@ export type TransferWrite =
       caller: string
       jti: string
       params: { tier: string; budgetMicros: number; rateMicrosPerSecond: number }
+      trace?: string | undefined
     }
   | { kind: 'activate'; id: string; caller: string; jti: string }
   | { kind: 'claim'; id: string; runtime: string }
@@ -440,6 +442,7 @@ export class TransferLifecycle {
       actor: m.owner,
       data: JSON.stringify({ checksum: m.checksum, snapshotBytes: m.bytes }),
       at: w.now,
+      trace: m.trace ?? null,
     }
     w.created.push({ row, content: m.canonical })
     w.events.push(event)
@@ -470,6 +473,7 @@ export class TransferLifecycle {
               expires_at: w.now + this.deps.config.ttlMs,
             },
             data: { ...m.params, jti: m.jti },
+            trace: m.trace,
           })
         : transition(w, row, 'active', {
             actor: m.caller,

@@ -82,6 +82,8 @@ export function transition(
     data: Record<string, unknown>
     patch?: Partial<TransferRow>
     wanted?: string
+    /** The traceparent the move hands on to the runtime (`TransferEventRow.trace`). */
+    trace?: string | undefined
   },
 ): Applied | BatonError {
   const t = TRANSITIONS[name]
@@ -99,6 +101,7 @@ export function transition(
     actor: m.actor,
     data: JSON.stringify(m.data),
     at: w.now,
+    trace: m.trace ?? null,
   }
   w.events.push(event)
   w.logs.get(row.id)?.push(event)

@@ -98,7 +98,7 @@ export class TransferService {
     owner: string,
     input: unknown,
     headerKey?: string,
-    { carry }: Carrying = {},
+    { carry, trace }: Carrying = {},
   ): Promise<CreatedTransferView> {
     const body = parseSnapshotInput(input)
     assertNoSecrets(body.snapshot, '$.snapshot')
@@ -123,6 +123,7 @@ export class TransferService {
         canonical,
         checksum,
         bytes,
+        trace,
       },
       { rerunOnUniqueViolation: Boolean(key), carry },
     )
@@ -173,7 +174,7 @@ export class TransferService {
     caller: string,
     id: string,
     body: ProvisionInput,
-    { carry }: Carrying = {},
+    { carry, trace }: Carrying = {},
   ): Promise<TransferView> {
     const params = {
       tier: body.tier,
@@ -187,7 +188,7 @@ export class TransferService {
       params,
     })
     this.assertTier(params)
-    return this.tokenMove({ kind: 'provision', id, caller, jti: token.jti, params }, carry)
+    return this.tokenMove({ kind: 'provision', id, caller, jti: token.jti, params, trace }, carry)
   }
 
   /** pushed → active with an activate token: the one irreversible step (seed 004). */

@@ -53,6 +53,7 @@ const EVENT_COLUMNS = allColumns<TransferEventRow>()(
   'actor',
   'data',
   'at',
+  'trace',
 )
 const USAGE_COLUMNS = allColumns<TransferUsageRow>()(
   'transfer_id',

@@ -98,5 +98,12 @@ export function toView(row: TransferRow, events: TransferEventRow[]): TransferVi
     graceEndsAt: isoOrNull(row.grace_ends_at),
     endReason: row.end_reason,
     events: events.map(toEventView),
+    ...handedOnTrace(events),
   }
+}
+
+/** The trace of the latest event that handed the transfer on (staged, then provisioned). */
+function handedOnTrace(events: TransferEventRow[]): { traceparent?: string } {
+  const trace = events.findLast((e) => e.trace)?.trace
+  return trace ? { traceparent: trace } : {}
 }
