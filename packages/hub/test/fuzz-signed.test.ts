@@ -206,8 +206,10 @@ for (const store of testStores) {
                 ? undefined
                 : (payload as object),
             )
+            // A test hub runs no compute runtime, so a valid submit is the documented 503.
+            const unserved = (res.body as { code?: string })?.code === 'compute_unavailable'
             assert.ok(
-              res.status < 500,
+              res.status < 500 || unserved,
               `${method} ${path} -> ${res.status} ${JSON.stringify(res.body)}`,
             )
             if (res.status >= 400) {
