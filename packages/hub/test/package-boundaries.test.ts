@@ -2,21 +2,13 @@ import assert from 'node:assert/strict'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { describe, test } from 'node:test'
+import { sourcesOf } from './sources.js'
 
 // STYLE: dependencies point one way, protocol <- context <- client <- hub, and the hub's server
 // imports no SDK code. Only the CLI, which is a client of a hub, may use @baton/client
 // (packages/hub/README.md).
 const packages = path.resolve(import.meta.dirname, '../..')
 const WORKSPACES = ['protocol', 'context', 'client', 'hub'] as const
-
-function sourcesOf(dir: string, out: string[] = []): string[] {
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const full = path.join(dir, e.name)
-    if (e.isDirectory()) sourcesOf(full, out)
-    else if (e.name.endsWith('.ts') && !e.name.endsWith('.test.ts')) out.push(full)
-  }
-  return out
-}
 
 /** The module specifiers a source file imports or re-exports, static and dynamic. */
 function specifiersOf(file: string): string[] {

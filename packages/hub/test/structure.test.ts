@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { test } from 'node:test'
+import { sourcesOf } from './sources.js'
 
 // DESIGN: a feature calls another feature's service, never its store; the dashboard reads
 // through operator operations, no SQL; nothing imports the server assembly back (no circles).
@@ -19,15 +20,6 @@ interface Edge {
    * each other's types), and the server assembly's `AppContext` and `Api` types.
    */
   deferred: boolean
-}
-
-function sourcesOf(dir: string, out: string[] = []): string[] {
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const full = path.join(dir, e.name)
-    if (e.isDirectory()) sourcesOf(full, out)
-    else if (e.name.endsWith('.ts') && !e.name.endsWith('.test.ts')) out.push(full)
-  }
-  return out
 }
 
 /** The relative imports of a source file, static and dynamic, resolved to the files they name. */

@@ -139,7 +139,12 @@ export function registerGuidePages(app: FastifyInstance): void {
       `<h1>Baton guides</h1>\n<p>Start with <a href="/docs/connect">connecting an agent</a>, then <a href="/docs/walkthrough">the two-agent walkthrough</a>. Agents read the same guides over MCP as <code>baton://guides/{name}</code> resources.</p>\n<ul class="index">\n${items}\n</ul>`,
     )
   })
+  // Anyone may ask for a guide as often as they like: each is read and rendered once, on its first
+  // request, and the cache holds one page per guide the hub serves, nothing a caller names.
+  const rendered = new Map<string, string>()
   app.get<{ Params: { name: string } }>('/docs/:name', async (req, reply) => {
+    const known = rendered.get(req.params.name)
+    if (known !== undefined) return reply.headers(HEADERS).send(known)
     let guide: ReturnType<typeof readGuide>
     try {
       guide = readGuide(req.params.name)
@@ -150,7 +155,8 @@ export function registerGuidePages(app: FastifyInstance): void {
       }
       throw error
     }
-    reply.headers(HEADERS)
-    return page(guide.title, renderMarkdown(guide.markdown))
+    const html = page(guide.title, renderMarkdown(guide.markdown))
+    rendered.set(guide.name, html)
+    return reply.headers(HEADERS).send(html)
   })
 }

@@ -396,6 +396,19 @@ export type OperatorHandoffRow = Pick<
   | 'expires_at'
 >
 
+// What the operator reads of a handoff: no tokens, no payload.
+const OPERATOR_COLUMNS = [
+  'id',
+  'state',
+  'version',
+  'ended',
+  'note',
+  'machine',
+  'created_at',
+  'updated_at',
+  'expires_at',
+] as const
+
 /**
  * Handoffs for the operator, most recently changed first: `state` a state name (unexpired ones
  * in it), `expired` (past expiry) or `open` (not ended and unexpired).
@@ -405,19 +418,7 @@ export async function listForOperator(
   now: number,
   q: { state?: string | undefined; limit: number },
 ): Promise<OperatorHandoffRow[]> {
-  let query = db
-    .selectFrom('handoffs')
-    .select([
-      'id',
-      'state',
-      'version',
-      'ended',
-      'note',
-      'machine',
-      'created_at',
-      'updated_at',
-      'expires_at',
-    ])
+  let query = db.selectFrom('handoffs').select(OPERATOR_COLUMNS)
   if (q.state === 'expired') query = query.where('expires_at', '<=', now)
   else if (q.state === 'open') query = query.where('ended', '=', 0).where('expires_at', '>', now)
   else if (q.state) query = query.where('state', '=', q.state).where('expires_at', '>', now)
@@ -433,19 +434,7 @@ export async function findForOperator(
 > {
   return db
     .selectFrom('handoffs')
-    .select([
-      'id',
-      'state',
-      'version',
-      'ended',
-      'note',
-      'notify_url',
-      'machine',
-      'created_at',
-      'updated_at',
-      'expires_at',
-      sql<number>`length(payload)`.as('payload_chars'),
-    ])
+    .select([...OPERATOR_COLUMNS, 'notify_url', sql<number>`length(payload)`.as('payload_chars')])
     .where('id', '=', id)
     .executeTakeFirst()
 }
