@@ -1,4 +1,4 @@
-import { BatonError, codeOf, type ErrorCode } from '@baton/protocol'
+import { BatonError, type Refusal, refusalOf } from '@baton/protocol'
 import { z } from 'zod'
 
 /**
@@ -22,8 +22,8 @@ export function parseInput<S extends z.ZodType>(
     throw error
   }
   if (result.success) return result.data
-  const issue = result.error.issues[0]!
-  const base = issue.path.map(String).join('.')
+  const { issue, path, refusal } = locate(schema, result.error.issues[0]!)
+  const base = path.map(String).join('.')
   if (issue.code === 'unrecognized_keys') {
     const key = issue.keys[0] ?? ''
     const field = base ? `${base}.${key}` : key
@@ -37,26 +37,57 @@ export function parseInput<S extends z.ZodType>(
       throw new BatonError('invalid_request', `The ${what} must be a JSON object`, { field })
     }
   }
-  const code = codeAt(schema, issue.path) ?? 'invalid_request'
-  throw new BatonError(code, `Invalid ${field}: ${issue.message}`, { field })
+  throw new BatonError(refusal?.code ?? 'invalid_request', `Invalid ${field}: ${issue.message}`, {
+    field,
+    ...(refusal?.fix === undefined ? {} : { fix: refusal.fix }),
+  })
 }
 
+const unwrap = (node: z.ZodType): z.ZodType =>
+  node instanceof z.ZodOptional || node instanceof z.ZodDefault
+    ? unwrap(node.unwrap() as z.ZodType)
+    : node
+
 /**
- * The code registered (`withCode`) on the refused field's schema, or on the innermost object
- * holding it that has one: looked for through objects, optional and default wrappers, and only
- * when the walk reaches the refused field itself (an item of a list keeps `invalid_request`).
+ * The problem to answer, at its full path, with the code and fix registered (`withCode`) on the
+ * refused field's schema or on the innermost object holding it that has one (looked for through
+ * objects, optional and default wrappers, and only when the walk reaches the refused field itself:
+ * an item of a list keeps `invalid_request`). A refusal by a union of shapes answers the problem
+ * of the shape the input came nearest to: the one with fewest problems, the first on a tie.
  */
-function codeAt(schema: z.ZodType, path: readonly PropertyKey[]): ErrorCode | undefined {
-  let code: ErrorCode | undefined
-  let node: z.ZodType | undefined = schema
-  let depth = 0
-  while (node) {
-    code = codeOf(node) ?? code
-    if (node instanceof z.ZodOptional || node instanceof z.ZodDefault) {
-      node = node.unwrap() as z.ZodType
-    } else if (node instanceof z.ZodObject && depth < path.length) {
-      node = (node.shape as Record<PropertyKey, z.ZodType | undefined>)[path[depth++]!]
-    } else break
+function locate(
+  schema: z.ZodType | undefined,
+  issue: z.core.$ZodIssue,
+  outer: PropertyKey[] = [],
+  inherited?: Refusal,
+): { issue: z.core.$ZodIssue; path: PropertyKey[]; refusal?: Refusal | undefined } {
+  let refusal = inherited
+  let node = schema
+  const visit = (n: z.ZodType) => {
+    for (let m: z.ZodType = n; ; m = m.unwrap() as z.ZodType) {
+      refusal = refusalOf(m) ?? refusal
+      if (!(m instanceof z.ZodOptional || m instanceof z.ZodDefault)) break
+    }
   }
-  return depth === path.length ? code : undefined
+  if (node) visit(node)
+  for (const key of issue.path) {
+    const at: z.ZodType | undefined = node ? unwrap(node) : undefined
+    node =
+      at instanceof z.ZodObject
+        ? (at.shape as Record<PropertyKey, z.ZodType | undefined>)[key]
+        : undefined
+    if (!node) break
+    visit(node)
+  }
+  const path = [...outer, ...issue.path]
+  if (issue.code === 'invalid_union' && issue.errors.length > 0) {
+    let nearest = 0
+    issue.errors.forEach((e, i) => {
+      if (e.length < issue.errors[nearest]!.length) nearest = i
+    })
+    const union = node ? unwrap(node) : undefined
+    const branch = union instanceof z.ZodUnion ? (union.options[nearest] as z.ZodType) : undefined
+    return locate(branch, issue.errors[nearest]![0]!, path, node ? refusal : undefined)
+  }
+  return { issue, path, ...(node ? { refusal } : {}) }
 }

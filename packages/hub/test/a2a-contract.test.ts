@@ -133,7 +133,7 @@ for (const store of testStores) {
           metadata: { [A2A_EXTENSION_URI]: { offer: 7 } },
         },
       })
-      assertInvalid(carried, `message.metadata.${A2A_EXTENSION_URI}`, 'carried')
+      assertInvalid(carried, `message.metadata.${A2A_EXTENSION_URI}.offer`, 'carried')
       const working = await rpc(agent, 'SendMessage', {
         message: { messageId: 'c-4', role: 'ROLE_AGENT', parts: [{ text: 'x' }], taskId },
         metadata: {

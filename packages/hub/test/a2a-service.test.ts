@@ -8,12 +8,18 @@ import { signedAgent, startTestHub, type TestHub, testStores } from './support.j
 const OPEN = { BATON_ADMISSION: 'open' }
 
 /** A user message as A2A 1.0 ProtoJSON has it. */
-const userMessage = (messageId: string, text: string, taskId?: string) => ({
-  messageId,
-  role: 'ROLE_USER' as const,
-  parts: [{ text }],
-  ...(taskId ? { taskId } : {}),
-})
+function userMessage(
+  messageId: string,
+  text: string,
+): { messageId: string; role: 'ROLE_USER'; parts: { text: string }[] }
+function userMessage(
+  messageId: string,
+  text: string,
+  taskId: string,
+): { messageId: string; role: 'ROLE_USER'; parts: { text: string }[]; taskId: string }
+function userMessage(messageId: string, text: string, taskId?: string) {
+  return { messageId, role: 'ROLE_USER' as const, parts: [{ text }], ...(taskId ? { taskId } : {}) }
+}
 
 const agentMessage = (messageId: string, text: string, taskId: string) => ({
   messageId,
@@ -140,10 +146,9 @@ for (const store of testStores) {
         }),
       )
       assert.equal(code, 'recipient_unknown')
-      assert.equal(
-        await codeOf(() => a2a.send(owner, { message: userMessage('m-none', 'hello') })),
-        'invalid_request',
-      )
+      // A send that names no task and no agent is refused by the contract, before the service.
+      const none = SendMessageParams.safeParse({ message: userMessage('m-none', 'hello') })
+      assert.equal(none.success, false)
     })
 
     test('the agent answers through the same send: status, artifact, generation per event', async () => {
@@ -195,11 +200,11 @@ for (const store of testStores) {
           metadata: { [RELAY_EXTENSION_URI]: { state: 'TASK_STATE_COMPLETED' } },
         }),
       )
-      assert.equal(ownerSetsState, 'invalid_request')
+      assert.equal(ownerSetsState, 'a2a_role_mismatch')
       const agentAsUser = await codeOf(() =>
         a2a.send(agent, { message: userMessage('a-roles', 'hi', task.id) }),
       )
-      assert.equal(agentAsUser, 'invalid_request')
+      assert.equal(agentAsUser, 'a2a_role_mismatch')
       assert.equal((await a2a.get(owner, { id: task.id })).generation, 1)
     })
 

@@ -23,6 +23,8 @@ const ENV = {
   BATON_HANDOFF_DAILY_QUOTA: '1000000',
   BATON_QUOTA_REQUESTS_PER_DAY: '1000000',
 }
+/** Generated inputs per operation; BATON_CONTRACT_RUNS searches deeper. */
+const RUNS = Number(process.env.BATON_CONTRACT_RUNS) || 8
 /** Codes that mean "your input breaks the contract". */
 const INVALID = new Set(['invalid_request', 'unknown_field', 'invalid_json'])
 /** Routes that are a transport or a text answer, not a JSON operation. */
@@ -133,7 +135,7 @@ function firstOfEach(findings: string[]): string[] {
   const seen = new Map<string, string>()
   for (const f of findings) {
     const key = f.split(' ').slice(0, 2).join(' ')
-    if (!seen.has(key)) seen.set(key, f.slice(0, 600))
+    if (!seen.has(key)) seen.set(key, f.slice(0, 600) + (f.length > 600 ? ` … ${f.slice(-300)}` : ''))
   }
   return [...seen.values()]
 }
@@ -208,7 +210,7 @@ for (const store of testStores) {
               )
             }
           }),
-          { numRuns: 8 },
+          { numRuns: RUNS },
         )
       }
       assert.deepEqual(firstOfEach(refused), [], `${refused.length} valid inputs refused`)

@@ -95,22 +95,33 @@ export function isoInstant(): z.ZodType<number, string> {
   return z.iso.datetime({ offset: true }).transform((s) => Date.parse(s))
 }
 
+/** How a refusal by a schema is answered: its code, and what to do when the registry's is vaguer. */
+export interface Refusal {
+  code: ErrorCode
+  fix?: string
+}
+
 // Keyed by a schema's definition, which `.describe()` and `.meta()` keep while making a new schema.
-const issueCodes = new WeakMap<object, ErrorCode>()
+const refusals = new WeakMap<object, Refusal>()
 
 /**
- * The schema, registered so that a value it refuses answers `code` instead of `invalid_request`:
- * a rule with a documented code of its own (a home path's `invalid_path`) stays in the published
- * schema and keeps its code.
+ * The schema, registered so that a value it refuses answers `code` instead of `invalid_request`
+ * (and `fix`, when given, instead of the registry's): a rule with a documented code of its own (a
+ * home path's `invalid_path`) stays in the published schema and keeps its code.
  *
  * @example withCode(z.string().regex(/^[a-z]+$/), 'invalid_path')
  */
-export function withCode<S extends z.ZodType>(schema: S, code: ErrorCode): S {
-  issueCodes.set(schema._zod.def, code)
+export function withCode<S extends z.ZodType>(schema: S, code: ErrorCode, fix?: string): S {
+  refusals.set(schema._zod.def, fix === undefined ? { code } : { code, fix })
   return schema
 }
 
 /** The code {@link withCode} registered for a schema, if any. */
 export function codeOf(schema: z.ZodType): ErrorCode | undefined {
-  return issueCodes.get(schema._zod.def)
+  return refusals.get(schema._zod.def)?.code
+}
+
+/** The code and fix {@link withCode} registered for a schema, if any. */
+export function refusalOf(schema: z.ZodType): Refusal | undefined {
+  return refusals.get(schema._zod.def)
 }

@@ -366,6 +366,10 @@ export const ERRORS = {
     status: 503,
     fix: 'Every runtime that claimed the job stopped before finishing it; submit the job again with a new idempotencyKey.',
   },
+  compute_runtime_not_live: {
+    status: 409,
+    fix: 'Send a heartbeat for this runtimeId (POST /v1/compute/runtimes) before claiming, and again before it expires.',
+  },
   compute_runtime_forbidden: {
     status: 403,
     fix: 'This principal may not serve compute; ask the operator to list it in BATON_COMPUTE_RUNTIMES (remote runtimes are off by default).',
@@ -397,6 +401,14 @@ export const ERRORS = {
   a2a_task_ended: {
     status: 409,
     fix: 'The task ended in `state` and takes no more messages; send a new message without taskId to start a new task.',
+  },
+  a2a_role_mismatch: {
+    status: 409,
+    fix: 'On a task its owner sends ROLE_USER messages and cancels, and its agent sends ROLE_AGENT messages and sets its state and artifacts (under the relay metadata); send as your role on this task (`role` says which).',
+  },
+  a2a_context_mismatch: {
+    status: 409,
+    fix: 'A message continuing a task carries the task’s contextId (`contextId`) or none; leave it out or send the task’s.',
   },
   a2a_generation_mismatch: {
     status: 409,

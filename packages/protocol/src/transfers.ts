@@ -145,14 +145,26 @@ export const UsageInput = z.strictObject({
 /** A parsed usage report. */
 export type UsageInput = z.infer<typeof UsageInput>
 
-/** The body of `POST /admin/v1/transfers/{id}/tokens`: what the token authorizes. */
-export const MintTokenInput = z.strictObject({
-  scope: TransferTokenScope,
-  tier: TierName.optional(),
-  budgetMicros: Micros.min(1).optional(),
-  rateMicrosPerSecond: Micros.optional(),
-  ttlSeconds: z.number().int().min(1).max(3600).optional(),
-})
+const TokenTtlSeconds = z.number().int().min(1).max(3600)
+
+/**
+ * The body of `POST /admin/v1/transfers/{id}/tokens`: what the token authorizes. seed 004: a
+ * provision token binds the tier, budget and rate the runtime must provision under; an activate
+ * token binds none of them.
+ */
+export const MintTokenInput = z.discriminatedUnion('scope', [
+  z.strictObject({
+    scope: z.literal('provision'),
+    tier: TierName,
+    budgetMicros: Micros.min(1),
+    rateMicrosPerSecond: Micros,
+    ttlSeconds: TokenTtlSeconds.optional(),
+  }),
+  z.strictObject({
+    scope: z.literal('activate'),
+    ttlSeconds: TokenTtlSeconds.optional(),
+  }),
+])
 /** A parsed mint request. */
 export type MintTokenInput = z.infer<typeof MintTokenInput>
 

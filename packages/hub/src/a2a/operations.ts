@@ -7,6 +7,7 @@ import { defineOperation, type Operation } from '../ops/operation.js'
 import { signer } from '../ops/principal.js'
 import {
   CancelTaskParams,
+  DID_KEY,
   GetTaskParams,
   ListTasksParams,
   PushConfigInput,
@@ -115,7 +116,7 @@ export const a2aAgentCard = defineOperation({
     tenant: z
       .string()
       .max(256)
-      .regex(/^did:key:z[1-9A-HJ-NP-Za-km-z]+$/, 'an agent’s did:key')
+      .regex(DID_KEY, 'an agent’s did:key')
       .optional()
       .describe('The did:key of the agent the card addresses; its interface then carries it'),
   }),
@@ -149,6 +150,16 @@ export const a2aSendMessage = defineOperation({
     'recipient_unknown',
     'a2a_task_not_found',
     'a2a_task_ended',
+    'a2a_role_mismatch',
+    'a2a_context_mismatch',
+    'a2a_message_too_large',
+    'a2a_task_artifacts_exceeded',
+    'a2a_task_events_exceeded',
+    'a2a_task_too_large',
+    'a2a_task_push_configs_exceeded',
+    'a2a_push_configs_exceeded',
+    'a2a_push_hosts_exceeded',
+    'storage_quota_exceeded',
     'a2a_generation_mismatch',
     'idempotency_conflict',
     'invalid_notify_url',
@@ -230,7 +241,14 @@ export const a2aSetPushConfig = defineOperation({
   params: TaskOfConfig,
   body: PushConfigInput.omit({ taskId: true }),
   output: PushConfigView,
-  errors: ['a2a_task_not_found', 'invalid_notify_url', 'a2a_push_auth_unsupported'],
+  errors: [
+    'a2a_task_not_found',
+    'invalid_notify_url',
+    'a2a_push_auth_unsupported',
+    'a2a_task_push_configs_exceeded',
+    'a2a_push_configs_exceeded',
+    'a2a_push_hosts_exceeded',
+  ],
   tool: false,
   run: (ctx, caller, { params, body }) =>
     ctx.a2a.setPushConfig(signer(caller), { ...body, taskId: params.taskId }, caller),

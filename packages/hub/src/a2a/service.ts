@@ -609,20 +609,26 @@ export class A2aService {
     const role = this.role(row, principal)
     const wantRole = role === 'owner' ? 'ROLE_USER' : 'ROLE_AGENT'
     if (params.message.role !== wantRole) {
-      throw new BatonError('invalid_request', `The ${role} of a task sends ${wantRole} messages`, {
-        field: 'message.role',
-      })
+      throw new BatonError(
+        'a2a_role_mismatch',
+        `The ${role} of a task sends ${wantRole} messages`,
+        {
+          field: 'message.role',
+          role,
+        },
+      )
     }
     if (role === 'owner' && (update.state !== undefined || update.artifacts !== undefined)) {
       throw new BatonError(
-        'invalid_request',
+        'a2a_role_mismatch',
         'Only the agent of a task sets its state and artifacts; the owner cancels with CancelTask',
-        { field: `metadata.${RELAY_EXTENSION_URI}` },
+        { field: `metadata.${RELAY_EXTENSION_URI}`, role },
       )
     }
     if (params.message.contextId !== undefined && params.message.contextId !== row.context_id) {
-      throw new BatonError('invalid_request', 'contextId differs from the task’s', {
+      throw new BatonError('a2a_context_mismatch', 'contextId differs from the task’s', {
         field: 'message.contextId',
+        contextId: row.context_id,
       })
     }
     const message: Message = { ...params.message, contextId: row.context_id }

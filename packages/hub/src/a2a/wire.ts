@@ -47,6 +47,8 @@ export const INTERRUPTED_STATES: ReadonlySet<string> = new Set([
 ])
 
 const id = z.string().min(1).max(256)
+/** A did:key as the hub names principals. */
+export const DID_KEY = /^did:key:z[1-9A-HJ-NP-Za-km-z]+$/
 const metadata = z.record(z.string(), z.unknown())
 /**
  * A generation: an int64 in ProtoJSON is its decimal text, and a query parameter is text, so its
@@ -183,10 +185,14 @@ export const RelayUpdate = z.looseObject({
 })
 export type RelayUpdate = z.output<typeof RelayUpdate>
 
-export const SendMessageParams = z.looseObject({
-  /** The addressee: an admitted principal, as A2A 1.0 names a tenant behind one endpoint. */
-  tenant: z.string().max(256).optional(),
-  message: Message,
+/** The agent a new task is addressed to, with the way to name it when it is missing. */
+const NewTaskTenant = withCode(
+  z.string().max(256).regex(DID_KEY, 'an admitted agent’s did:key'),
+  'invalid_request',
+  'Set tenant to the did:key of the agent: build the A2A client from the card at /.well-known/agent-card.json?tenant=<did:key>, whose interface carries it into every request.',
+).describe('The did:key of the agent a new task is addressed to')
+
+const sendFields = {
   configuration: z
     .looseObject({
       acceptedOutputModes: z.array(z.string().max(256)).max(64).optional(),
@@ -197,7 +203,26 @@ export const SendMessageParams = z.looseObject({
     })
     .optional(),
   metadata: z.looseObject({ [RELAY_EXTENSION_URI]: RelayUpdate.optional() }).optional(),
-})
+}
+
+/**
+ * SendMessage's params, in the two shapes a send takes: a message that names its task continues
+ * it (either party, `tenant` as the client's interface carries it); one that names none starts a
+ * task, so it is the owner's ROLE_USER message and `tenant` names the agent it is addressed to
+ * (an admitted principal, as A2A 1.0 names a tenant behind one endpoint).
+ */
+export const SendMessageParams = z.union([
+  z.looseObject({
+    tenant: NewTaskTenant,
+    message: Message.extend({ role: z.literal('ROLE_USER') }),
+    ...sendFields,
+  }),
+  z.looseObject({
+    tenant: z.string().max(256).optional(),
+    message: Message.extend({ taskId: id.describe('The task this message continues') }),
+    ...sendFields,
+  }),
+])
 export type SendMessageParams = z.output<typeof SendMessageParams>
 
 export const GetTaskParams = z.looseObject({

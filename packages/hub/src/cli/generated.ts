@@ -127,25 +127,41 @@ function kindOf(s: JsonSchema): { kind: Kind; type: string; time?: boolean } {
   return { kind: 'json', type: 'json' }
 }
 
-function objectOf(schema: z.ZodType | undefined): z.ZodObject | undefined {
+/** The objects an input may be: itself, or each branch of a union of objects. */
+function objectsOf(schema: z.ZodType | undefined): z.ZodObject[] {
   let s: unknown = schema
   while (s instanceof z.ZodOptional || s instanceof z.ZodDefault) s = s.unwrap()
-  return s instanceof z.ZodObject ? s : undefined
+  if (s instanceof z.ZodObject) return [s]
+  if (s instanceof z.ZodUnion) return (s.options as z.ZodType[]).flatMap(objectsOf)
+  return []
 }
 
+/**
+ * A command's flags for one part of the input: every field of every shape the part may take
+ * (a union's branches share one set of flags), required when every shape requires it, and a
+ * field that is a different constant in each shape (a discriminator) takes any of them.
+ */
 function fieldsOf(schema: z.ZodType | undefined, part: CliField['part']): CliField[] {
-  const obj = objectOf(schema)
-  if (!obj) return []
-  const json = z.toJSONSchema(obj, { io: 'input', unrepresentable: 'any' }) as JsonSchema
-  const required = new Set(json.required ?? [])
-  return Object.entries(json.properties ?? {}).map(([name, s]) => ({
-    name,
-    flag: flagName(name),
-    part,
-    ...kindOf(s),
-    required: part === 'params' || required.has(name),
-    ...(s.description ? { description: s.description } : {}),
-  }))
+  const shapes = objectsOf(schema).map(
+    (obj) => z.toJSONSchema(obj, { io: 'input', unrepresentable: 'any' }) as JsonSchema,
+  )
+  const names = [...new Set(shapes.flatMap((j) => Object.keys(j.properties ?? {})))]
+  return names.map((name) => {
+    const each = shapes.flatMap((j) => (j.properties?.[name] ? [j.properties[name]] : []))
+    const consts = each.map((e) => e.const)
+    const s: JsonSchema =
+      each.length > 1 && consts.every((c) => typeof c === 'string')
+        ? { ...each[0], const: undefined, enum: [...new Set(consts)] }
+        : each[0]!
+    return {
+      name,
+      flag: flagName(name),
+      part,
+      ...kindOf(s),
+      required: part === 'params' || shapes.every((j) => j.required?.includes(name)),
+      ...(s.description ? { description: s.description } : {}),
+    }
+  })
 }
 
 /** The command an operation becomes. */
@@ -368,7 +384,7 @@ export async function runGenerated(c: CliCommand, argv: string[], io: Io): Promi
   if (bodyFile !== undefined) {
     const whole = await readJson(bodyFile, '--body')
     if (
-      !objectOf(inputSchemas(op, defaultConfig()).body) ||
+      objectsOf(inputSchemas(op, defaultConfig()).body).length === 0 ||
       typeof whole !== 'object' ||
       whole === null ||
       Array.isArray(whole)

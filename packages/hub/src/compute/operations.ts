@@ -207,7 +207,7 @@ export const claimComputeJob = defineOperation({
   auth: 'signature',
   params: RuntimeId,
   output: ComputeClaimView,
-  errors: [...runtimeErrors],
+  errors: [...runtimeErrors, 'compute_runtime_not_live'],
   tool: false,
   run: async (ctx, caller, { params }) => ({
     job: await ctx.compute.claim(signer(caller), params.runtimeId, caller),

@@ -514,8 +514,8 @@ export class ComputeService {
     const now = this.deps.clock.now()
     if (!runtime || runtime.principal !== principal || runtime.expires_at <= now) {
       throw new BatonError(
-        'invalid_request',
-        'Send a heartbeat for this runtimeId before claiming',
+        'compute_runtime_not_live',
+        'No live runtime of yours has this runtimeId: send a heartbeat for it before claiming',
         { field: 'runtimeId' },
       )
     }

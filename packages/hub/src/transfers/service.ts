@@ -309,20 +309,7 @@ export class TransferService {
             rateMicrosPerSecond: body.rateMicrosPerSecond,
           }
         : {}
-    if (body.scope === 'provision') {
-      for (const field of ['tier', 'budgetMicros', 'rateMicrosPerSecond'] as const) {
-        if (body[field] === undefined) {
-          throw new BatonError('invalid_request', `A provision token must bind ${field}`, { field })
-        }
-      }
-      this.assertTier(params as { tier: string; budgetMicros: number; rateMicrosPerSecond: number })
-    } else {
-      for (const field of ['tier', 'budgetMicros', 'rateMicrosPerSecond'] as const) {
-        if (body[field] !== undefined) {
-          throw new BatonError('invalid_request', `An activate token binds no ${field}`, { field })
-        }
-      }
-    }
+    if (body.scope === 'provision') this.assertTier(body)
     const now = this.deps.clock.now()
     const expiresAt = now + (body.ttlSeconds ? body.ttlSeconds * 1000 : this.deps.config.tokenTtlMs)
     const jti = newJti()
