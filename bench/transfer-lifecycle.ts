@@ -115,8 +115,8 @@ async function createDatabase(adminUrl: string, prefix: string) {
 const snapshot = (i: number) => ({
   systemPrompt: 'You resume the job.',
   messages: [
-    { role: 'user', content: `task ${i}` },
-    { role: 'assistant', content: [{ type: 'text', text: 'working' }] },
+    { role: 'user' as const, content: `task ${i}` },
+    { role: 'assistant' as const, content: [{ type: 'text', text: 'working' }] },
   ],
   toolState: { progress: { step: i } },
   mcpConfig: { servers: [{ name: 'docs', env: { TOKEN: { credRef: 'env://DOCS_TOKEN' } } }] },

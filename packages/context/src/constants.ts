@@ -125,13 +125,8 @@ export const REF_KINDS = ['digest', 'salted-digest', 'scitt-receipt', 'learnlog-
 // seed 003: verified, mismatch, unverifiable or not checked
 export const REF_OUTCOMES = ['verified', 'mismatch', 'unverifiable', 'not-checked'] as const
 
-/** The A2A extension URI: the metadata key, also listed in `Message.extensions`. */
-// seed 003: the A2A carrying key
-export const A2A_EXTENSION_URI = 'https://quantumlearningmachines.com/a2a/ext/agent-handoff/v1'
-
-/** The MCP `_meta` key for the handoff object and statuses. */
-// seed 003: the MCP carrying key
-export const MCP_META_KEY = 'quantumlearningmachines.com/agent-handoff'
+/** The A2A extension URI and the MCP `_meta` key that carry handoff objects (seed 003). */
+export { A2A_EXTENSION_URI, MCP_META_KEY } from '@baton/protocol'
 
 /**
  * The handoff-state to A2A task-state map, in the A2A v1.0 JSON names.

@@ -1,9 +1,11 @@
 import path from 'node:path'
 import {
+  COMPUTE_LIMITS,
   DEFAULT_SKEW_SECONDS,
   HANDOFF_LIMITS,
   HOME_LIMITS,
   MESSAGE_LIMITS,
+  RESOURCE_LIMITS,
   TRANSFER_LIMITS,
 } from '@baton/protocol'
 import { DEFAULT_MAX_JSON_ELEMENTS } from './http/json-guard.js'
@@ -177,7 +179,7 @@ export const ENV_DOC: Record<string, string> = {
   BATON_HANDOFF_MAX_PAYLOAD_BYTES: 'largest handoff payload as JSON (default 16384)',
   BATON_HANDOFF_MAX_NOTE_CHARS: 'longest note (default 500)',
   BATON_HANDOFF_MAX_STATES: 'most states in a custom machine (default 12)',
-  BATON_HANDOFF_MAX_WAIT_SECONDS: 'longest wait; longer waits are clamped (default 25)',
+  BATON_HANDOFF_MAX_WAIT_SECONDS: `longest wait; longer waits are clamped (default ${HANDOFF_LIMITS.maxWaitSeconds})`,
   BATON_HANDOFF_DAILY_QUOTA: 'handoff creations per client IP per UTC day (default 100)',
   BATON_CLEANUP_INTERVAL_SECONDS: 'how often expired handoffs are removed (default 60)',
   BATON_NOTIFY_ALLOW_LOOPBACK:
@@ -195,7 +197,7 @@ export const ENV_DOC: Record<string, string> = {
   BATON_MESSAGE_MAX_BYTES: 'largest message body as canonical JSON (default 65536)',
   BATON_MESSAGE_POLL_MIN_INTERVAL_MS:
     'least time between inbox reads that find nothing, per principal; sooner answers 429 (default 1000)',
-  BATON_MESSAGE_MAX_WAIT_SECONDS: 'longest inbox long-poll; longer waits are clamped (default 25)',
+  BATON_MESSAGE_MAX_WAIT_SECONDS: `longest inbox long-poll; longer waits are clamped (default ${MESSAGE_LIMITS.maxWaitSeconds})`,
   BATON_HOME_MAX_FILE_BYTES: 'largest home file content in UTF-8 bytes (default 262144)',
   BATON_HOME_MAX_PAGE_SIZE:
     'most home files one listing page answers; a larger limit is refused (default 1000)',
@@ -255,9 +257,8 @@ export const ENV_DOC: Record<string, string> = {
     'how long a runtime counts as live after its last heartbeat (default 10)',
   BATON_COMPUTE_MAX_ATTEMPTS:
     'claims of one job before it fails with compute_runtime_lost (default 3)',
-  BATON_COMPUTE_MAX_WAIT_SECONDS: 'longest job long-poll; longer waits are clamped (default 25)',
-  BATON_TRANSFER_MAX_WAIT_SECONDS:
-    'longest transfer long-poll; longer waits are clamped (default 25)',
+  BATON_COMPUTE_MAX_WAIT_SECONDS: `longest job long-poll; longer waits are clamped (default ${COMPUTE_LIMITS.maxWaitSeconds})`,
+  BATON_TRANSFER_MAX_WAIT_SECONDS: `longest transfer long-poll; longer waits are clamped (default ${TRANSFER_LIMITS.maxWaitSeconds})`,
   BATON_COMPUTE_UNAVAILABLE_GRACE_SECONDS:
     'a waiting job whose language has had no live runtime for this long ends failed with compute_unavailable (default 60)',
   BATON_COMPUTE_RUNTIMES:
@@ -371,9 +372,10 @@ export function loadConfig(
       pollIntervalMs: 1000,
     },
     resources: {
-      maxBytes: int(merged, 'BATON_RESOURCE_MAX_BYTES', 256 * 1024, 1),
-      grantMaxTtlMs: int(merged, 'BATON_GRANT_MAX_TTL_SECONDS', 30 * 24 * 3600, 1) * 1000,
-      maxPageSize: int(merged, 'BATON_RESOURCE_MAX_PAGE_SIZE', 100, 1),
+      maxBytes: int(merged, 'BATON_RESOURCE_MAX_BYTES', RESOURCE_LIMITS.maxBytes, 1),
+      grantMaxTtlMs:
+        int(merged, 'BATON_GRANT_MAX_TTL_SECONDS', RESOURCE_LIMITS.grantMaxTtlMs / 1000, 1) * 1000,
+      maxPageSize: int(merged, 'BATON_RESOURCE_MAX_PAGE_SIZE', RESOURCE_LIMITS.maxPageSize, 1),
     },
     messages: {
       maxBodyBytes: int(merged, 'BATON_MESSAGE_MAX_BYTES', MESSAGE_LIMITS.maxBodyBytes, 1),
@@ -588,7 +590,7 @@ function computeConfig(env: Env): ComputeConfig {
     leaseMs: int(env, 'BATON_COMPUTE_LEASE_SECONDS', 15, 1) * 1000,
     runtimeTtlMs: int(env, 'BATON_COMPUTE_RUNTIME_TTL_SECONDS', 10, 1) * 1000,
     maxAttempts: int(env, 'BATON_COMPUTE_MAX_ATTEMPTS', 3, 1),
-    maxWaitSeconds: int(env, 'BATON_COMPUTE_MAX_WAIT_SECONDS', 25, 0),
+    maxWaitSeconds: int(env, 'BATON_COMPUTE_MAX_WAIT_SECONDS', COMPUTE_LIMITS.maxWaitSeconds, 0),
     unavailableGraceMs: int(env, 'BATON_COMPUTE_UNAVAILABLE_GRACE_SECONDS', 60, 1) * 1000,
     runtimes,
     quotas: {

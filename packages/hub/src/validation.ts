@@ -27,9 +27,9 @@ export function parseInput<S extends z.ZodType>(
   if (issue.code === 'unrecognized_keys') {
     const key = issue.keys[0] ?? ''
     const field = base ? `${base}.${key}` : key
-    throw new BatonError('unknown_field', `Unknown field ${JSON.stringify(field)} in ${what}`, {
-      field,
-    })
+    // A value whose every refusal has its own code (`within`) answers it for an unknown key too.
+    const code = refusal?.within ? refusal.code : 'unknown_field'
+    throw new BatonError(code, `Unknown field ${JSON.stringify(field)} in ${what}`, { field })
   }
   const field = base || what
   if (value === undefined || value === null || typeof value !== 'object') {
@@ -52,7 +52,8 @@ const unwrap = (node: z.ZodType): z.ZodType =>
  * The problem to answer, at its full path, with the code and fix registered (`withCode`) on the
  * refused field's schema or on the innermost object holding it that has one (looked for through
  * objects, optional and default wrappers, and only when the walk reaches the refused field itself:
- * an item of a list keeps `invalid_request`). A refusal by a union of shapes answers the problem
+ * an item of a list keeps `invalid_request`, unless a schema holding it covers all `within` it).
+ * A refusal by a union of shapes answers the problem
  * of the shape the input came nearest to: the one with fewest problems, the first on a tie.
  */
 function locate(
@@ -62,10 +63,14 @@ function locate(
   inherited?: Refusal,
 ): { issue: z.core.$ZodIssue; path: PropertyKey[]; refusal?: Refusal | undefined } {
   let refusal = inherited
+  // The innermost refusal that covers everything inside its value (`within`).
+  let covering = inherited?.within ? inherited : undefined
   let node = schema
   const visit = (n: z.ZodType) => {
     for (let m: z.ZodType = n; ; m = m.unwrap() as z.ZodType) {
-      refusal = refusalOf(m) ?? refusal
+      const own = refusalOf(m)
+      if (own?.within) covering = own
+      refusal = own ?? refusal
       if (!(m instanceof z.ZodOptional || m instanceof z.ZodDefault)) break
     }
   }
@@ -87,7 +92,7 @@ function locate(
     })
     const union = node ? unwrap(node) : undefined
     const branch = union instanceof z.ZodUnion ? (union.options[nearest] as z.ZodType) : undefined
-    return locate(branch, issue.errors[nearest]![0]!, path, node ? refusal : undefined)
+    return locate(branch, issue.errors[nearest]![0]!, path, node ? refusal : covering)
   }
-  return { issue, path, ...(node ? { refusal } : {}) }
+  return { issue, path, refusal: node ? refusal : covering }
 }

@@ -194,9 +194,11 @@ for (const store of testStores) {
         clients.push(client)
         const tools = new Map((await client.listTools()).tools.map((t) => [t.name, t]))
         const list = tools.get('list_home_files')?.inputSchema.properties as
-          | Record<string, { maximum?: number }>
+          | Record<string, { anyOf?: { type?: string; maximum?: number }[] }>
           | undefined
-        assert.equal(list?.limit?.maximum, 3)
+        // A tool's limit is the route's: a JSON integer up to the hub's page size, or its text.
+        const integer = list?.limit?.anyOf?.find((b) => b.type === 'integer')
+        assert.equal(integer?.maximum, 3)
         assert.match(tools.get('write_home_file')?.description ?? '', /\b64\b/)
         const over = await client.callTool({ name: 'list_home_files', arguments: { limit: 4 } })
         assert.equal(over.isError, true)

@@ -60,8 +60,24 @@ for (const store of testStores) {
           assert.ok(names.includes(name), name)
         }
         const read = tools.find((t) => t.name === 'read_agent_handoff')!
-        const props = read.inputSchema.properties as Record<string, { maximum?: number }>
-        assert.equal(props.wait_seconds?.maximum, 25)
+        const props = read.inputSchema.properties as Record<string, object>
+        assert.deepEqual(Object.keys(props).sort(), [
+          'handoff_id',
+          'token',
+          'version',
+          'wait_seconds',
+        ])
+        // The wait is the route's: any whole number, clamped to the hub's longest wait, which
+        // the description states; the tool takes no argument the route does not.
+        const doc = (await fetch(`${hub.url}/openapi.json`).then((r) => r.json())) as {
+          paths: Record<string, { get: { parameters: { name: string; schema: object }[] } }>
+        }
+        const route = doc.paths['/services/v1/handoff/{handoff_id}/wait/{seconds}']!.get
+        const param = (name: string) => route.parameters.find((p) => p.name === name)?.schema
+        assert.deepEqual(props.wait_seconds, param('seconds'))
+        assert.deepEqual(props.version, param('version'))
+        assert.match(read.description ?? '', /at most 25;/)
+        assert.equal(read.inputSchema.additionalProperties, false)
       })
 
       test('create, advance, read and a conflict, with the same rules as HTTP', async () => {

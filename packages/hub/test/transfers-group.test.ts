@@ -18,7 +18,7 @@ const params = { tier: 'standard', budgetMicros: 1000, rateMicrosPerSecond: 10 }
 
 const snapshot = (note: string) => ({
   systemPrompt: 'You resume the job.',
-  messages: [{ role: 'user', content: `task ${note}` }],
+  messages: [{ role: 'user' as const, content: `task ${note}` }],
   toolState: {},
   mcpConfig: { servers: [] },
 })

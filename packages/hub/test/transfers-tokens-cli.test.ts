@@ -146,7 +146,12 @@ for (const store of testStores) {
       const minted = await hub.ctx.transfers.mint(
         (
           await hub.ctx.transfers.create('did:key:zOwner', {
-            snapshot: { systemPrompt: 'p', messages: [] },
+            snapshot: {
+              systemPrompt: 'p',
+              messages: [],
+              toolState: {},
+              mcpConfig: { servers: [] },
+            },
           })
         ).transferId,
         { scope: 'activate' },

@@ -75,6 +75,20 @@ export function wholeNumber(
 }
 
 /**
+ * The `Idempotency-Key` header of an operation that takes one: 8 to 255 printable ASCII
+ * characters without spaces. The same key and request answer the first result.
+ */
+export const IdempotencyKeyHeader = z
+  .string()
+  .regex(/^[\x21-\x7e]{8,255}$/, '8 to 255 printable ASCII characters without spaces')
+  .describe(
+    'Makes the call safe to repeat: the same key and request answer the first result. Signed requests must cover it.',
+  )
+
+/** A hub's longest long poll by default, in seconds (seed 002: 25); an operator may change it. */
+export const DEFAULT_MAX_WAIT_SECONDS = 25
+
+/**
  * Seconds to hold a long poll: any whole number, answered clamped to `max(config)` by the
  * operation (seed 002: a longer wait is clamped, never refused). Answers a number.
  */
@@ -99,6 +113,8 @@ export function isoInstant(): z.ZodType<number, string> {
 export interface Refusal {
   code: ErrorCode
   fix?: string
+  /** Whether a refusal anywhere inside the value (an item of a list included) answers it too. */
+  within?: boolean
 }
 
 // Keyed by a schema's definition, which `.describe()` and `.meta()` keep while making a new schema.
@@ -111,8 +127,17 @@ const refusals = new WeakMap<object, Refusal>()
  *
  * @example withCode(z.string().regex(/^[a-z]+$/), 'invalid_path')
  */
-export function withCode<S extends z.ZodType>(schema: S, code: ErrorCode, fix?: string): S {
-  refusals.set(schema._zod.def, fix === undefined ? { code } : { code, fix })
+export function withCode<S extends z.ZodType>(
+  schema: S,
+  code: ErrorCode,
+  fix?: string,
+  options: { within?: boolean } = {},
+): S {
+  refusals.set(schema._zod.def, {
+    code,
+    ...(fix === undefined ? {} : { fix }),
+    ...(options.within ? { within: true } : {}),
+  })
   return schema
 }
 

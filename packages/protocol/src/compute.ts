@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { waitSeconds, wholeNumber } from './codecs.js'
+import { DEFAULT_MAX_WAIT_SECONDS, waitSeconds, wholeNumber } from './codecs.js'
 import { jsonValue } from './json.js'
 
 /** The states of a compute job; `succeeded`, `failed` and `canceled` are final. */
@@ -40,6 +40,9 @@ export type SubmitComputeJobInput = z.infer<typeof SubmitComputeJobInput>
 
 /** Compute listing defaults: jobs answered per page when `limit` is not given, and at most. */
 export const COMPUTE_LIST_LIMITS = { defaultPageSize: 50, maxPageSize: 100 } as const
+
+/** The compute limits a hub publishes by default that its operator may change. */
+export const COMPUTE_LIMITS = { maxWaitSeconds: DEFAULT_MAX_WAIT_SECONDS } as const
 
 /** The query of `GET /v1/compute/jobs`. */
 export const ListComputeJobsQuery = z.strictObject({

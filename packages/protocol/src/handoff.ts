@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { DEFAULT_MAX_WAIT_SECONDS } from './codecs.js'
 import { nonNullJson } from './json.js'
 
 /** Seed 002 defaults: the machine every handoff uses unless it declares its own. */
@@ -12,7 +13,7 @@ export const HANDOFF_LIMITS = {
   maxPayloadBytes: 16 * 1024,
   maxNoteChars: 500,
   maxStates: 12,
-  maxWaitSeconds: 25,
+  maxWaitSeconds: DEFAULT_MAX_WAIT_SECONDS,
   ttlMs: 24 * 60 * 60 * 1000,
   dailyCreatesPerIp: 100,
 } as const

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { withCode } from './codecs.js'
+import { wholeNumber, withCode } from './codecs.js'
 
 /** Home file limits; the file size is overridable by the hub's configuration. */
 export const HOME_LIMITS = {
@@ -107,3 +107,24 @@ export const HomeFileDeleteView = z.object({
 })
 /** A deleted file. */
 export type HomeFileDeleteView = z.infer<typeof HomeFileDeleteView>
+
+/** Files a listing page answers when it names no `limit`: the default, within the hub's most. */
+export const defaultHomePageSize = (config: { maxPageSize: number }) =>
+  Math.min(HOME_LIMITS.defaultPageSize, config.maxPageSize)
+
+/** The query of a home listing under the hub's page size: the whole rule of its shape. */
+export function listHomeFilesQuery(config: { maxPageSize: number }) {
+  return z.strictObject({
+    prefix: HomePathPrefix.optional().describe('Only paths starting with this text'),
+    after: HomePath.optional().describe(
+      'Exclusive path cursor: the nextAfter of the previous page',
+    ),
+    limit: wholeNumber({ min: 1, max: config.maxPageSize })
+      .optional()
+      .describe(
+        `At most this many files, 1 to ${config.maxPageSize} (default ${defaultHomePageSize(config)})`,
+      ),
+  })
+}
+/** A parsed home listing query. */
+export type ListHomeFilesQuery = z.output<ReturnType<typeof listHomeFilesQuery>>

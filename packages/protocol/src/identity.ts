@@ -1,4 +1,6 @@
 import { z } from 'zod'
+import { fromBase64url, toBase64url } from './base64.js'
+import { withCode } from './codecs.js'
 import { RuntimeAvailability } from './compute.js'
 
 /** The protocol version a hub announces in discovery and a client expects. */
@@ -176,3 +178,52 @@ export const DiscoveryDocument = z.object({
 })
 /** The discovery document. */
 export type DiscoveryDocument = z.infer<typeof DiscoveryDocument>
+
+/** The default and the largest page of the admin principal list. */
+export const PRINCIPAL_PAGE = { defaultLimit: 100, maxLimit: 500 } as const
+
+/** A position in the enrolled principals: after this enrolment time and principal. */
+export interface PrincipalPosition {
+  enrolledAt: number
+  principal: string
+}
+
+const PositionJson = z.tuple([
+  z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+  z.string().max(200),
+])
+
+// A cursor is opaque to callers: `v1.` and the base64url JSON of [enrolled_at, principal].
+/** The `next_cursor` that continues the principal list after `position`. */
+export function toPrincipalCursor(position: PrincipalPosition): string {
+  const json = JSON.stringify([position.enrolledAt, position.principal])
+  return `v1.${toBase64url(new TextEncoder().encode(json))}`
+}
+
+/**
+ * A page cursor as the list answered it (`v1.` and base64url text), answering the position it
+ * names; a cursor of that form that names none is refused too (`cursor_invalid`), as no page
+ * answered it.
+ */
+export const PrincipalCursor = withCode(
+  z
+    .string()
+    .max(400)
+    .regex(/^v1\.[A-Za-z0-9_-]+$/, 'a next_cursor this list answered')
+    .transform((raw, ctx): PrincipalPosition => {
+      let value: unknown
+      try {
+        const bytes = fromBase64url(raw.slice(3))
+        value = bytes && JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes))
+      } catch {
+        value = undefined
+      }
+      const position = PositionJson.safeParse(value)
+      if (!position.success) {
+        ctx.issues.push({ code: 'custom', message: 'a next_cursor this list answered', input: raw })
+        return z.NEVER
+      }
+      return { enrolledAt: position.data[0], principal: position.data[1] }
+    }),
+  'cursor_invalid',
+)

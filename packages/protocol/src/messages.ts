@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { booleanFlag, waitSeconds, wholeNumber } from './codecs.js'
+import { booleanFlag, DEFAULT_MAX_WAIT_SECONDS, waitSeconds, wholeNumber } from './codecs.js'
 import { nonNullJson } from './json.js'
 
 /** Message limits; the body size is overridable by the hub's configuration. */
@@ -13,7 +13,7 @@ export const MESSAGE_LIMITS = {
   /** Most messages answered per inbox page; a larger `limit` is a 400. */
   maxPageSize: 100,
   /** Longest long-poll `wait`, in seconds; longer waits are clamped. */
-  maxWaitSeconds: 25,
+  maxWaitSeconds: DEFAULT_MAX_WAIT_SECONDS,
   /** Deepest nesting of arrays and objects in a body; deeper is a 400. */
   maxDepth: 64,
 } as const

@@ -1,5 +1,16 @@
 import { z } from 'zod'
+import { wholeNumber } from './codecs.js'
 import { jsonValue } from './json.js'
+
+/** The resource and grant limits a hub uses by default; its operator may change each. */
+export const RESOURCE_LIMITS = {
+  /** Largest resource data, as JSON, in bytes. */
+  maxBytes: 256 * 1024,
+  /** Longest grant, from now to its expiresAt. */
+  grantMaxTtlMs: 30 * 24 * 3600 * 1000,
+  /** Most resources one listing page answers; a larger `limit` answers this many. */
+  maxPageSize: 100,
+} as const
 
 /** The actions a grant can give on a resource (seed 000); read includes the history. */
 export const RESOURCE_ACTIONS = ['resource:read', 'resource:update'] as const
@@ -127,3 +138,24 @@ export type GrantView = z.infer<typeof GrantView>
 export const GrantListView = z.object({ capabilities: z.array(GrantView) })
 /** The grants a principal issued or holds. */
 export type GrantListView = z.infer<typeof GrantListView>
+
+const ListFilter = z.string().min(1).max(200)
+
+// The most a listing's limit may say (three digits, as it always took); more than the page size
+// answers a page.
+const LIMIT_MAX = 999
+
+/** The query of a resource listing under the hub's page size: the whole rule of its shape. */
+export function listResourcesQuery(config: { maxPageSize: number }) {
+  const most = config.maxPageSize
+  return z.strictObject({
+    namespace: ListFilter.optional().describe('Only this namespace'),
+    kind: ListFilter.optional().describe('Only this kind'),
+    after: ListFilter.optional().describe('Continue after this resource id (from `next`)'),
+    limit: wholeNumber({ min: 1, max: LIMIT_MAX })
+      .optional()
+      .describe(`At most this many (default ${most}; above ${most} answers ${most})`),
+  })
+}
+/** A parsed resource listing query. */
+export type ListResourcesQuery = z.output<ReturnType<typeof listResourcesQuery>>

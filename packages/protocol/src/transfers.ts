@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { waitSeconds, wholeNumber } from './codecs.js'
+import { DEFAULT_MAX_WAIT_SECONDS, waitSeconds, wholeNumber, withCode } from './codecs.js'
 import { jsonValue } from './json.js'
 
 /** Session transfer defaults (seed 004); each is overridable by the hub's configuration. */
@@ -13,7 +13,7 @@ export const TRANSFER_LIMITS = {
   /** Largest snapshot request body, in bytes. */
   snapshotMaxBytes: 32 * 1024 * 1024,
   /** Longest long-poll wait on a transfer, in seconds; longer waits are clamped. */
-  maxWaitSeconds: 25,
+  maxWaitSeconds: DEFAULT_MAX_WAIT_SECONDS,
   /** Longest idempotency key of a snapshot or a usage report. */
   maxIdempotencyKeyChars: 200,
 } as const
@@ -95,8 +95,12 @@ export type Snapshot = z.infer<typeof Snapshot>
 
 /** The body of `POST /v1/transfers`: a snapshot, and a key that makes the create safe to repeat. */
 export const CreateTransferInput = z.strictObject({
-  snapshot: Snapshot,
-  idempotencyKey: TransferIdempotencyKey.optional(),
+  snapshot: withCode(Snapshot, 'snapshot_invalid', undefined, { within: true }).describe(
+    'The session: systemPrompt, messages, toolState, mcpConfig { servers } and optional metadata',
+  ),
+  idempotencyKey: TransferIdempotencyKey.optional().describe(
+    'Makes a retry safe; the Idempotency-Key header is the alternative',
+  ),
 })
 /** A parsed snapshot request. */
 export type CreateTransferInput = z.infer<typeof CreateTransferInput>
@@ -104,15 +108,17 @@ export type CreateTransferInput = z.infer<typeof CreateTransferInput>
 /** The body of `POST /v1/transfers/{id}/provision`; the token must authorize these exact values. */
 export const ProvisionInput = z.strictObject({
   tier: TierName,
-  budgetMicros: Micros.min(1),
-  rateMicrosPerSecond: Micros,
-  token: z.string().min(1).max(4096),
+  budgetMicros: Micros.min(1).describe('The allocated budget in micro-units (1 unit = 1000000)'),
+  rateMicrosPerSecond: Micros.describe('The price of wall time, micro-units per second'),
+  token: z.string().min(1).max(4096).describe('The provision token the orchestrator gave you'),
 })
 /** A parsed provision request. */
 export type ProvisionInput = z.infer<typeof ProvisionInput>
 
 /** The body of `POST /v1/transfers/{id}/activate`. */
-export const ActivateInput = z.strictObject({ token: z.string().min(1).max(4096) })
+export const ActivateInput = z.strictObject({
+  token: z.string().min(1).max(4096).describe('The activate token the orchestrator gave you'),
+})
 /** A parsed activate request. */
 export type ActivateInput = z.infer<typeof ActivateInput>
 

@@ -1,70 +1,14 @@
-import { z } from 'zod'
-import { defineOperation } from '../ops/operation.js'
+import { contracts } from '@baton/protocol'
+import { bind } from '../ops/operation.js'
 import { listGuides, readGuide, searchGuides } from './guides.js'
 
-const tags = ['guides']
-const Summary = z.object({ name: z.string(), title: z.string() })
-
-export const listGuidesOp = defineOperation({
-  name: 'listGuides',
-  summary: 'The hub’s public guides (README and docs), by name and title',
-  tags,
-  method: 'GET',
-  path: '/guides',
-  auth: 'none',
-  output: z.object({ guides: z.array(Summary) }),
-  errors: [],
-  tool: {
-    name: 'list_guides',
-    title: 'List the hub guides',
-    description:
-      'The hub’s own guides: the README tour, signed requests, handoffs, transfers, compute, errors.',
-    annotations: { readOnlyHint: true, openWorldHint: false },
-  },
-  run: async () => listGuides(),
-})
-
-export const searchGuidesOp = defineOperation({
-  name: 'searchGuides',
-  summary: 'Guides holding every word of q, with matching lines',
-  tags,
-  method: 'GET',
-  path: '/guides/search',
-  auth: 'none',
-  query: z.strictObject({
-    q: z.string().max(200).regex(/\S/, 'at least one word').describe('Words to look for'),
-  }),
-  output: z.object({
-    results: z.array(Summary.extend({ matches: z.array(z.string()) })),
-  }),
-  errors: [],
-  tool: {
-    name: 'search_guides',
-    title: 'Search the hub guides',
-    description: 'Find the guides that mention every word of q, with the lines that match.',
-    annotations: { readOnlyHint: true, openWorldHint: false },
-  },
-  run: async (_ctx, _caller, { query }) => searchGuides(query.q),
-})
-
-export const readGuideOp = defineOperation({
-  name: 'readGuide',
-  summary: 'One guide’s Markdown text',
-  tags,
-  method: 'GET',
-  path: '/guides/:name',
-  auth: 'none',
-  params: z.strictObject({ name: z.string().max(64).describe('The guide name, from listGuides') }),
-  output: Summary.extend({ markdown: z.string() }),
-  errors: ['not_found'],
-  tool: {
-    name: 'read_guide',
-    title: 'Read a hub guide',
-    description: 'Read one of the hub’s guides as Markdown, by the name list_guides gives.',
-    annotations: { readOnlyHint: true, openWorldHint: false },
-  },
-  run: async (_ctx, _caller, { params }) => readGuide(params.name),
-})
+export const listGuidesOp = bind(contracts.listGuides, async () => listGuides())
+export const searchGuidesOp = bind(contracts.searchGuides, async (_ctx, _caller, { query }) =>
+  searchGuides(query.q),
+)
+export const readGuideOp = bind(contracts.readGuide, async (_ctx, _caller, { params }) =>
+  readGuide(params.name),
+)
 
 /** Every guide operation; all open to anonymous callers, none writes. */
 export const guideOperations = [listGuidesOp, searchGuidesOp, readGuideOp]

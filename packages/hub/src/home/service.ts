@@ -1,10 +1,11 @@
 import {
   BatonError,
-  HOME_LIMITS,
+  defaultHomePageSize,
   type HomeFileDeleteView,
   type HomeFileListView,
   type HomeFileView,
   type HomeFileWriteView,
+  type ListHomeFilesQuery,
   type WriteHomeFileInput,
 } from '@baton/protocol'
 import type { Clock } from '../clock.js'
@@ -14,7 +15,6 @@ import type { Database } from '../store/database.js'
 import { changeStoredBytes } from '../store/quota.js'
 import type { HomeFileRow } from '../store/schema.js'
 import type { Carrying, Tx, WriteBatcher } from '../store/transaction.js'
-import type { ListHomeFilesQuery } from './operations.js'
 import * as store from './store.js'
 
 /** What the home service needs from the rest of the hub. */
@@ -30,10 +30,6 @@ export interface HomeDeps {
 
 /** The event topic of a principal's home; an event is a hint to re-read. */
 export const homeTopic = (principal: string) => `home:${principal}`
-
-/** Files a listing page answers when it names no `limit`: the default, within the hub's most. */
-export const defaultHomePageSize = (config: Config['home']) =>
-  Math.min(HOME_LIMITS.defaultPageSize, config.maxPageSize)
 
 const iso = (ms: number) => new Date(ms).toISOString()
 

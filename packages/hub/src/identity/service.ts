@@ -10,14 +10,15 @@ import {
   type HttpMessage,
   type MeView,
   PRESENT_COMPONENTS,
+  PRINCIPAL_PAGE,
   PROTOCOL_VERSION,
+  type PrincipalPosition,
   type PrincipalView,
   type PublicJwk,
   REQUIRED_COMPONENTS,
   SIGNATURE_LABEL,
-  withCode,
+  toPrincipalCursor,
 } from '@baton/protocol'
-import { z } from 'zod'
 import type { Clock } from '../clock.js'
 import type { Config } from '../config.js'
 import type { EventBus } from '../events/bus.js'
@@ -639,7 +640,10 @@ export class IdentityService {
     const last = page.at(-1)
     return {
       principals: page.map((r) => toView(r)),
-      next_cursor: rows.length > limit && last ? toCursor(last) : null,
+      next_cursor:
+        rows.length > limit && last
+          ? toPrincipalCursor({ enrolledAt: last.enrolled_at, principal: last.principal })
+          : null,
     }
   }
 
@@ -735,51 +739,6 @@ export interface PrincipalPage {
   principals: PrincipalView[]
   next_cursor: string | null
 }
-
-/** The default and the largest page of the admin principal list. */
-export const PRINCIPAL_PAGE = { defaultLimit: 100, maxLimit: 500 } as const
-
-// A cursor is opaque to callers: `v1.` and the base64url JSON of [enrolled_at, principal].
-function toCursor(row: { enrolled_at: number; principal: string }): string {
-  return `v1.${Buffer.from(JSON.stringify([row.enrolled_at, row.principal])).toString('base64url')}`
-}
-
-/** A position in the enrolled principals: after this enrolment time and principal. */
-export interface PrincipalPosition {
-  enrolledAt: number
-  principal: string
-}
-
-const PositionJson = z.tuple([
-  z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
-  z.string().max(200),
-])
-
-/**
- * A page cursor as the list answered it (`v1.` and base64url text), answering the position it
- * names; a cursor of that form that names none is refused too, as no page answered it.
- */
-export const PrincipalCursor = withCode(
-  z
-    .string()
-    .max(400)
-    .regex(/^v1\.[A-Za-z0-9_-]+$/, 'a next_cursor this list answered')
-    .transform((raw, ctx): PrincipalPosition => {
-      let value: unknown
-      try {
-        value = JSON.parse(Buffer.from(raw.slice(3), 'base64url').toString('utf8'))
-      } catch {
-        value = undefined
-      }
-      const position = PositionJson.safeParse(value)
-      if (!position.success) {
-        ctx.issues.push({ code: 'custom', message: 'a next_cursor this list answered', input: raw })
-        return z.NEVER
-      }
-      return { enrolledAt: position.data[0], principal: position.data[1] }
-    }),
-  'cursor_invalid',
-)
 
 /** What a page of the principal list is asked for, parsed. */
 export interface PrincipalPageQuery {

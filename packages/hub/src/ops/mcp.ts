@@ -1,5 +1,14 @@
+import { BatonError } from '@baton/protocol'
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
-import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js'
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type Tool,
+  type ToolAnnotations,
+} from '@modelcontextprotocol/sdk/types.js'
 import type { Logger } from 'pino'
 import { z } from 'zod'
 import type { Config } from '../config.js'
@@ -7,6 +16,7 @@ import { toBatonError } from '../http/errors.js'
 import { Carry } from '../store/transaction.js'
 import { formatTraceparent, parseTraceparent } from '../telemetry/trace-context.js'
 import { AUTH_KINDS } from './auth-kinds.js'
+import { jsonSchema } from './openapi.js'
 import {
   type Auth,
   type Caller,
@@ -27,25 +37,82 @@ export type Invoke = (
   caller: Pick<Caller, 'token' | 'signal' | 'progress' | 'idempotencyKey' | 'carry' | 'trace'>,
 ) => Promise<unknown>
 
+/** A tool argument that is one field of an operation's input: its schema, under the tool's name. */
+export interface ToolArg {
+  op: Operation
+  part: 'params' | 'query' | 'body'
+  field: string
+  /** Optional in the tool where the operation requires it (the tool then calls another one). */
+  optional?: boolean
+}
+
+/** Declares that a tool argument is `op`'s `part.field`, with that field's schema. */
+export function toolArg(
+  op: Operation,
+  part: ToolArg['part'],
+  field: string,
+  opts: { optional?: boolean } = {},
+): ToolArg {
+  return { op, part, field, ...opts }
+}
+
 /**
- * A tool that is not one operation: seed 002's `read_agent_handoff` reads or waits. It names the
- * operations it reaches, so face coverage can account for them.
+ * A tool that is not one operation as it stands: seed 002's `read_agent_handoff` reads or waits,
+ * seed 004's tools name a transfer `transferId` where its route's path says `id`. It is a declared
+ * mapping of its arguments onto its operations' inputs, with no schema of its own: each argument
+ * is a field of an operation's contract, so the tool publishes and enforces the contract's rule.
  */
 export interface CompositeTool {
   name: string
   title: string
   description: Declared<string>
   auth: Auth
-  /** Its arguments, made from the config where they hold a limit (a wait's longest seconds). */
-  input: Declared<z.ZodRawShape>
+  /** Its arguments, each one field of an operation's input (the credential is the auth's). */
+  args: Record<string, ToolArg>
+  /** Its answer: the answer of the operation it ends with. */
   output: z.ZodObject
   ops: readonly Operation[]
   annotations?: ToolAnnotations
   call(
     invoke: Invoke,
     args: Record<string, unknown>,
-    caller: Pick<Caller, 'signal' | 'progress' | 'carry'>,
+    caller: Pick<Caller, 'signal' | 'progress' | 'carry' | 'trace'>,
   ): Promise<unknown>
+}
+
+/** A composite tool's arguments as the contracts it maps onto make them under `config`. */
+export function compositeShape(c: CompositeTool, config: Config): Record<string, z.ZodType> {
+  const shape: Record<string, z.ZodType> = {}
+  for (const [name, a] of Object.entries(c.args)) {
+    const part = inputSchemas(a.op, config)[a.part]
+    let field = part instanceof z.ZodObject ? (part.shape[a.field] as z.ZodType) : undefined
+    if (!field) throw new Error(`${c.name}: ${a.op.name} has no ${a.part} field ${a.field}`)
+    if (a.optional) field = field.optional()
+    shape[name] = field
+  }
+  const credential = AUTH_KINDS[c.auth].toolArg
+  if (credential) shape[credential.name] = credential.schema
+  return shape
+}
+
+/**
+ * The invoke a composite's `call` uses: a refusal of an operation's field names the tool's
+ * argument it came from, so a caller is told about the argument it sent.
+ */
+function renaming(c: CompositeTool, invoke: Invoke): Invoke {
+  return async (op, input, caller) => {
+    try {
+      return await invoke(op, input, caller)
+    } catch (error) {
+      const field = error instanceof BatonError ? error.context.field : undefined
+      const arg = Object.entries(c.args).find(([, a]) => a.op === op && a.field === field)?.[0]
+      if (arg === undefined || !(error instanceof BatonError)) throw error
+      throw new BatonError(error.code, error.message.replaceAll(String(field), arg), {
+        ...error.context,
+        field: arg,
+      })
+    }
+  }
 }
 
 /** What the flattened tool arguments of an operation are: path, query and body fields in one. */
@@ -60,7 +127,7 @@ export function toolShape(op: Operation, config: Config): Record<string, z.ZodTy
   const credential = AUTH_KINDS[op.auth].toolArg
   if (credential) shape[credential.name] = credential.schema
   if (op.tool !== false) {
-    for (const name of op.tool.meta?.supplies ?? []) {
+    for (const name of op.tool.supplies ?? []) {
       const field = shape[name]
       if (field) shape[name] = field.optional()
     }
@@ -175,13 +242,40 @@ export function offeredAsTool(op: Operation, auths: ReadonlySet<Auth>): boolean 
   return op.tool !== false && AUTH_KINDS[op.auth].mcp !== 'never' && auths.has(op.auth)
 }
 
-/**
- * Registers every operation (and composite tool) a session may reach as an MCP tool, with its
- * input and output schemas; minting tokens and admission (operator auth) are never tools.
- */
 /** Runs a call's work and answers once its carried write is durable. */
 export type Settling = <T>(carry: Carry | undefined, work: () => Promise<T>) => Promise<T>
 
+/** A tool as `tools/list` shows it and how a call of it runs. */
+interface ToolEntry {
+  listing: Tool
+  /** The argument names the tool takes; any other is `unknown_field`. */
+  names: ReadonlySet<string>
+  run(args: Record<string, unknown>, extra: ToolExtra): Promise<CallToolResult>
+}
+
+/** A tool's input schema: an object of exactly these arguments, as JSON Schema. */
+function inputJsonSchema(shape: Record<string, z.ZodType>): Tool['inputSchema'] {
+  return jsonSchema(z.strictObject(shape), 'input') as Tool['inputSchema']
+}
+
+/** Refuses an argument the tool does not take, as a route refuses an unknown field. */
+function assertKnownArgs(args: Record<string, unknown>, names: ReadonlySet<string>): void {
+  const unknown = Object.keys(args).find((k) => !names.has(k))
+  if (unknown !== undefined) {
+    throw new BatonError('unknown_field', `Unknown field ${JSON.stringify(unknown)} in arguments`, {
+      field: unknown,
+    })
+  }
+}
+
+/**
+ * Serves every operation (and composite tool) a session may reach as an MCP tool, with input and
+ * output schemas made from the contracts; minting tokens and admission (operator auth) are never
+ * tools. The server lists and calls the tools itself rather than through the SDK's tool
+ * registry, so a call's arguments are checked once, by the operation's own schemas, and a refusal
+ * answers the same code and `fix` as the HTTP route, where the SDK would parse them first and
+ * refuse with text of its own.
+ */
 export function registerOperationTools(
   server: McpServer,
   opts: {
@@ -202,24 +296,32 @@ export function registerOperationTools(
 ): void {
   const settled = <T>(carry: Carry | undefined, fn: () => Promise<T>): Promise<T> =>
     opts.settleAfter ? opts.settleAfter(carry, fn) : fn()
+  const tools = new Map<string, ToolEntry>()
   for (const op of opts.ops) {
     if (!offeredAsTool(op, opts.auths) || op.tool === false) continue
     const tool = op.tool
-    server.registerTool(
-      tool.name,
-      {
+    const shape = toolShape(op, opts.config)
+    const names = new Set(Object.keys(shape))
+    tools.set(tool.name, {
+      names,
+      listing: {
+        name: tool.name,
         title: tool.title,
         description: toolDescription(op, opts.config),
-        inputSchema: toolShape(op, opts.config),
-        ...(op.output instanceof z.ZodObject ? { outputSchema: op.output.shape } : {}),
+        inputSchema: inputJsonSchema(shape),
+        ...(op.output instanceof z.ZodObject
+          ? { outputSchema: jsonSchema(op.output, 'output') as Tool['outputSchema'] }
+          : {}),
         ...(tool.annotations ? { annotations: tool.annotations } : {}),
       },
-      async (args: Record<string, unknown>, extra: ToolExtra) => {
+      async run(args, extra) {
         const carry = carryOf(extra)
         const result = await toolResult(
           () =>
             settled(carry, () => {
-              const carried = tool.meta && extra._meta ? tool.meta.read(args, extra._meta) : args
+              const carried =
+                op.toolMeta && extra._meta ? op.toolMeta.read(args, extra._meta) : args
+              assertKnownArgs(carried, names)
               const { input, token } = splitToolArgs(op, carried, opts.config)
               return opts.invoke(op, input, {
                 token,
@@ -231,30 +333,53 @@ export function registerOperationTools(
             }),
           opts.log,
         )
-        const meta = result.isError ? undefined : tool.meta?.write(result.structuredContent)
+        const meta = result.isError ? undefined : op.toolMeta?.write(result.structuredContent)
         return meta === undefined ? result : { ...result, _meta: meta }
       },
-    )
+    })
   }
   for (const c of opts.composites) {
     if (!opts.auths.has(c.auth)) continue
-    server.registerTool(
-      c.name,
-      {
+    const shape = compositeShape(c, opts.config)
+    const names = new Set(Object.keys(shape))
+    const invoke = renaming(c, opts.invoke)
+    tools.set(c.name, {
+      names,
+      listing: {
+        name: c.name,
         title: c.title,
         description:
           typeof c.description === 'function' ? c.description(opts.config) : c.description,
-        inputSchema: typeof c.input === 'function' ? c.input(opts.config) : c.input,
-        outputSchema: c.output.shape,
+        inputSchema: inputJsonSchema(shape),
+        outputSchema: jsonSchema(c.output, 'output') as Tool['outputSchema'],
         ...(c.annotations ? { annotations: c.annotations } : {}),
       },
-      async (args: Record<string, unknown>, extra: ToolExtra) =>
+      run: (args, extra) =>
         toolResult(() => {
+          assertKnownArgs(args, names)
           const carry = carryOf(extra)
           return settled(carry, () =>
-            c.call(opts.invoke, args, { signal: extra.signal, progress: progressOf(extra), carry }),
+            c.call(invoke, args, {
+              signal: extra.signal,
+              progress: progressOf(extra),
+              carry,
+              trace: traceOf(extra),
+            }),
           )
         }, opts.log),
-    )
+    })
   }
+  server.server.registerCapabilities({ tools: { listChanged: false } })
+  server.server.setRequestHandler(ListToolsRequestSchema, () => ({
+    tools: [...tools.values()].map((t) => t.listing),
+  }))
+  server.server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const tool = tools.get(request.params.name)
+    // MCP: an unknown tool is a protocol error, not a tool result.
+    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Tool ${request.params.name} not found`)
+    return tool.run(request.params.arguments ?? {}, {
+      ...extra,
+      _meta: request.params._meta,
+    } as ToolExtra)
+  })
 }

@@ -1,4 +1,4 @@
-import { ERRORS, type ErrorCode } from '@baton/protocol'
+import { ERRORS, type ErrorCode, IdempotencyKeyHeader } from '@baton/protocol'
 import { z } from 'zod'
 import type { Config } from '../config.js'
 import { operationErrors } from './auth.js'
@@ -122,9 +122,8 @@ function operationDoc(op: Operation, config: Config): object {
       name: 'Idempotency-Key',
       in: 'header',
       required: false,
-      description:
-        'Makes the call safe to repeat: the same key and request answer the first result. Signed requests must cover it.',
-      schema: { type: 'string', maxLength: 255 },
+      description: IdempotencyKeyHeader.description,
+      schema: jsonSchema(IdempotencyKeyHeader, 'input'),
     })
   }
   const status = String(op.status ?? 200)

@@ -7,7 +7,7 @@ import {
   handoffDashboardOperations,
   handoffOperations,
 } from '../handoffs/operations.js'
-import { homeComposites, homeOperations } from '../home/operations.js'
+import { homeOperations } from '../home/operations.js'
 import { hopDashboardOperations, hopOperations } from '../hops/operations.js'
 import { healthOperations } from '../http/operations.js'
 import { identityOperations } from '../identity/operations.js'
@@ -57,5 +57,4 @@ export const COMPOSITE_TOOLS: readonly CompositeTool[] = [
   ...handoffComposites,
   ...transferComposites,
   ...messageComposites,
-  ...homeComposites,
 ]

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import {
   BatonError,
   type CreateResourceInput,
+  type ListResourcesQuery,
   type ResourceVersionView,
   type ResourceView,
   type UpdateResourceInput,
@@ -17,7 +18,6 @@ import { changeStoredBytes } from '../store/quota.js'
 import type { ResourceRow, Schema } from '../store/schema.js'
 import type { Carrying, WriteBatcher } from '../store/transaction.js'
 import { diffJson, type JsonChange } from './diff.js'
-import type { ListResourcesQuery } from './operations.js'
 import * as store from './store.js'
 
 /** What the resource service needs from the rest of the hub. */

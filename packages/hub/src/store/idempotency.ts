@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto'
-import { BatonError } from '@baton/protocol'
+import { BatonError, IdempotencyKeyHeader } from '@baton/protocol'
 import type { Kysely } from 'kysely'
 import type { Schema } from './schema.js'
 
@@ -17,14 +17,15 @@ export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000
 /** Checks the syntax of an Idempotency-Key header value. */
 export function parseIdempotencyKey(raw: unknown): string | undefined {
   if (raw === undefined) return undefined
-  if (typeof raw !== 'string' || !/^[\x21-\x7e]{8,255}$/.test(raw)) {
+  const key = IdempotencyKeyHeader.safeParse(raw)
+  if (!key.success) {
     throw new BatonError(
       'invalid_request',
       'Idempotency-Key must be 8 to 255 printable ASCII characters without spaces',
       { field: 'Idempotency-Key' },
     )
   }
-  return raw
+  return key.data
 }
 
 function keyHash(scope: string, key: string): string {

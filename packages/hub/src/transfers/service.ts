@@ -4,7 +4,7 @@ import {
   BatonError,
   type ClaimNextInput,
   type CreatedTransferView,
-  CreateTransferInput,
+  type CreateTransferInput,
   canonicalJson,
   type LeaseInput,
   type LeaseView,
@@ -31,7 +31,6 @@ import type { Database } from '../store/database.js'
 import { activitySeries, iso as isoOrNull, num, parseStored } from '../store/operator-reads.js'
 import type { TransferRow } from '../store/schema.js'
 import type { Carry, Carrying, WriteBatcher } from '../store/transaction.js'
-import { parseInput } from '../validation.js'
 import { TransferLifecycle } from './lifecycle.js'
 import { assertNoSecrets } from './secrets.js'
 import * as store from './store.js'
@@ -96,11 +95,10 @@ export class TransferService {
   /** Snapshots a session as `owner`; a repeat with the same key and snapshot answers the first. */
   async create(
     owner: string,
-    input: unknown,
+    body: CreateTransferInput,
     headerKey?: string,
     { carry, trace }: Carrying = {},
   ): Promise<CreatedTransferView> {
-    const body = parseSnapshotInput(input)
     assertNoSecrets(body.snapshot, '$.snapshot')
     const canonical = canonicalJson(body.snapshot)
     const bytes = Buffer.byteLength(canonical, 'utf8')
@@ -505,17 +503,6 @@ export class TransferService {
     const content = await store.readSnapshot(this.deps.database.db, id)
     return content === undefined ? undefined : { id, snapshot: parseStored(content) }
   }
-}
-
-function parseSnapshotInput(input: unknown): CreateTransferInput {
-  const result = CreateTransferInput.safeParse(input)
-  if (result.success) return result.data
-  const issue = result.error.issues[0]!
-  if (issue.path[0] === 'snapshot' && issue.path.length > 0) {
-    const field = issue.path.map(String).join('.')
-    throw new BatonError('snapshot_invalid', `Invalid ${field}: ${issue.message}`, { field })
-  }
-  return parseInput(CreateTransferInput, input)
 }
 
 /** A transfer as the operator sees it: every column but its secrets, times as text. */

@@ -1,0 +1,50 @@
+import type { Contract } from '../contract.js'
+import { computeContracts, computeDashboardContracts } from './compute.js'
+import { grantContracts, grantDashboardContracts } from './grants.js'
+import { guideContracts } from './guides.js'
+import { handoffContracts, handoffDashboardContracts } from './handoffs.js'
+import { healthContracts } from './health.js'
+import { homeContracts } from './home.js'
+import { hopContracts, hopDashboardContracts } from './hops.js'
+import { identityContracts } from './identity.js'
+import { messageContracts, messageDashboardContracts } from './messages.js'
+import { overviewContracts } from './overview.js'
+import { resourceContracts, resourceDashboardContracts } from './resources.js'
+import { transferContracts, transferDashboardContracts } from './transfers.js'
+
+export * from './compute.js'
+export * from './grants.js'
+export * from './guides.js'
+export * from './handoffs.js'
+export * from './health.js'
+export * from './home.js'
+export * from './hops.js'
+export * from './identity.js'
+export * from './messages.js'
+export * from './overview.js'
+export * from './resources.js'
+export * from './transfers.js'
+
+/** Every contract of a Baton hub, in the order they are documented. */
+export const CONTRACTS: readonly Contract[] = [
+  ...handoffContracts,
+  ...healthContracts,
+  ...identityContracts,
+  ...transferContracts,
+  ...resourceContracts,
+  ...grantContracts,
+  ...messageContracts,
+  ...homeContracts,
+  ...hopContracts,
+  ...computeContracts,
+  ...guideContracts,
+  // The operator's reads, which the dashboard shows.
+  ...overviewContracts,
+  ...handoffDashboardContracts,
+  ...transferDashboardContracts,
+  ...resourceDashboardContracts,
+  ...grantDashboardContracts,
+  ...messageDashboardContracts,
+  ...hopDashboardContracts,
+  ...computeDashboardContracts,
+] as readonly Contract[]
