@@ -4,7 +4,7 @@
 // three alike. The goal: `baton --help` within a few times `node -e 0`. The bin runs the built
 // JavaScript, so run `npm run build` first (`npm test` and `npm ci` do).
 //
-//   node --conditions=source --import tsx bench/cli.ts
+//   node --import tsx bench/cli.ts
 import { spawn } from 'node:child_process'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import os, { tmpdir } from 'node:os'

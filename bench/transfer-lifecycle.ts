@@ -10,7 +10,7 @@
 // are loaded from there unchanged and given a node-postgres drizzle database whose `batch([...])`
 // runs its queries in one transaction (its own driver is Neon's HTTP one). drizzle-orm is
 // installed on demand into node_modules/.cache, outside the lock file.
-// Run alone: node --conditions=source --import tsx bench/transfer-lifecycle.ts
+// Run alone: node --import tsx bench/transfer-lifecycle.ts
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'

@@ -5,7 +5,7 @@
 // it, and the bare server the same way), so the hub's resident memory before the first wait, with
 // every wait open, at its peak while they are answered and some seconds after is its own (read
 // from /proc). Rounds interleave the servers; figures are medians. The packages are built first.
-// Run alone: node --conditions=source --import tsx bench/waits.ts
+// Run alone: node --import tsx bench/waits.ts
 import { type ChildProcess, execSync, spawn, spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import net from 'node:net'

@@ -2,7 +2,7 @@
 // a SQLite database (with the KEK file its keys are sealed under) and a PostgreSQL dump, each
 // holding one record of every feature, with the ids of those records. Tests open every release's
 // fixture with today's migrations and read each record back. Run it once per release:
-//   node --conditions=source --import tsx scripts/make-fixture.ts
+//   node --import tsx scripts/make-fixture.ts
 import { execFileSync } from 'node:child_process'
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'

@@ -118,13 +118,12 @@ if (ending) await new Promise(() => {})
 // JavaScript altogether (a native deadlock, which no timer inside it could see).
 const TEST_TIMEOUT_MS = Number(process.env.BATON_TEST_TIMEOUT_MS ?? 600_000)
 
-// The `source` export condition makes every @baton/* import load its TypeScript sources, so a
+// tsx maps every @baton/* import to its TypeScript sources (the paths of tsconfig.json), so a
 // test sees the code as it is now; programs a test spawns run the built bin.
 const code = await new Promise<number>((resolve) => {
   child = spawn(
     process.execPath,
     [
-      '--conditions=source',
       '--import',
       'tsx',
       '--test',

@@ -1,6 +1,8 @@
 import {
   type ComputeJobView,
   type ComputeJobWaitView,
+  contracts,
+  DEFAULT_MAX_WAIT_SECONDS,
   DISCOVERY_PATH,
   type RuntimeAvailability,
   type SubmitComputeJobInput,
@@ -13,7 +15,7 @@ const ENDED: readonly string[] = ['succeeded', 'failed', 'canceled']
 
 /** What `ComputeClient.wait` and `run` accept. */
 export interface ComputeWaitOptions {
-  /** Each long-poll asks the hub to hold the request this long (default 25; the hub clamps). */
+  /** Each long-poll asks the hub to hold the request this long (default: a hub's default longest wait; the hub clamps). */
   pollSeconds?: number
   /** Called with each change of the job seen while waiting. */
   onChange?: (job: ComputeJobWaitView) => void
@@ -34,43 +36,33 @@ export class ComputeClient {
 
   /** Submits a job; the same idempotencyKey with the same request answers the first job. */
   submit(input: SubmitComputeJobInput, options: RequestOptions = {}): Promise<ComputeJobView> {
-    return this.client.call<ComputeJobView>('POST', '/v1/compute/jobs', input, options)
+    return this.client.call(contracts.submitComputeJob, { body: input }, options)
   }
 
   /** Reads one of the caller's jobs. */
   get(jobId: string, options: RequestOptions = {}): Promise<ComputeJobView> {
-    return this.client.call<ComputeJobView>(
-      'GET',
-      `/v1/compute/jobs/${encodeURIComponent(jobId)}`,
-      undefined,
-      options,
-    )
+    return this.client.call(contracts.readComputeJob, { params: { id: jobId } }, options)
   }
 
   /** The caller's most recent jobs, newest first. */
   async list(limit?: number): Promise<ComputeJobView[]> {
-    const q = limit === undefined ? '' : `?limit=${limit}`
-    return (await this.client.call<{ jobs: ComputeJobView[] }>('GET', `/v1/compute/jobs${q}`)).jobs
+    const query = limit === undefined ? {} : { limit }
+    return (await this.client.call(contracts.listComputeJobs, { query })).jobs
   }
 
   /** Cancels a job not yet ended; an ended job answers as it is. */
   cancel(jobId: string): Promise<ComputeJobView> {
-    return this.client.call<ComputeJobView>(
-      'POST',
-      `/v1/compute/jobs/${encodeURIComponent(jobId)}/cancel`,
-    )
+    return this.client.call(contracts.cancelComputeJob, { params: { id: jobId } })
   }
 
   /** Long-polls the job until it ends (succeeded, failed or canceled) and answers it. */
   async wait(jobId: string, options: ComputeWaitOptions = {}): Promise<ComputeJobView> {
-    const poll = options.pollSeconds ?? 25
+    const seconds = options.pollSeconds ?? DEFAULT_MAX_WAIT_SECONDS
     let seen: number | undefined
     for (;;) {
-      const q = seen === undefined ? '' : `?version=${seen}`
-      const job = await this.client.call<ComputeJobWaitView>(
-        'GET',
-        `/v1/compute/jobs/${encodeURIComponent(jobId)}/wait/${poll}${q}`,
-        undefined,
+      const job = await this.client.call(
+        contracts.waitComputeJob,
+        { params: { id: jobId, seconds }, query: seen === undefined ? {} : { version: seen } },
         options.signal ? { signal: options.signal } : {},
       )
       if (job.changed || seen === undefined) options.onChange?.(job)

@@ -1,19 +1,14 @@
-import type {
-  AdvanceInput,
-  CreatedHandoffView,
-  CreateHandoffInput,
-  HandoffView,
-  MoveResultView,
-  WaitView,
+import {
+  type AdvanceInput,
+  type CreatedHandoffView,
+  type CreateHandoffInput,
+  contracts,
+  type HandoffView,
+  type MoveResultView,
+  type WaitView,
 } from '@baton/protocol'
-import { type CallOptions, callJson } from './http.js'
-
-const base = '/services/v1/handoff'
-const auth = (token: string, options?: CallOptions): CallOptions => ({
-  ...options,
-  headers: { ...options?.headers, authorization: `Bearer ${token}` },
-})
-const enc = encodeURIComponent
+import { BatonClient } from './baton-client.js'
+import type { CallOptions } from './http.js'
 
 /**
  * Token handoffs (seed 002) against a Baton hub. Each method throws a BatonError carrying the
@@ -25,21 +20,27 @@ const enc = encodeURIComponent
  * await handoffs.advance(h.handoff_id, 'accepted', { from: 'offered' }, h.receiver_token)
  */
 export class HandoffClient {
-  constructor(readonly hubUrl: string) {}
+  private readonly hub: BatonClient
+
+  constructor(readonly hubUrl: string) {
+    this.hub = new BatonClient(hubUrl)
+  }
 
   /** Creates a handoff; pass `idempotencyKey` to make a retry answer the first result. */
   create(
     input: CreateHandoffInput,
     options?: CallOptions & { idempotencyKey?: string },
   ): Promise<CreatedHandoffView> {
-    const headers = { ...options?.headers }
-    if (options?.idempotencyKey) headers['idempotency-key'] = options.idempotencyKey
-    return callJson(this.hubUrl, 'POST', base, input, { ...options, headers })
+    return this.hub.call(contracts.createHandoff, { body: input }, options)
   }
 
   /** Reads a handoff with either token. */
   read(id: string, token: string, options?: CallOptions): Promise<HandoffView> {
-    return callJson(this.hubUrl, 'GET', `${base}/${enc(id)}`, undefined, auth(token, options))
+    return this.hub.call(
+      contracts.readHandoff,
+      { params: { handoff_id: id } },
+      { ...options, token },
+    )
   }
 
   /** Moves a handoff to `state` only from exactly `input.from`. */
@@ -50,12 +51,10 @@ export class HandoffClient {
     token: string,
     options?: CallOptions,
   ): Promise<MoveResultView> {
-    return callJson(
-      this.hubUrl,
-      'POST',
-      `${base}/${enc(id)}/${enc(state)}`,
-      input,
-      auth(token, options),
+    return this.hub.call(
+      contracts.advanceHandoff,
+      { params: { handoff_id: id, state }, body: input },
+      { ...options, token },
     )
   }
 
@@ -67,13 +66,10 @@ export class HandoffClient {
     version?: number,
     options?: CallOptions,
   ): Promise<WaitView> {
-    const q = version === undefined ? '' : `?version=${version}`
-    return callJson(
-      this.hubUrl,
-      'GET',
-      `${base}/${enc(id)}/wait/${seconds}${q}`,
-      undefined,
-      auth(token, options),
+    return this.hub.call(
+      contracts.waitHandoff,
+      { params: { handoff_id: id, seconds }, query: version === undefined ? {} : { version } },
+      { ...options, token },
     )
   }
 }

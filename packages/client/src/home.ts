@@ -1,9 +1,10 @@
-import type {
-  HomeFileDeleteView,
-  HomeFileListView,
-  HomeFileView,
-  HomeFileWriteView,
-  WriteHomeFileInput,
+import {
+  contracts,
+  type HomeFileDeleteView,
+  type HomeFileListView,
+  type HomeFileView,
+  type HomeFileWriteView,
+  type WriteHomeFileInput,
 } from '@baton/protocol'
 import type { SignedClient } from './signed-client.js'
 
@@ -30,27 +31,21 @@ export class HomeClient {
 
   /** Writes a file: revision 0 creates only; otherwise commits only at `expectedRevision`. */
   write(input: WriteHomeFileInput): Promise<HomeFileWriteView> {
-    return this.client.call<HomeFileWriteView>('PUT', '/v1/home/file', input)
+    return this.client.call(contracts.writeHomeFile, { body: input })
   }
 
   /** Reads a file of the caller's own home. */
   read(path: string): Promise<HomeFileView> {
-    return this.client.call<HomeFileView>('GET', `/v1/home/file?path=${encodeURIComponent(path)}`)
+    return this.client.call(contracts.readHomeFile, { query: { path } })
   }
 
   /** Lists files (paths, revisions and sizes, no content), ordered by path. */
   list(query: HomeListQuery = {}): Promise<HomeFileListView> {
-    const params = new URLSearchParams()
-    if (query.prefix !== undefined) params.set('prefix', query.prefix)
-    if (query.after !== undefined) params.set('after', query.after)
-    if (query.limit !== undefined) params.set('limit', String(query.limit))
-    const text = params.toString()
-    return this.client.call<HomeFileListView>('GET', `/v1/home/files${text ? `?${text}` : ''}`)
+    return this.client.call(contracts.listHomeFiles, { query })
   }
 
   /** Deletes a file, only at `expectedRevision`. */
   remove(path: string, expectedRevision: number): Promise<HomeFileDeleteView> {
-    const q = `path=${encodeURIComponent(path)}&expectedRevision=${expectedRevision}`
-    return this.client.call<HomeFileDeleteView>('DELETE', `/v1/home/file?${q}`)
+    return this.client.call(contracts.deleteHomeFile, { query: { path, expectedRevision } })
   }
 }

@@ -10,13 +10,15 @@ import {
   signOffer,
   signStatus,
   toHandoff,
+  toHandoffJson,
 } from '@baton/context'
-import type {
-  AnsweredHopView,
-  HopChainView,
-  HopInboxView,
-  HopView,
-  OfferedHopView,
+import {
+  type AnsweredHopView,
+  contracts,
+  type HopChainView,
+  type HopInboxView,
+  type HopView,
+  type OfferedHopView,
 } from '@baton/protocol'
 import type { Identity } from './identity.js'
 import type { SignedClient } from './signed-client.js'
@@ -95,7 +97,11 @@ export class HopClient {
 
   /** Sends a Handoff object as it is (a retransmission resends the identical octets). */
   send(to: string, handoff: Handoff): Promise<OfferedHopView> {
-    return this.client.call<OfferedHopView>('POST', '/v1/hops', { to, handoff })
+    // The Handoff object's JSON form: its elements as the compact text the hub reads.
+    const { offer, chain } = toHandoffJson(handoff)
+    return this.client.call(contracts.offerHandoff, {
+      body: { to, handoff: { offer, ...(chain ? { chain: [...chain] } : {}) } },
+    })
   }
 
   /**
@@ -126,24 +132,24 @@ export class HopClient {
 
   /** Sends a signed status as it is. */
   sendStatus(status: string): Promise<AnsweredHopView> {
-    return this.client.call<AnsweredHopView>('POST', '/v1/hops/statuses', { status })
+    return this.client.call(contracts.answerHandoff, { body: { status } })
   }
 
   /** A hop this identity took part in, by the handoff digest of its offer. */
   read(digest: string): Promise<HopView> {
-    return this.client.call<HopView>('GET', `/v1/hops/${encodeURIComponent(digest)}`)
+    return this.client.call(contracts.readHop, { params: { digest } })
   }
 
   /** The delegation chain through a hop, as far as this identity took part in it. */
   chain(digest: string): Promise<HopChainView> {
-    return this.client.call<HopChainView>('GET', `/v1/hops/${encodeURIComponent(digest)}/chain`)
+    return this.client.call(contracts.readHopChain, { params: { digest } })
   }
 
   /** This identity's hop inbox after an exclusive sequence. */
   inbox(after = 0, limit?: number): Promise<HopInboxView> {
-    const q = new URLSearchParams({ after: String(after) })
-    if (limit !== undefined) q.set('limit', String(limit))
-    return this.client.call<HopInboxView>('GET', `/v1/hops/inbox?${q}`)
+    return this.client.call(contracts.listHopInbox, {
+      query: { after, ...(limit === undefined ? {} : { limit }) },
+    })
   }
 
   private ownSigner(): Promise<Signer> {

@@ -1,5 +1,15 @@
 /** The error every SDK call throws for a hub's error answer: branch on its stable `code`. */
-export { BatonError, type ErrorBody, type ErrorCode } from '@baton/protocol'
+/** Every operation's contract, for `call`: `client.call(contracts.createResource, { body })`. */
+export {
+  BatonError,
+  CONTRACTS,
+  type Contract,
+  type ContractInput,
+  type ContractOutput,
+  contracts,
+  type ErrorBody,
+  type ErrorCode,
+} from '@baton/protocol'
 export {
   A2A_CURRENT_GENERATION_HEADER,
   A2A_GENERATION_MISMATCH,
@@ -15,6 +25,14 @@ export {
   relayUpdate,
   waitPastGeneration,
 } from './a2a.js'
+export { BatonClient, type BatonClientOptions } from './baton-client.js'
+export {
+  type CallArgs,
+  type ContractCallOptions,
+  callContract,
+  requestContract,
+  type SendRequest,
+} from './call.js'
 export { ComputeClient, type ComputeWaitOptions } from './compute.js'
 export { contentDigest, matchContentDigest, parseContentDigest } from './content-digest.js'
 export { fetchDiscovery, resolveApiUrl } from './discovery.js'
@@ -38,7 +56,6 @@ export {
 export {
   canonicalJson,
   type InboxQuery,
-  inboxQueryString,
   MessagesClient,
   messageBodyDigest,
   type ReceiptCheck,

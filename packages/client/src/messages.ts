@@ -1,6 +1,7 @@
 import { createPublicKey, type KeyObject, verify } from 'node:crypto'
 import {
   type AckView,
+  contracts,
   createMessageBodyDigest,
   createMessageReceipt,
   type MessagePageView,
@@ -149,19 +150,8 @@ export interface InboxQuery {
   limit?: number
   /** Only messages not yet acknowledged. */
   unacked?: boolean
-  /** Seconds to wait for a message when none is there yet (at most 25). */
+  /** Seconds to wait for a message when none is there yet (the hub clamps it to its longest). */
   wait?: number
-}
-
-/** The query string of an inbox read. */
-export function inboxQueryString(q: InboxQuery = {}): string {
-  const params = new URLSearchParams()
-  if (q.after !== undefined) params.set('after', String(q.after))
-  if (q.limit !== undefined) params.set('limit', String(q.limit))
-  if (q.unacked !== undefined) params.set('unacked', String(q.unacked))
-  if (q.wait !== undefined) params.set('wait', String(q.wait))
-  const text = params.toString()
-  return text ? `?${text}` : ''
 }
 
 /**
@@ -176,17 +166,17 @@ export class MessagesClient {
 
   /** Sends a message; repeating the same recipient, body and key answers the same receipt. */
   send(input: SendMessageInput): Promise<SentMessageView> {
-    return this.client.call<SentMessageView>('POST', '/v1/messages', input)
+    return this.client.call(contracts.sendMessage, { body: input })
   }
 
   /** Reads the caller's own inbox after an exclusive sequence, oldest first. */
   list(query: InboxQuery = {}): Promise<MessagePageView> {
-    return this.client.call<MessagePageView>('GET', `/v1/messages${inboxQueryString(query)}`)
+    return this.client.call(contracts.listMessages, { query })
   }
 
   /** Acknowledges a message addressed to the caller; repeating it answers the same ackedAt. */
   ack(id: string): Promise<AckView> {
-    return this.client.call<AckView>('POST', `/v1/messages/${encodeURIComponent(id)}/ack`)
+    return this.client.call(contracts.ackMessage, { params: { id } })
   }
 
   /** Verifies a receipt against the hub key of this client's discovery document. */

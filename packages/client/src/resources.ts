@@ -1,14 +1,17 @@
-import type {
-  CreateGrantRequest,
-  CreateResourceInput,
-  GrantView,
-  ResourceVersionView,
-  ResourceView,
-  UpdateResourceInput,
+import {
+  type CreateGrantRequest,
+  type CreateResourceInput,
+  contracts,
+  type GrantListView,
+  type GrantView,
+  type ListResourcesQuery,
+  type ResourceHistoryView,
+  type ResourceListView,
+  type ResourceView,
+  type UpdatedResourceView,
+  type UpdateResourceInput,
 } from '@baton/protocol'
 import type { SignedClient } from './signed-client.js'
-
-const enc = encodeURIComponent
 
 /**
  * Versioned shared resources (seed 000) through a signed client. Each method throws a
@@ -23,32 +26,27 @@ export class ResourceClient {
 
   /** Creates a resource at version 1. */
   create(input: CreateResourceInput): Promise<ResourceView> {
-    return this.client.call('POST', '/v1/resources', input)
+    return this.client.call(contracts.createResource, { body: input })
   }
 
   /** Reads a resource you own or hold a grant for. */
   get(id: string): Promise<ResourceView> {
-    return this.client.call('GET', `/v1/resources/${enc(id)}`)
+    return this.client.call(contracts.readResource, { params: { id } })
   }
 
   /** Replaces the data only at `expectedVersion`. */
-  update(id: string, input: UpdateResourceInput): Promise<ResourceView & { repeated?: boolean }> {
-    return this.client.call('PATCH', `/v1/resources/${enc(id)}`, input)
+  update(id: string, input: UpdateResourceInput): Promise<UpdatedResourceView> {
+    return this.client.call(contracts.updateResource, { params: { id }, body: input })
   }
 
   /** Every version with its data, actor and time. */
-  history(id: string): Promise<{ resourceId: string; versions: ResourceVersionView[] }> {
-    return this.client.call('GET', `/v1/resources/${enc(id)}/history`)
+  history(id: string): Promise<ResourceHistoryView> {
+    return this.client.call(contracts.resourceHistory, { params: { id } })
   }
 
   /** Resources you own or hold a live grant for. */
-  list(
-    query: { namespace?: string; kind?: string; after?: string; limit?: number } = {},
-  ): Promise<{ resources: ResourceView[]; next: string | null }> {
-    const q = new URLSearchParams()
-    for (const [k, v] of Object.entries(query)) if (v !== undefined) q.set(k, String(v))
-    const qs = q.toString()
-    return this.client.call('GET', `/v1/resources${qs ? `?${qs}` : ''}`)
+  list(query: Partial<ListResourcesQuery> = {}): Promise<ResourceListView> {
+    return this.client.call(contracts.listResources, { query })
   }
 }
 
@@ -58,16 +56,16 @@ export class GrantClient {
 
   /** Grants a principal actions on one resource until `expiresAt`. */
   create(input: CreateGrantRequest): Promise<GrantView> {
-    return this.client.call('POST', '/v1/capabilities', input)
+    return this.client.call(contracts.createGrant, { body: input })
   }
 
   /** Grants you issued or hold. */
-  list(): Promise<{ capabilities: GrantView[] }> {
-    return this.client.call('GET', '/v1/capabilities')
+  list(): Promise<GrantListView> {
+    return this.client.call(contracts.listGrants)
   }
 
   /** Revokes a grant and what was passed on from it; safe to repeat. */
   revoke(id: string): Promise<GrantView> {
-    return this.client.call('DELETE', `/v1/capabilities/${enc(id)}`)
+    return this.client.call(contracts.revokeGrant, { params: { id } })
   }
 }

@@ -1,11 +1,22 @@
 import {
   BatonError,
+  type Contract,
+  type ContractInput,
+  type ContractOutput,
+  contracts,
   type DiscoveryDocument,
   type MeView,
   type PrincipalView,
 } from '@baton/protocol'
+import {
+  type CallArgs,
+  type ContractCallOptions,
+  callContract,
+  requestContract,
+  type SendRequest,
+} from './call.js'
 import { fetchDiscovery, resolveApiUrl } from './discovery.js'
-import type { RawAnswer } from './http.js'
+import { type RawAnswer, requestJson } from './http.js'
 import { type Identity, loadIdentity } from './identity.js'
 import { signRequest } from './signing.js'
 
@@ -61,7 +72,7 @@ function toBytes(body: SignedBody): Uint8Array | undefined {
  *
  * @example
  * const client = await SignedClient.connect(discoveryUrl, await loadIdentity('agent.identity.json'))
- * const me = await client.call<MeView>('GET', '/v1/me')
+ * const me = await client.call(contracts.me)
  */
 export class SignedClient {
   private constructor(
@@ -114,21 +125,55 @@ export class SignedClient {
     return this.send<T>(method, path, body, headers, options)
   }
 
-  /** Sends a signed request and answers its body, or throws the hub's error as a BatonError. */
-  async call<T>(
-    method: string,
-    path: string,
-    body?: SignedBody,
-    options: RequestOptions = {},
-  ): Promise<T> {
-    const answer = await this.request<T>(method, path, body, {}, options)
+  /**
+   * Calls an operation by its contract (`contracts` of `@baton/protocol`) and answers its typed
+   * output, or throws the hub's error as a BatonError; a contract whose auth is a signature is
+   * signed as this identity, any other sent with the credential the options give.
+   *
+   * @example
+   * const task = await client.call(contracts.createResource, {
+   *   body: { namespace: 'tasks', kind: 'task/v1', data: { title: 'translate' } },
+   * })
+   */
+  call<C extends Contract>(contract: C, ...args: CallArgs<C>): Promise<ContractOutput<C>>
+  /** Sends a signed request to any path and answers its body, or throws the hub's error. */
+  call<T>(method: string, path: string, body?: SignedBody, options?: RequestOptions): Promise<T>
+  async call(what: Contract | string, ...args: unknown[]): Promise<unknown> {
+    if (typeof what !== 'string') {
+      const [input, options] = args as [ContractInput<Contract> | undefined, ContractCallOptions?]
+      return callContract(this.sender, what, input, options)
+    }
+    const [path, body, options] = args as [string, SignedBody, RequestOptions?]
+    const answer = await this.request(what, path, body, {}, options ?? {})
     if (answer.status >= 400) throw BatonError.fromBody(answer.body, answer.status)
     return answer.body
   }
 
+  /** Like {@link call} of a contract, answering status, headers and body whatever the status. */
+  requestContract<C extends Contract>(
+    contract: C,
+    ...[input, options]: CallArgs<C>
+  ): Promise<RawAnswer<unknown>> {
+    return requestContract(this.sender, contract, input, options)
+  }
+
+  /** How a contract call is sent: signed as this identity, or plain to the same hub. */
+  private readonly sender: SendRequest = ({ method, path, body, headers, signed, options }) => {
+    if (signed) {
+      return this.request(method, path, body as SignedBody, headers, {
+        ...(options.signal ? { signal: options.signal } : {}),
+        ...(options.onUploadProgress ? { onUploadProgress: options.onUploadProgress } : {}),
+      })
+    }
+    return requestJson(this.discovery.apiBase, method, path, body, {
+      headers,
+      ...(options.signal ? { signal: options.signal } : {}),
+    })
+  }
+
   /** `GET /v1/me`: the principal, its admission state, quotas and usage. */
   me(): Promise<MeView> {
-    return this.call<MeView>('GET', '/v1/me')
+    return this.call(contracts.me)
   }
 
   /**
@@ -138,7 +183,7 @@ export class SignedClient {
    * @example await client.setLabel('planner')
    */
   setLabel(label: string): Promise<PrincipalView> {
-    return this.call<PrincipalView>('PUT', '/v1/me/label', { label })
+    return this.call(contracts.setMyLabel, { body: { label } })
   }
 
   private async send<T>(

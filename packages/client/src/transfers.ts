@@ -1,22 +1,25 @@
 import { createHash } from 'node:crypto'
-import type {
-  CreatedTransferView,
-  LeaseView,
-  MintedTokenView,
-  MintTokenInput,
-  Snapshot,
-  SnapshotView,
-  TransferView,
-  TransferWaitView,
-  UsageView,
+import {
+  BatonError,
+  type ClaimNextView,
+  type CreatedTransferView,
+  contracts,
+  type LeaseView,
+  type ListTransfersQuery,
+  type MintedTokenView,
+  type MintTokenInput,
+  type ProvisionInput,
+  type Snapshot,
+  type SnapshotView,
+  type TransferListView,
+  type TransferView,
+  type TransferWaitView,
+  type UsageInput,
+  type UsageView,
 } from '@baton/protocol'
-import { BatonError } from '@baton/protocol'
-import { callJson } from './http.js'
+import { BatonClient } from './baton-client.js'
 import { canonicalJson } from './messages.js'
 import type { SignedClient } from './signed-client.js'
-
-const enc = encodeURIComponent
-const base = '/v1/transfers'
 
 /**
  * The checksum of a snapshot (seed 004): `sha-256:` and the base64url SHA-256 of its RFC 8785
@@ -46,33 +49,34 @@ export class TransferClient {
     opts: { idempotencyKey?: string; onProgress?: (sent: number, total: number) => void } = {},
   ): Promise<CreatedTransferView> {
     return this.client.call(
-      'POST',
-      base,
-      { snapshot, ...(opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {}) },
+      contracts.snapshotState,
+      {
+        // The hub checks the snapshot's shape and answers snapshot_invalid for a wrong one.
+        body: {
+          snapshot: snapshot as Snapshot,
+          ...(opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {}),
+        },
+      },
       opts.onProgress ? { onUploadProgress: opts.onProgress } : {},
     )
   }
 
   /** The transfer, its budget and its ordered event log. */
   get(id: string): Promise<TransferView> {
-    return this.client.call('GET', `${base}/${enc(id)}`)
+    return this.client.call(contracts.getStatus, { params: { id } })
   }
 
   /** Transfers you own (`role: 'owner'`) or run (`role: 'runtime'`). */
-  list(
-    query: { role?: 'owner' | 'runtime'; state?: string } = {},
-  ): Promise<{ transfers: TransferView[] }> {
-    const q = new URLSearchParams()
-    for (const [k, v] of Object.entries(query)) if (v !== undefined) q.set(k, String(v))
-    const qs = q.toString()
-    return this.client.call('GET', `${base}${qs ? `?${qs}` : ''}`)
+  list(query: ListTransfersQuery = {}): Promise<TransferListView> {
+    return this.client.call(contracts.listTransfers, { query })
   }
 
-  /** Waits up to `seconds` (at most 25) for the transfer to pass `version` or end. */
+  /** Waits up to `seconds` (clamped to the hub's longest wait) for the transfer to pass `version` or end. */
   wait(id: string, seconds: number, version?: number): Promise<TransferWaitView> {
-    const q = new URLSearchParams({ seconds: String(seconds) })
-    if (version !== undefined) q.set('version', String(version))
-    return this.client.call('GET', `${base}/${enc(id)}/wait?${q}`)
+    return this.client.call(contracts.waitTransfer, {
+      params: { id },
+      query: { seconds, ...(version === undefined ? {} : { version }) },
+    })
   }
 
   /**
@@ -80,27 +84,24 @@ export class TransferClient {
    * checksum the hub staged.
    */
   async fetchSnapshot(id: string): Promise<SnapshotView & { computed: string; verified: boolean }> {
-    const view = await this.client.call<SnapshotView>('GET', `${base}/${enc(id)}/snapshot`)
+    const view = await this.client.call(contracts.readSnapshot, { params: { id } })
     const computed = snapshotChecksum(view.snapshot)
     return { ...view, computed, verified: computed === view.checksum }
   }
 
   /** staged → provisioned, with a provision token minted for exactly these values. */
-  provision(
-    id: string,
-    input: { tier: string; budgetMicros: number; rateMicrosPerSecond: number; token: string },
-  ): Promise<TransferView> {
-    return this.client.call('POST', `${base}/${enc(id)}/provision`, input)
+  provision(id: string, input: ProvisionInput): Promise<TransferView> {
+    return this.client.call(contracts.provisionRuntime, { params: { id }, body: input })
   }
 
   /** Claims one provisioned transfer as its runtime. */
   claim(id: string): Promise<TransferView> {
-    return this.client.call('POST', `${base}/${enc(id)}/claim`, {})
+    return this.client.call(contracts.claimTransfer, { params: { id } })
   }
 
   /** Claims the oldest provisioned, unclaimed transfer of a tier; null when none waits. */
-  claimNext(tier: string): Promise<{ transfer: TransferView | null }> {
-    return this.client.call('POST', `${base}/claim`, { tier })
+  claimNext(tier: string): Promise<ClaimNextView> {
+    return this.client.call(contracts.claimNextTransfer, { body: { tier } })
   }
 
   /**
@@ -109,25 +110,22 @@ export class TransferClient {
    */
   async push(id: string, checksum?: string): Promise<TransferView> {
     const sum = checksum ?? (await this.fetchSnapshot(id)).computed
-    return this.client.call('POST', `${base}/${enc(id)}/push`, { checksum: sum })
+    return this.client.call(contracts.pushState, { params: { id }, body: { checksum: sum } })
   }
 
   /** pushed → active with an activate token: the one irreversible step. */
   activate(id: string, token: string): Promise<TransferView> {
-    return this.client.call('POST', `${base}/${enc(id)}/activate`, { token })
+    return this.client.call(contracts.activate, { params: { id }, body: { token } })
   }
 
   /** Takes or renews the lease to run an active transfer's agent. */
   lease(id: string, instance: string): Promise<LeaseView> {
-    return this.client.call('POST', `${base}/${enc(id)}/lease`, { instance })
+    return this.client.call(contracts.leaseTransfer, { params: { id }, body: { instance } })
   }
 
   /** Reports spend in micro-units; repeating a key never charges twice. */
-  reportUsage(
-    id: string,
-    input: { idempotencyKey: string; amountMicros: number },
-  ): Promise<UsageView> {
-    return this.client.call('POST', `${base}/${enc(id)}/usage`, input)
+  reportUsage(id: string, input: UsageInput): Promise<UsageView> {
+    return this.client.call(contracts.reportUsage, { params: { id }, body: input })
   }
 }
 
@@ -140,41 +138,31 @@ export class TransferClient {
  * const { token } = await orchestrator.mint(id, { scope: 'activate' })
  */
 export class TransferAdminClient {
+  private readonly hub: BatonClient
+
   constructor(
     readonly hubUrl: string,
-    private readonly adminToken: string,
+    adminToken: string,
   ) {
     if (!adminToken) throw new BatonError('admin_token_invalid', 'An operator token is required')
-  }
-
-  private headers() {
-    return { headers: { authorization: `Bearer ${this.adminToken}` } }
+    this.hub = new BatonClient(hubUrl, { adminToken })
   }
 
   /** Mints a single-use token bound to the transfer, the scope and (for provision) the values. */
   mint(id: string, input: MintTokenInput): Promise<MintedTokenView> {
-    return callJson(
-      this.hubUrl,
-      'POST',
-      `/admin/v1/transfers/${enc(id)}/tokens`,
-      input,
-      this.headers(),
-    )
+    return this.hub.call(contracts.mintTransferToken, { params: { id }, body: input })
   }
 
   /** Reads any transfer with its event log. */
   get(id: string): Promise<TransferView> {
-    return callJson(this.hubUrl, 'GET', `/admin/v1/transfers/${enc(id)}`, undefined, this.headers())
+    return this.hub.call(contracts.adminGetTransfer, { params: { id } })
   }
 
   /** Terminates a transfer in any state; repeating it is answered. */
   terminate(id: string, reason?: string): Promise<TransferView> {
-    return callJson(
-      this.hubUrl,
-      'POST',
-      `/admin/v1/transfers/${enc(id)}/terminate`,
-      reason ? { reason } : {},
-      this.headers(),
-    )
+    return this.hub.call(contracts.terminateTransfer, {
+      params: { id },
+      body: reason ? { reason } : {},
+    })
   }
 }

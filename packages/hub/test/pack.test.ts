@@ -118,6 +118,13 @@ describe('npm pack and install', () => {
       }
       assert.equal(existsSync(path.join(root, 'src')), false, `${p} ships its sources`)
       assert.equal(existsSync(path.join(root, 'dist/.tsbuildinfo')), false)
+      // Every file an export condition names is in the tarball (no condition for sources).
+      const targets = JSON.stringify(manifest.exports).match(/"\.\/[^"]+"/g) ?? []
+      for (const target of targets.map((t: string) => t.slice(1, -1))) {
+        if (target !== './package.json') {
+          assert.ok(existsSync(path.join(root, target)), `${p} exports ${target}, not shipped`)
+        }
+      }
     }
   })
 

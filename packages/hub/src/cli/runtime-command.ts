@@ -162,7 +162,7 @@ class Runtime {
     const signal = this.abort.signal
     // Resume what this runtime already holds (a restart), then claim new work.
     try {
-      for (const state of ['provisioned', 'pushed', 'active']) {
+      for (const state of ['provisioned', 'pushed', 'active'] as const) {
         const { transfers } = await this.transfers.list({ role: 'runtime', state })
         for (const t of transfers) this.handle(t)
       }
