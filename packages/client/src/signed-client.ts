@@ -7,6 +7,7 @@ import {
   type DiscoveryDocument,
   type MeView,
   type PrincipalView,
+  parseWholeNumber,
 } from '@baton/protocol'
 import {
   type CallArgs,
@@ -117,9 +118,9 @@ export class SignedClient {
   ): Promise<RawAnswer<T>> {
     const first = await this.send<T>(method, path, body, headers, options)
     if (first.status !== 429) return first
-    const seconds = Number(first.headers.get('retry-after'))
-    const waitMs =
-      Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : Number.POSITIVE_INFINITY
+    // A 429 that says no wait (or one that is no whole number of seconds) is answered as it is.
+    const seconds = parseWholeNumber(first.headers.get('retry-after'))
+    const waitMs = seconds === undefined ? Number.POSITIVE_INFINITY : seconds * 1000
     if (waitMs > (this.opts.maxRetryWaitMs ?? 5000)) return first
     await new Promise((r) => setTimeout(r, waitMs))
     return this.send<T>(method, path, body, headers, options)

@@ -5,6 +5,7 @@ import {
   HANDOFF_LIMITS,
   HOME_LIMITS,
   MESSAGE_LIMITS,
+  parseWholeNumber,
   RESOURCE_LIMITS,
   TRANSFER_LIMITS,
 } from '@baton/protocol'
@@ -117,9 +118,11 @@ type Env = Record<string, string | undefined>
 function int(env: Env, name: string, fallback: number, min = 0): number {
   const raw = env[name]
   if (raw === undefined || raw === '') return fallback
-  const n = Number(raw)
-  if (!Number.isSafeInteger(n) || n < min) {
-    throw new Error(`${name} must be an integer of at least ${min}, got ${JSON.stringify(raw)}`)
+  const n = parseWholeNumber(raw, { min })
+  if (n === undefined) {
+    throw new Error(
+      `${name} must be a whole number of at least ${min} (digits, at most 15), got ${JSON.stringify(raw)}`,
+    )
   }
   return n
 }
@@ -135,7 +138,8 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
 function trustProxy(raw: string | undefined): Config['trustProxy'] {
   if (raw === undefined || raw === '' || /^(0|false|no|off)$/i.test(raw)) return false
   if (/^(true|yes|on)$/i.test(raw)) return true
-  if (/^\d+$/.test(raw)) return Number(raw)
+  const hops = parseWholeNumber(raw)
+  if (hops !== undefined) return hops
   return raw
     .split(',')
     .map((s) => s.trim())

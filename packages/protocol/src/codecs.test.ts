@@ -2,7 +2,13 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
 import { z } from 'zod'
-import { booleanFlag, MAX_WHOLE_NUMBER, wholeNumber, wholeRangePattern } from './codecs.js'
+import {
+  booleanFlag,
+  MAX_WHOLE_NUMBER,
+  parseWholeNumber,
+  wholeNumber,
+  wholeRangePattern,
+} from './codecs.js'
 
 test('the range pattern matches exactly the decimal texts of the range', () => {
   fc.assert(
@@ -43,4 +49,24 @@ test('a flag is true or false, as text or JSON', () => {
   assert.equal(flag.parse('true'), true)
   assert.equal(flag.parse(false), false)
   for (const bad of ['1', 'yes', '', 'TRUE']) assert.equal(flag.safeParse(bad).success, false, bad)
+})
+
+test('a whole number read from text is the one the published codec takes, in every range', () => {
+  const text = fc.oneof(
+    fc.nat({ max: MAX_WHOLE_NUMBER }).map(String),
+    fc.string({ unit: fc.constantFrom('0', '1', '9', '-', '+', '.', 'e', ' ', 'x') }),
+    fc.constantFrom('', '00', '007', '1e3', '0x10', ' 1', '1 ', '-0', '9999999999999999'),
+  )
+  const range = fc.tuple(fc.nat({ max: 2000 }), fc.nat({ max: 2000 })).map(([a, b]) => ({
+    min: Math.min(a, b),
+    max: Math.max(a, b),
+  }))
+  fc.assert(
+    fc.property(text, fc.option(range, { nil: undefined }), (s, r) => {
+      const parsed = wholeNumber(r).safeParse(s)
+      assert.equal(parseWholeNumber(s, r), parsed.success ? parsed.data : undefined, s)
+    }),
+    { numRuns: 2000 },
+  )
+  assert.equal(parseWholeNumber(null), undefined)
 })

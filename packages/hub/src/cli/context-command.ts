@@ -19,6 +19,7 @@ import {
   verifyHandoff,
   verifyStatus,
 } from '@baton/context'
+import { parseWholeNumber } from '@baton/protocol'
 
 const USAGE = `baton context <command> [options]
 
@@ -236,8 +237,9 @@ function need(value: string | undefined, name: string): string {
 }
 
 function seconds(value: string, name: string): number {
-  if (!/^\d+$/.test(value)) throw new UsageError(`--${name} must be whole seconds`)
-  return Number(value)
+  const n = parseWholeNumber(value)
+  if (n === undefined) throw new UsageError(`--${name} must be whole seconds`)
+  return n
 }
 
 async function signerFrom(v: { key?: string; iss?: string; kid?: string }) {

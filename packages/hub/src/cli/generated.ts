@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { parseArgs } from 'node:util'
 import { loadIdentity, requestJson, type SignedBody, SignedClient } from '@baton/client'
-import { DISCOVERY_PATH } from '@baton/protocol'
+import { DISCOVERY_PATH, parseWholeNumber } from '@baton/protocol'
 import { z } from 'zod'
 import { AUTH_KINDS } from '../ops/auth-kinds.js'
 import { type CliSpec, defaultConfig, inputSchemas, type Operation } from '../ops/operation.js'
@@ -300,7 +300,11 @@ export function parseTime(raw: string, now: () => number = Date.now): string {
   const m = /^(\d+)(s|m|h|d)$/.exec(raw)
   if (!m) return raw
   const unit = m[2] as keyof typeof DURATION_UNITS_MS
-  return new Date(now() + Number(m[1]) * DURATION_UNITS_MS[unit]).toISOString()
+  // A duration reaches at most the last instant a Date can hold.
+  const amount = parseWholeNumber(m[1])
+  const at = amount === undefined ? Number.NaN : now() + amount * DURATION_UNITS_MS[unit]
+  if (!(Math.abs(at) <= 8.64e15)) throw new UsageError(`${raw} is further ahead than a time can be`)
+  return new Date(at).toISOString()
 }
 
 async function parseFlagValue(f: CliField, raw: string | boolean): Promise<unknown> {

@@ -6,7 +6,12 @@ import path from 'node:path'
 import { createInterface } from 'node:readline'
 import { parseArgs } from 'node:util'
 import { SignedClient, TransferClient } from '@baton/client'
-import { BatonError, type ClaimedComputeJobView, type TransferView } from '@baton/protocol'
+import {
+  BatonError,
+  type ClaimedComputeJobView,
+  parseWholeNumber,
+  type TransferView,
+} from '@baton/protocol'
 import { createComputePool } from '../compute/pool.js'
 import { ComputeRunner } from '../compute/runner.js'
 import { type Io, UsageError } from './io.js'
@@ -103,8 +108,9 @@ export async function runtimeCommand(argv: string[], io: Io): Promise<number> {
   if (!values.exec) throw new UsageError('--exec "<command>" is required')
   const ms = (v: string | undefined, name: string, fallback: number) => {
     if (v === undefined) return fallback
-    if (!/^\d{1,9}$/.test(v) || Number(v) < 10) throw new UsageError(`--${name} must be ms >= 10`)
-    return Number(v)
+    const n = parseWholeNumber(v, { min: 10 })
+    if (n === undefined) throw new UsageError(`--${name} must be whole milliseconds, at least 10`)
+    return n
   }
   const opts: Options = {
     hub,
@@ -396,8 +402,9 @@ function describe(error: unknown): string {
 
 const count = (v: string | undefined, name: string, fallback: number, min = 1) => {
   if (v === undefined) return fallback
-  if (!/^\d{1,9}$/.test(v) || Number(v) < min) throw new UsageError(`--${name} must be >= ${min}`)
-  return Number(v)
+  const n = parseWholeNumber(v, { min })
+  if (n === undefined) throw new UsageError(`--${name} must be a whole number, at least ${min}`)
+  return n
 }
 
 /** `baton runtime --compute`: a remote compute runtime over the signed API (seed 000). */
