@@ -24,6 +24,7 @@ import { createLogger } from './log.js'
 import { MessageService } from './messages/service.js'
 import { countingBus, createMetrics, type Metrics } from './metrics.js'
 import { ResourceService } from './resources/service.js'
+import { SessionService } from './sessions/service.js'
 import { type Database, openDatabase, ping } from './store/database.js'
 import { pruneIdempotencyKeys } from './store/idempotency.js'
 import { pruneQuotaCounters } from './store/quota.js'
@@ -53,6 +54,8 @@ export interface AppContext {
   notifier: Notifier
   handoffs: HandoffService
   identity: IdentityService
+  /** The operator's signed-out dashboard sessions. */
+  sessions: SessionService
   resources: ResourceService
   grants: GrantService
   messages: MessageService
@@ -179,6 +182,7 @@ async function assemble(
     sealer,
   })
   await identity.init()
+  const sessions = new SessionService({ database, batcher, bus, clock })
   const grants = new GrantService({
     database,
     batcher,
@@ -357,6 +361,7 @@ async function assemble(
     notifier,
     handoffs,
     identity,
+    sessions,
     resources,
     grants,
     messages,

@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
-import { AdmissionDecision, BatonError } from '@baton/protocol'
+import { BatonError } from '@baton/protocol'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { operatorListA2aTasks, operatorReadA2aTask } from '../a2a/operations.js'
 import type { AppContext } from '../app.js'
@@ -14,18 +14,18 @@ import {
 } from '../handoffs/operations.js'
 import { operatorListHops, operatorReadHopChain } from '../hops/operations.js'
 import type { Api } from '../http/server.js'
-import { listPrincipals } from '../identity/operations.js'
+import { decidePrincipal, listPrincipals } from '../identity/operations.js'
 import { operatorListMessages, operatorReadMessageBody } from '../messages/operations.js'
 import { HTTP_INPUT, parseOperationInput } from '../ops/input.js'
 import type { Operation } from '../ops/operation.js'
 import { operatorOverview } from '../overview/operations.js'
 import { operatorListResources, operatorReadResource } from '../resources/operations.js'
+import { SIGNOUT_TOPIC } from '../sessions/service.js'
 import {
   operatorListTransfers,
   operatorReadTransfer,
   operatorReadTransferSnapshot,
 } from '../transfers/operations.js'
-import { parseInput } from '../validation.js'
 import { DashboardStreams } from './events.js'
 import {
   type DashboardSession,
@@ -35,7 +35,6 @@ import {
   SessionKeeper,
   SignInLimiter,
 } from './session.js'
-import * as signouts from './signouts.js'
 
 const ASSET_DIR = path.join(import.meta.dirname, 'assets')
 
@@ -108,7 +107,6 @@ const LINK_MESSAGES: Record<string, string> = {
   invalid: 'This sign-in link is not valid; sign in with the operator token.',
 }
 
-const SIGNOUT_TOPIC = 'dashboard:signouts'
 const SIGNOUT_REFRESH_MS = 5000
 
 /**
@@ -126,7 +124,6 @@ export function registerDashboard(api: Api, ctx: AppContext): void {
     perSession: ctx.config.dashboard.streamsPerSession,
     total: ctx.config.dashboard.streamsMax,
   })
-  const db = () => ctx.database.db
   const now = () => ctx.clock.now()
 
   // Sign-outs hold on every instance and across restarts: each is written to the database and
@@ -134,9 +131,9 @@ export function registerDashboard(api: Api, ctx: AppContext): void {
   // missed announcement only delays the refusal by a few seconds.
   const loadSignouts = async () => {
     if (!keeper) return
-    for (const row of await signouts.liveSignouts(db(), now())) {
-      keeper.remember(row.session_id, row.expires_at, now())
-      streams.closeSession(row.session_id)
+    for (const signout of await ctx.sessions.live()) {
+      keeper.remember(signout.sessionId, signout.expiresAt, now())
+      streams.closeSession(signout.sessionId)
     }
   }
   const unsubscribe = ctx.bus.subscribe(SIGNOUT_TOPIC, (event) => {
@@ -319,21 +316,7 @@ export function registerDashboard(api: Api, ctx: AppContext): void {
       // Streams opened before the sign-out end with it; other instances end theirs when they
       // hear of it on the bus, or at their next re-read of the sign-outs.
       streams.closeSession(session.id)
-      await ctx.batcher.run(async (tx) => {
-        await signouts.insertSignout(tx.db, {
-          session_id: session.id,
-          expires_at: session.expiresAt,
-        })
-        await signouts.pruneSignouts(tx.db, now())
-        tx.afterCommit(() =>
-          ctx.bus.publish({
-            topic: SIGNOUT_TOPIC,
-            type: 'dashboard.signout',
-            at: now(),
-            data: { sessionId: session.id, expiresAt: session.expiresAt },
-          }),
-        )
-      })
+      await ctx.sessions.signOut({ sessionId: session.id, expiresAt: session.expiresAt })
       reply.header('set-cookie', cookie(req, '', 0))
       return reply.code(204).send()
     })
@@ -400,14 +383,14 @@ export function registerDashboard(api: Api, ctx: AppContext): void {
     read('/dashboard/api/a2a/:id', operatorReadA2aTask)
     read('/dashboard/api/hops/:digest', operatorReadHopChain)
 
-    // Admission decisions go through the same service function as the admin API.
+    // Admission decisions are the admin API's operation, run for the session: the same input
+    // schemas, the same service call (which announces `principal.decided` once it commits).
     scope.post('/dashboard/api/principals/:principal/:decision', async (req, reply) => {
       requireMutation(req)
-      const { principal, decision } = req.params as { principal: string; decision: string }
-      // The identity service announces the decision (`principal.decided`) once it commits.
-      const view = await ctx.identity.decide(
-        principal,
-        parseInput(AdmissionDecision, decision, 'decision'),
+      const view = await decidePrincipal.run(
+        ctx,
+        { ip: req.ip, signal: NEVER_ABORTED },
+        parseOperationInput(decidePrincipal, { params: req.params }, HTTP_INPUT, ctx.config),
       )
       reply.header('cache-control', 'no-store')
       return view
