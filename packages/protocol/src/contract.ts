@@ -102,6 +102,11 @@ export interface CliSpec {
   defaults?: Record<string, string>
   /** The human output; `--json` always prints the wire body. */
   text?: (output: unknown) => string
+  /**
+   * How the listing pages, for `--all`: the query field that names where a page starts, the
+   * answer's field that names the next (null after the last), and its list of items.
+   */
+  pages?: { cursor: string; next: string; items: string }
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: a contract list holds objects of every shape

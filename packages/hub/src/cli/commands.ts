@@ -64,8 +64,18 @@ export function aliasLines(): string[] {
   )
 }
 
-/** The admission words of `baton admin` (the admin API's or the database's own decisions). */
-export const ADMISSION = ['list', 'show', 'approve', 'reject', 'suspend'] as const
+/**
+ * The admission words of `baton admin`, each an alias of a generated command: the words it runs,
+ * and a decision it adds as the last argument (`admin approve P` is `admin principal decide P
+ * approve`). `list` reads every page unless `--limit` or `--cursor` asks for one.
+ */
+export const ADMISSION = {
+  list: { words: ['principal', 'list'] },
+  show: { words: ['principal', 'read'] },
+  approve: { words: ['principal', 'decide'], decision: 'approve' },
+  reject: { words: ['principal', 'decide'], decision: 'reject' },
+  suspend: { words: ['principal', 'decide'], decision: 'suspend' },
+} as const satisfies Record<string, { words: readonly [string, string]; decision?: string }>
 
 /**
  * The commands that are not one operation each (every other command is generated from the
@@ -131,7 +141,7 @@ export const HANDWRITTEN: Record<
   admin: {
     run: async (argv, io) => (await import('./admin-command.js')).adminCommand(argv, io),
     summary: 'the operator: admission (admin API or the hub database) and the admin operations',
-    next: ADMISSION,
+    next: Object.keys(ADMISSION),
     printsJson: false,
   },
   runtime: {

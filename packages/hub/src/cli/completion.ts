@@ -35,7 +35,7 @@ export function completionTable(tree: CommandTree = commandTree()): Map<string, 
   for (const [group, list] of tree.admin) {
     if (tree.groups.has(group)) level('baton', new Map([[group, list]]))
   }
-  table.set('baton admin', [...ADMISSION, ...tree.admin.keys()])
+  table.set('baton admin', [...Object.keys(ADMISSION), ...tree.admin.keys()])
   level('baton admin', tree.admin)
   return table
 }

@@ -46,6 +46,11 @@ export const COMMON_FLAGS = {
   token: 'the handoff token (or BATON_TOKEN), for token operations',
   'admin-token': "the operator's token (or BATON_ADMIN_TOKEN), for admin operations",
   'idempotency-key': 'makes a retry safe, for operations that accept one',
+  'data-dir':
+    "run on a stopped or running hub's SQLite files directly instead of --hub, for admin operations",
+  'database-url':
+    "run on the hub's PostgreSQL database directly instead of --hub, for admin operations",
+  all: "every page, following the answer's cursor, for listings that page",
   body: 'the whole request body from a JSON file, or - for stdin; flags override its fields',
   json: 'print the wire body (compact JSON), errors included',
 } as const
@@ -185,10 +190,13 @@ export function generatedCommands(ops: readonly Operation[] = OPERATIONS): CliCo
 
 /** The common flags an operation takes: the credential its auth needs, and what it accepts. */
 export function commonFlags(op: Operation): (keyof typeof COMMON_FLAGS)[] {
-  const credential = AUTH_KINDS[op.auth].cli.credential
+  const kind = AUTH_KINDS[op.auth].cli
+  const credential = kind.credential
   return [
     'hub',
     ...(credential ? [credential.flag] : []),
+    ...(kind.admin ? (['data-dir', 'database-url'] as const) : []),
+    ...(spec(op).pages ? (['all'] as const) : []),
     ...(op.idempotencyKey ? (['idempotency-key'] as const) : []),
     ...(op.body ? (['body'] as const) : []),
     'json',
@@ -356,7 +364,7 @@ export async function runGenerated(c: CliCommand, argv: string[], io: Io): Promi
   for (const f of [...c.positionals, ...c.fields]) byFlag.set(f.flag, f)
   const options: Record<string, { type: 'string' | 'boolean' }> = {}
   for (const flag of commonFlags(op))
-    options[flag] = { type: flag === 'json' ? 'boolean' : 'string' }
+    options[flag] = { type: flag === 'json' || flag === 'all' ? 'boolean' : 'string' }
   for (const [flag, f] of byFlag)
     options[flag] = { type: f.kind === 'boolean' ? 'boolean' : 'string' }
   for (const flag of Object.keys(c.aliases)) options[flag] = { type: 'string' }
@@ -429,6 +437,21 @@ export async function runGenerated(c: CliCommand, argv: string[], io: Io): Promi
     )
   }
 
+  const body = op.body && (hasBody || Object.keys(parts.body).length > 0) ? parts.body : undefined
+  const input = { params: parts.params, query: parts.query, body }
+  const pages = values.all === true ? spec(op).pages : undefined
+  const print = (result: unknown) => {
+    const text = spec(op).text
+    io.stdout(json ? JSON.stringify(result) : text ? text(result) : JSON.stringify(result, null, 2))
+    return 0
+  }
+  // An operator's command may run on the hub's database itself, as the hub would run it.
+  const dataDir = common('data-dir')
+  const databaseUrl = common('database-url')
+  if (dataDir !== undefined || databaseUrl !== undefined) {
+    return print(await runLocally(op, input, { dataDir, databaseUrl }, pages, io))
+  }
+
   // A signed command's identity file names the hub it was made for (its discovery URL).
   const identityFile =
     AUTH_KINDS[op.auth].remote === 'signed'
@@ -456,7 +479,6 @@ export async function runGenerated(c: CliCommand, argv: string[], io: Io): Promi
       ? await SignedClient.fromFile(new URL(DISCOVERY_PATH, hub).href, credential)
       : undefined
 
-  const body = op.body && (hasBody || Object.keys(parts.body).length > 0) ? parts.body : undefined
   const showUpload = !json && isUpload(op) && body !== undefined
   let upload: ((sent: number, total: number) => void) | undefined
   if (showUpload) {
@@ -501,14 +523,12 @@ export async function runGenerated(c: CliCommand, argv: string[], io: Io): Promi
     : undefined
   let result: unknown
   try {
-    result = await invoke(
-      op,
-      { params: parts.params, query: parts.query, body },
-      {
+    result = await everyPage(pages, input, (page) =>
+      invoke(op, page, {
         signal: abort.signal,
         ...(token ? { token } : {}),
         ...(common('idempotency-key') ? { idempotencyKey: common('idempotency-key') } : {}),
-      },
+      }),
     )
   } finally {
     if (timer) clearInterval(timer)
@@ -516,9 +536,64 @@ export async function runGenerated(c: CliCommand, argv: string[], io: Io): Promi
   if (showUpload) {
     io.stderr(`uploaded in ${((Date.now() - started) / 1000).toFixed(1)} s`)
   }
-  const text = spec(op).text
-  io.stdout(json ? JSON.stringify(result) : text ? text(result) : JSON.stringify(result, null, 2))
-  return 0
+  return print(result)
+}
+
+type Input = { params: Record<string, unknown>; query: Record<string, unknown>; body: unknown }
+
+/**
+ * One answer, or with `pages` every page from the one asked for: each page's cursor is fed to the
+ * next request until the answer names none, and the items of all pages are answered together.
+ */
+async function everyPage(
+  pages: CliSpec['pages'],
+  input: Input,
+  read: (page: Input) => Promise<unknown>,
+): Promise<unknown> {
+  if (!pages) return read(input)
+  const items: unknown[] = []
+  let query = input.query
+  for (;;) {
+    const page = (await read({ ...input, query })) as Record<string, unknown>
+    items.push(...((page[pages.items] as unknown[] | undefined) ?? []))
+    const next = page[pages.next]
+    if (next === null || next === undefined) return { ...page, [pages.items]: items }
+    query = { ...query, [pages.cursor]: next }
+  }
+}
+
+/**
+ * Runs an operation on the hub's database itself, through the same composition root and the same
+ * one parse of its input as the hub: the operator's way in when no hub answers, or before one runs.
+ */
+async function runLocally(
+  op: Operation,
+  input: Input,
+  where: { dataDir?: string | undefined; databaseUrl?: string | undefined },
+  pages: CliSpec['pages'],
+  io: Io,
+): Promise<unknown> {
+  const [{ createApp }, { loadConfig }, { createLogger }, { localInvoke }] = await Promise.all([
+    import('../app.js'),
+    import('../config.js'),
+    import('../log.js'),
+    import('../ops/local.js'),
+  ])
+  const config = loadConfig(process.env, {
+    ...(where.dataDir !== undefined ? { 'data-dir': where.dataDir } : {}),
+    ...(where.databaseUrl !== undefined ? { 'database-url': where.databaseUrl } : {}),
+  })
+  const ctx = await createApp(config, {
+    log: createLogger('warn', { write: (line: string) => io.stderr(line) }),
+  })
+  try {
+    const invoke = localInvoke(ctx, { ip: 'local' })
+    return await everyPage(pages, input, (page) =>
+      invoke(op, page, { signal: new AbortController().signal }),
+    )
+  } finally {
+    await ctx.close()
+  }
 }
 
 /** The generated commands by group and action, for dispatch, help and completion. */

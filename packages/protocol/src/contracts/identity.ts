@@ -98,6 +98,10 @@ export const listPrincipals = defineContract({
   output: PrincipalPageView,
   errors: [],
   tool: false,
+  cli: {
+    name: ['principal', 'list'],
+    pages: { cursor: 'cursor', next: 'next_cursor', items: 'principals' },
+  },
 })
 
 /** One principal (operator only). */
