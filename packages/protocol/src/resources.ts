@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { wholeNumber } from './codecs.js'
+import { isoInstant, wholeNumber } from './codecs.js'
 import { jsonValue } from './json.js'
 
 /** The resource and grant limits a hub uses by default; its operator may change each. */
@@ -64,7 +64,7 @@ export const CreateGrantInput = z.strictObject({
   subject: PrincipalId,
   actions: GrantActions,
   delegable: z.boolean().default(false),
-  expiresAt: z.iso.datetime({ offset: true }),
+  expiresAt: isoInstant().describe('When the grant ends: an RFC 3339 time with its offset'),
 })
 /** A parsed grant request. */
 export type CreateGrantInput = z.output<typeof CreateGrantInput>

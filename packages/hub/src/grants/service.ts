@@ -175,7 +175,7 @@ export class GrantService {
   ): Promise<GrantView> {
     // Stored in the protocol's order, so equal grants hold equal action lists.
     const actions = RESOURCE_ACTIONS.filter((a) => body.actions.includes(a))
-    const expiresAt = Date.parse(body.expiresAt)
+    const { expiresAt } = body
     return this.deps.batcher.carrying(carry).run(async (tx) => {
       const now = this.deps.clock.now()
       const once = { scope: 'grant.create', principal, key: idempotencyKey, request: body, now }
