@@ -1,3 +1,4 @@
+import { contractLimitsOf } from '@baton/protocol'
 import type { Logger } from 'pino'
 import { A2aService } from './a2a/service.js'
 import { witnessA2a } from './a2a/witness.js'
@@ -176,6 +177,7 @@ async function assemble(
     clock,
     config: config.identity,
     bodyLimitBytes: config.bodyLimitBytes,
+    contractLimits: contractLimitsOf(config),
     version: VERSION,
     usage: principalUsage,
     bus,

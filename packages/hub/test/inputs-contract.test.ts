@@ -1,13 +1,17 @@
 import assert from 'node:assert/strict'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import type { SignedClient } from '@baton/client'
+import { type SignedClient, saveIdentity } from '@baton/client'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js'
 import { createMcpServer } from '../src/mcp/server.js'
 import { localInvoke } from '../src/ops/local.js'
 import type { Auth } from '../src/ops/operation.js'
 import { VERSION } from '../src/version.js'
-import { call, signedAgent, startTestHub, type TestHub, testStores } from './support.js'
+import { batonBin, call, signedAgent, startTestHub, type TestHub, testStores } from './support.js'
 
 type Body = Record<string, unknown>
 
@@ -198,6 +202,26 @@ for (const store of testStores) {
       assert.match(defaults.get('send_message')!.description as string, /at most 65536 bytes/)
       assert.match(tuned.get('wait_compute_job')!.description as string, /at most 1;/)
       assert.match(defaults.get('wait_compute_job')!.description as string, /at most 25;/)
+
+      // `baton mcp --hub` publishes the limits of the hub it reaches, read from its discovery.
+      const dir = await mkdtemp(path.join(tmpdir(), 'baton-mcp-limits-'))
+      const identityFile = path.join(dir, 'agent.identity.json')
+      await saveIdentity(identityFile, agent.identity)
+      const stdio = new Client({ name: 'baton-test', version: '1.0.0' })
+      await stdio.connect(
+        new StdioClientTransport({
+          command: process.execPath,
+          args: [batonBin, 'mcp', '--hub', hub.url, '--identity', identityFile],
+          stderr: 'pipe',
+        }),
+      )
+      clients.push(stdio)
+      const remote = new Map((await stdio.listTools()).tools.map((t) => [t.name, t]))
+      for (const name of ['list_messages', 'send_message', 'create_agent_handoff']) {
+        assert.equal(remote.get(name)?.description, tuned.get(name)?.description, name)
+        assert.deepEqual(remote.get(name)?.inputSchema, tuned.get(name)?.inputSchema, name)
+      }
+      await rm(dir, { recursive: true, force: true })
 
       const [doc, plainDoc] = [await openapi(hub), await openapi(plain)]
       const text = (d: typeof doc, path: string) => JSON.stringify(d.paths[path])

@@ -1,4 +1,4 @@
-import type { z } from 'zod'
+import { z } from 'zod'
 import { COMPUTE_LIMITS } from './compute.js'
 import type { ErrorCode } from './errors.js'
 import { HANDOFF_LIMITS } from './handoff.js'
@@ -30,6 +30,28 @@ export interface ContractConfig {
   home: { maxFileBytes: number; maxPageSize: number }
   transfer: { maxWaitSeconds: number; snapshotMaxBytes: number }
   compute: { maxWaitSeconds: number }
+}
+
+const limit = () => z.number().int().min(0)
+
+/** The {@link ContractConfig} a hub publishes in its discovery document, so clients hold its limits. */
+export const ContractLimits = z.object({
+  handoff: z.object({
+    maxPayloadBytes: limit(),
+    maxNoteChars: limit(),
+    maxStates: limit(),
+    maxWaitSeconds: limit(),
+  }),
+  resources: z.object({ maxBytes: limit(), grantMaxTtlMs: limit(), maxPageSize: limit() }),
+  messages: z.object({ maxBodyBytes: limit(), maxWaitSeconds: limit() }),
+  home: z.object({ maxFileBytes: limit(), maxPageSize: limit() }),
+  transfer: z.object({ maxWaitSeconds: limit(), snapshotMaxBytes: limit() }),
+  compute: z.object({ maxWaitSeconds: limit() }),
+}) satisfies z.ZodType<ContractConfig>
+
+/** The limits that shape a hub's contracts, and no other setting of its config. */
+export function contractLimitsOf(config: ContractConfig): ContractConfig {
+  return ContractLimits.parse(config)
 }
 
 /** The limits of a hub started with no settings: what a face outside a hub publishes. */

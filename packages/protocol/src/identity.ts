@@ -2,6 +2,7 @@ import { z } from 'zod'
 import { fromBase64url, toBase64url } from './base64.js'
 import { withCode } from './codecs.js'
 import { RuntimeAvailability } from './compute.js'
+import { ContractLimits } from './contract.js'
 
 /** The protocol version a hub announces in discovery and a client expects. */
 export const PROTOCOL_VERSION = 'baton/1'
@@ -166,7 +167,11 @@ export const DiscoveryDocument = z.object({
     skewSeconds: z.number(),
   }),
   admission: z.object({ mode: AdmissionMode }),
-  limits: z.object({ bodyLimitBytes: z.number().int() }),
+  limits: z.object({
+    bodyLimitBytes: z.number().int(),
+    /** The limits the hub's contracts hold, so a client publishes them (absent from older hubs). */
+    contracts: ContractLimits.optional(),
+  }),
   quotas: z.object({
     requestsPerDay: z.number().int(),
     storedBytes: z.number().int(),

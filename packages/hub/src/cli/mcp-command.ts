@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util'
-import { requestJson, type SignedBody, SignedClient } from '@baton/client'
-import { BatonError } from '@baton/protocol'
+import { fetchDiscovery, requestJson, type SignedBody, SignedClient } from '@baton/client'
+import { BatonError, DEFAULT_CONTRACT_CONFIG, DISCOVERY_PATH } from '@baton/protocol'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import type { Logger } from 'pino'
 import { pollWatch } from '../mcp/resources.js'
@@ -30,9 +30,11 @@ export async function mcpCommand(argv: string[], io: Io): Promise<number> {
   const hub = values.hub ?? process.env.BATON_HUB
   if (!hub) throw new UsageError('--hub URL is required (or set BATON_HUB)')
   const identityPath = values.identity ?? process.env.BATON_IDENTITY
-  const signed = identityPath
-    ? await SignedClient.fromFile(new URL('/.well-known/agent-net', hub).href, identityPath)
-    : undefined
+  const discoveryUrl = new URL(DISCOVERY_PATH, hub).href
+  const signed = identityPath ? await SignedClient.fromFile(discoveryUrl, identityPath) : undefined
+  // The tools publish the limits this hub holds (an older hub's discovery names none: defaults).
+  const doc = signed?.discovery ?? (await fetchDiscovery(discoveryUrl).catch(() => undefined))
+  const config = doc?.limits.contracts ?? DEFAULT_CONTRACT_CONFIG
   // A request that never reached the hub says why, in the tool's answer and on stderr, as the
   // CLI does; stdout carries the MCP protocol itself.
   const reaching = <T>(method: string, path: string, signal: AbortSignal, send: () => Promise<T>) =>
@@ -64,6 +66,7 @@ export async function mcpCommand(argv: string[], io: Io): Promise<number> {
       auths: sessionAuths(signed !== undefined),
       // No event bus here: subscriptions long-poll the hub's waits (see mcp/resources.ts).
       watch: pollWatch(invoke),
+      config,
       // An unexpected failure is answered `internal` without detail, and its cause said here.
       log: {
         error: ((obj: { err?: unknown }, msg?: string) =>

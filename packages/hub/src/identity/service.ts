@@ -6,6 +6,7 @@ import {
   type AgentLabel,
   BatonError,
   BODY_COMPONENTS,
+  type ContractConfig,
   type DiscoveryDocument,
   type HttpMessage,
   type MeView,
@@ -71,6 +72,8 @@ export interface IdentityDeps {
   clock: Clock
   config: Config['identity']
   bodyLimitBytes: number
+  /** The limits the contracts hold under this hub's config, published in discovery. */
+  contractLimits: ContractConfig
   version: string
   /** Keys for keyids that are not did:key, such as the RFC 9421 test key; for tests only. */
   extraKeys?: ReadonlyMap<string, KeyObject>
@@ -600,7 +603,7 @@ export class IdentityService {
         skewSeconds: config.skewMs / 1000,
       },
       admission: { mode: config.admission },
-      limits: { bodyLimitBytes: this.deps.bodyLimitBytes },
+      limits: { bodyLimitBytes: this.deps.bodyLimitBytes, contracts: this.deps.contractLimits },
       quotas: { ...config.quotas },
       hubKey: this.hubJwk,
       // seed 000: live, from runtime heartbeats in the database, so every instance agrees.

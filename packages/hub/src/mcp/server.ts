@@ -1,8 +1,8 @@
+import { type ContractConfig, DEFAULT_CONTRACT_CONFIG } from '@baton/protocol'
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import type { Logger } from 'pino'
-import type { Config } from '../config.js'
 import { type Invoke, registerOperationTools, type Settling } from '../ops/mcp.js'
-import { type Auth, defaultConfig } from '../ops/operation.js'
+import type { Auth } from '../ops/operation.js'
 import { COMPOSITE_TOOLS, OPERATIONS } from '../ops/registry.js'
 import { registerResources, type Watch } from './resources.js'
 
@@ -17,8 +17,8 @@ export interface McpOps {
   settleAfter?: Settling | undefined
   /** How resource subscriptions notice changes; a session without one offers no `subscribe`. */
   watch?: Watch | undefined
-  /** The config whose limits the tools publish: the hub's own; a default one's outside a hub. */
-  config?: Config | undefined
+  /** The limits the tools publish: the hub's own (read from its discovery outside a hub). */
+  config?: ContractConfig | undefined
 }
 
 /** Builds an MCP server with every agent-facing tool and resource over the given operations. */
@@ -36,7 +36,7 @@ export function createMcpServer(ops: McpOps, version: string): McpServer {
     composites: COMPOSITE_TOOLS,
     auths: ops.auths,
     invoke: ops.invoke,
-    config: ops.config ?? defaultConfig(),
+    config: ops.config ?? DEFAULT_CONTRACT_CONFIG,
     ...(ops.log ? { log: ops.log } : {}),
     ...(ops.settleAfter ? { settleAfter: ops.settleAfter } : {}),
   })

@@ -1,4 +1,4 @@
-import { BatonError } from '@baton/protocol'
+import { BatonError, type ContractConfig } from '@baton/protocol'
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import {
   CallToolRequestSchema,
@@ -11,7 +11,6 @@ import {
 } from '@modelcontextprotocol/sdk/types.js'
 import type { Logger } from 'pino'
 import { z } from 'zod'
-import type { Config } from '../config.js'
 import { toBatonError } from '../http/errors.js'
 import { Carry } from '../store/transaction.js'
 import { formatTraceparent, parseTraceparent } from '../telemetry/trace-context.js'
@@ -81,7 +80,10 @@ export interface CompositeTool {
 }
 
 /** A composite tool's arguments as the contracts it maps onto make them under `config`. */
-export function compositeShape(c: CompositeTool, config: Config): Record<string, z.ZodType> {
+export function compositeShape(
+  c: CompositeTool,
+  config: ContractConfig,
+): Record<string, z.ZodType> {
   const shape: Record<string, z.ZodType> = {}
   for (const [name, a] of Object.entries(c.args)) {
     const part = inputSchemas(a.op, config)[a.part]
@@ -116,7 +118,7 @@ function renaming(c: CompositeTool, invoke: Invoke): Invoke {
 }
 
 /** What the flattened tool arguments of an operation are: path, query and body fields in one. */
-export function toolShape(op: Operation, config: Config): Record<string, z.ZodType> {
+export function toolShape(op: Operation, config: ContractConfig): Record<string, z.ZodType> {
   const { params, query, body } = inputSchemas(op, config)
   const shape: Record<string, z.ZodType> = {
     ...(params?.shape ?? {}),
@@ -143,7 +145,7 @@ export function toolShape(op: Operation, config: Config): Record<string, z.ZodTy
 export function splitToolArgs(
   op: Operation,
   args: Record<string, unknown>,
-  config: Config,
+  config: ContractConfig,
 ): { input: OperationInput<unknown, unknown, unknown>; token?: string } {
   const schemas = inputSchemas(op, config)
   const pick = (keys: string[]) =>
@@ -282,8 +284,8 @@ export function registerOperationTools(
     ops: readonly Operation[]
     composites: readonly CompositeTool[]
     auths: ReadonlySet<Auth>
-    /** The config whose limits the tools' schemas hold: the hub's, or a default one's. */
-    config: Config
+    /** The limits the tools' schemas hold: the hub's own. */
+    config: ContractConfig
     invoke: Invoke
     log?: Pick<Logger, 'error'>
     /**
