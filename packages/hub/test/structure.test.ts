@@ -20,6 +20,8 @@ interface Edge {
    * each other's types), and the server assembly's `AppContext` and `Api` types.
    */
   deferred: boolean
+  /** An `import type` or `export type` edge. */
+  type: boolean
 }
 
 /** The relative imports of a source file, static and dynamic, resolved to the files they name. */
@@ -29,11 +31,17 @@ function importsOf(file: string): Edge[] {
     ...[...text.matchAll(/^(import|export)(\s+type)?\s[^']*?\sfrom\s+'([^']+)'/gm)].map((m) => ({
       spec: m[3]!,
       deferred: m[2] !== undefined,
+      type: m[2] !== undefined,
     })),
-    ...[...text.matchAll(/^import\s+'([^']+)'/gm)].map((m) => ({ spec: m[1]!, deferred: false })),
+    ...[...text.matchAll(/^import\s+'([^']+)'/gm)].map((m) => ({
+      spec: m[1]!,
+      deferred: false,
+      type: false,
+    })),
     ...[...text.matchAll(/\bimport\(\s*'([^']+)'\s*\)/g)].map((m) => ({
       spec: m[1]!,
       deferred: true,
+      type: false,
     })),
   ]
   return found
@@ -41,6 +49,7 @@ function importsOf(file: string): Edge[] {
     .map((f) => ({
       target: path.resolve(path.dirname(file), f.spec).replace(/\.js$/, '.ts'),
       deferred: f.deferred,
+      type: f.type,
     }))
     .filter((e) => existsSync(e.target))
 }
@@ -91,13 +100,14 @@ test('the dashboard (web/) reads through operations: no store, no schema, no que
   assert.deepEqual(offenders, [])
 })
 
-test('no import circle between modules at run time', () => {
+/** The circles of the import graph, each as `a -> b -> … -> a`; `types` counts type-only edges. */
+function circlesOf(types: boolean): string[] {
   const circles: string[] = []
   const state = new Map<string, 'open' | 'done'>()
   const visit = (file: string, chain: string[]) => {
     state.set(file, 'open')
     for (const e of graph.get(file) ?? []) {
-      if (e.deferred) continue
+      if (e.deferred && !(types && e.type)) continue
       const at = state.get(e.target)
       if (at === 'open') {
         const start = chain.indexOf(e.target)
@@ -107,5 +117,20 @@ test('no import circle between modules at run time', () => {
     state.set(file, 'done')
   }
   for (const file of files) if (!state.has(file)) visit(file, [])
-  assert.deepEqual(circles, [])
+  return circles
+}
+
+test('no import circle between modules at run time', () => {
+  assert.deepEqual(circlesOf(false), [])
+})
+
+test('no import circle even through type-only imports, but the store pair', () => {
+  // database.ts and transaction.ts name each other's types: a transaction runs on a database,
+  // and a database opens transactions.
+  const pair = 'store/database.ts -> store/transaction.ts -> store/database.ts'
+  const reverse = 'store/transaction.ts -> store/database.ts -> store/transaction.ts'
+  assert.deepEqual(
+    circlesOf(true).filter((c) => c !== pair && c !== reverse),
+    [],
+  )
 })

@@ -9,7 +9,6 @@ import {
 import type { Kysely } from 'kysely'
 import type { Clock } from '../clock.js'
 import type { EventBus } from '../events/bus.js'
-import type { ResourceService } from '../resources/service.js'
 import type { Database } from '../store/database.js'
 import { onceByKey } from '../store/idempotency.js'
 import { iso as isoOrNull, parseStored } from '../store/operator-reads.js'
@@ -26,7 +25,7 @@ export interface GrantDeps {
   /** The longest a grant may live, in milliseconds. */
   maxTtlMs: number
   /** The resources grants are on (built after this service, which it is handed to). */
-  resources: Pick<ResourceService, 'findForGrant'>
+  resources: GrantedResources
 }
 
 // A delegation chain longer than this is refused; it also bounds the liveness walk.
@@ -62,6 +61,14 @@ export function toGrantView(row: GrantRow, now: number): GrantView {
     createdAt: iso(row.created_at),
     status: statusAt(row, now),
   }
+}
+
+/**
+ * What grants read of the resources feature: the resource a grant names, inside the grant's own
+ * transaction (the resource service answers it; grants never read its store).
+ */
+export interface GrantedResources {
+  findForGrant(db: Kysely<Schema>, id: string): Promise<ResourceRow | undefined>
 }
 
 /**

@@ -17,15 +17,13 @@ import { OPERATIONS } from '../ops/registry.js'
 import { registerRequestTelemetry } from '../telemetry/http.js'
 import { REQUEST_ID_HEADER, requestIdOf } from '../telemetry/request-id.js'
 import { registerDashboard } from '../web/dashboard.js'
+import type { Api } from './api.js'
 import { errorHeaders } from './challenge.js'
 import { capConnectionsPerAddress } from './connections.js'
 import { toBatonError } from './errors.js'
 import { assertSafeParams, parseJsonBody } from './json-guard.js'
 
 /** What features register their hooks and plain routes on; operations come from the registry. */
-export interface Api {
-  app: FastifyInstance
-}
 
 export { bearerToken } from './bearer.js'
 

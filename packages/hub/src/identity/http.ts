@@ -2,22 +2,10 @@ import { type Readable, Transform } from 'node:stream'
 import { BatonError } from '@baton/protocol'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AppContext } from '../app.js'
-import type { Api } from '../http/server.js'
+import type { Api } from '../http/api.js'
 import { AUTH_KINDS } from '../ops/auth-kinds.js'
 import type { Auth } from '../ops/operation.js'
-import type { AdmissionCarry, Principal } from './service.js'
 import { BodyDigest } from './verify.js'
-
-/** What the signature hook proved of a signed, admitted request, put on it once (`req.signed`). */
-export interface SignedCaller {
-  /** The verified principal. */
-  principal: Principal
-  /**
-   * The request's pending admission (nonce, quota charge, a new key's enrolment), for a route
-   * that carries it into its own first write (`carriesAdmission`), settled before the answer.
-   */
-  carry?: AdmissionCarry | undefined
-}
 
 /**
  * What a route declares about signatures, in its fastify route config; the signature hook
@@ -39,10 +27,6 @@ export interface SignatureDeclaration {
 
 declare module 'fastify' {
   interface FastifyContextConfig extends SignatureDeclaration {}
-  interface FastifyRequest {
-    /** The signed caller, once the signature hook admitted the request; null otherwise. */
-    signed: SignedCaller | null
-  }
 }
 
 /**

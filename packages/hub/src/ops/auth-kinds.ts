@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify'
 import { z } from 'zod'
 import type { AppContext } from '../app.js'
 import { bearerToken } from '../http/bearer.js'
-import type { SignedCaller } from '../identity/http.js'
+import type { SignedCaller } from '../identity/caller.js'
 import type { Auth, Caller } from './operation.js'
 
 /**

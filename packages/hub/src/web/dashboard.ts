@@ -13,7 +13,7 @@ import {
   operatorReadHandoffPayload,
 } from '../handoffs/operations.js'
 import { operatorListHops, operatorReadHopChain } from '../hops/operations.js'
-import type { Api } from '../http/server.js'
+import type { Api } from '../http/api.js'
 import { decidePrincipal, listPrincipals } from '../identity/operations.js'
 import { operatorListMessages, operatorReadMessageBody } from '../messages/operations.js'
 import { HTTP_INPUT, parseOperationInput } from '../ops/input.js'
