@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { OPERATIONS } from '../src/ops/registry.js'
+import { fillRouteTables, routeMarkers } from '../src/ops/route-tables.js'
 import { docFiles } from './doc-blocks.js'
 import { repoRoot, startTestHub, type TestHub, testStores } from './support.js'
 
@@ -19,16 +20,6 @@ interface DocRoute {
   /** The path as the hub declares it: `{id}` is `:id`, no query. */
   path: string
 }
-
-/** The sections that list all of a feature's operations: every route under these prefixes. */
-const COMPLETE_LISTS: { file: string; heading: string; prefixes: string[] }[] = [
-  { file: 'docs/hops.md', heading: '## Operations', prefixes: ['/v1/hops'] },
-  {
-    file: 'docs/transfers.md',
-    heading: '## HTTP',
-    prefixes: ['/v1/transfers', '/admin/v1/transfers'],
-  },
-]
 
 const read = (file: string) => readFileSync(path.join(repoRoot, file), 'utf8')
 
@@ -47,37 +38,35 @@ function docRoutes(file: string, text = read(file)): DocRoute[] {
 const shape = (p: string) => p.replace(/:\w+/g, ':')
 const declared = new Set(OPERATIONS.map((op) => `${op.method} ${shape(op.path)}`))
 
-function section(text: string, heading: string): string {
-  const start = text.indexOf(`\n${heading}\n`)
-  assert.ok(start >= 0, `no section ${heading}`)
-  const next = text.indexOf('\n## ', start + heading.length + 2)
-  return text.slice(start, next < 0 ? undefined : next)
-}
+// A table's rows as a formatter may align them: cells trimmed.
+const rows = (text: string) =>
+  text.split('\n').map((l) =>
+    l.startsWith('|')
+      ? l
+          .split('|')
+          .map((c) => c.trim())
+          .join('|')
+      : l,
+  )
 
-test('docs name routes in backticks as METHOD /path, and the route tables are found', () => {
-  const all = docFiles().flatMap((f) => docRoutes(f))
-  for (const { file } of COMPLETE_LISTS) {
-    assert.ok(
-      all.some((r) => r.file === file),
-      `${file} names no route`,
-    )
+test('every route table a doc marks is the one the contracts write (npm run docs)', () => {
+  let tables = 0
+  for (const file of docFiles()) {
+    const text = read(file)
+    tables += routeMarkers(text).length
+    assert.deepEqual(rows(text), rows(fillRouteTables(text)), `${file}: run npm run docs`)
   }
+  assert.ok(tables >= 15, `${tables} marked tables`)
 })
 
-test('a section that lists a feature lists every operation of it and no other', () => {
-  for (const { file, heading, prefixes } of COMPLETE_LISTS) {
-    const listed = docRoutes(file, section(read(file), heading)).map(
-      (r) => `${r.method} ${shape(r.path)}`,
-    )
-    const expected = OPERATIONS.filter((op) =>
-      prefixes.some((p) => op.path === p || op.path.startsWith(`${p}/`)),
-    ).map((op) => `${op.method} ${shape(op.path)}`)
-    assert.deepEqual(
-      [...new Set(listed)].sort(),
-      expected.sort(),
-      `${file} ${heading}: the routes it lists against the operations under ${prefixes.join(', ')}`,
-    )
-  }
+test('the reference of every operation lists each operation the hub serves once', () => {
+  const tables = read('docs/api.md')
+    .split('\n')
+    .filter((l) => l.startsWith('|'))
+    .join('\n')
+  const listed = docRoutes('docs/api.md', tables).map((r) => `${r.method} ${shape(r.path)}`)
+  const served = OPERATIONS.map((op) => `${op.method} ${shape(op.path)}`)
+  assert.deepEqual([...listed].sort(), [...served].sort())
 })
 
 // The routes outside the registry (the JSON-RPC binding, /mcp, the dashboard) are asked of a
