@@ -82,16 +82,31 @@ export const testStores: TestStore[] = bothStores.filter(
 )
 
 /**
- * For a suite that needs PostgreSQL (many instances on one database): the store, and the
- * `skip` reason node:test prints when it is not among the chosen stores.
+ * For a suite that needs one store: that store, and the `skip` reason node:test prints when it is
+ * not among the chosen stores (a boolean skip would print none).
  */
-export const onPostgres: { store: TestStore | undefined; skip: string | false } = (() => {
-  const store = testStores.find((s) => s.name === 'postgres')
+function onlyOn(name: TestStore['name'], label: string) {
+  const store = testStores.find((s) => s.name === name)
   return {
     store,
-    skip: store ? false : 'PostgreSQL is not among the chosen stores (BATON_TEST_STORES)',
+    skip: store ? (false as const) : `${label} is not among the chosen stores (BATON_TEST_STORES)`,
   }
-})()
+}
+
+/**
+ * For a suite that needs PostgreSQL (many instances on one database, a server of its own): the
+ * store, and the `skip` reason node:test prints when it is not among the chosen stores.
+ */
+export const onPostgres: { store: TestStore | undefined; skip: string | false } = onlyOn(
+  'postgres',
+  'PostgreSQL',
+)
+
+/** For a suite that needs SQLite (its file, its driver): the store, and the skip reason. */
+export const onSqlite: { store: TestStore | undefined; skip: string | false } = onlyOn(
+  'sqlite',
+  'SQLite',
+)
 
 /**
  * Resolves once `check` holds, failing with `what` once `withinMs` has passed: for an event in

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import type { SignedClient } from '@baton/client'
 import { startPostgres } from '../../../../scripts/postgres.js'
-import { call, exited, serveProcess, signedAgent } from '../support.js'
+import { call, exited, onPostgres, serveProcess, signedAgent } from '../support.js'
 
 const H = '/services/v1/handoff'
 const CYCLES = 3
@@ -21,7 +21,7 @@ async function until(what: string, check: () => boolean | Promise<boolean>): Pro
 
 // A server of this test's own, crashed in immediate mode (no checkpoint, every connection cut)
 // under 32 writing clients, three times, with two hub processes on it.
-describe('PostgreSQL restarts in immediate mode under load', () => {
+describe('PostgreSQL restarts in immediate mode under load', { skip: onPostgres.skip }, () => {
   let pg: Awaited<ReturnType<typeof startPostgres>>
   let a: Hub
   let b: Hub
