@@ -38,7 +38,14 @@ for (const store of testStores) {
     let hub: TestHub
     let identity: Identity
     before(async () => {
-      hub = await startTestHub(store, { BATON_ADMISSION: 'open' })
+      hub = await startTestHub(store, {
+        BATON_ADMISSION: 'open',
+        // The timed jobs that commit whether or not there is work (the compute reaper, every
+        // third of a lease, and the cleanup) do not run within the suite: a commit of theirs
+        // inside a request's count would be counted as the request's.
+        BATON_COMPUTE_LEASE_SECONDS: '3600',
+        BATON_CLEANUP_INTERVAL_SECONDS: '3600',
+      })
       identity = createIdentity(hub.url)
       const client = await SignedClient.connect(`${hub.url}/.well-known/agent-net`, identity, {
         maxRetryWaitMs: 0,
