@@ -27,6 +27,8 @@ export interface SignedClientOptions {
   now?: () => number
   /** The longest Retry-After (ms) the client waits once on a 429 before answering it (default 5000). */
   maxRetryWaitMs?: number
+  /** How a Retry-After is waited out (default a timer); tests pass one that moves their clock. */
+  sleep?: (ms: number) => Promise<void>
 }
 
 /** Per-request options: `onUploadProgress` streams the body in chunks and reports bytes sent. */
@@ -37,6 +39,8 @@ export interface RequestOptions {
 }
 
 const UPLOAD_CHUNK = 256 * 1024
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
 /** The body as a stream of chunks that reports how much of it has been handed to the socket. */
 function progressStream(
@@ -122,7 +126,7 @@ export class SignedClient {
     const seconds = parseWholeNumber(first.headers.get('retry-after'))
     const waitMs = seconds === undefined ? Number.POSITIVE_INFINITY : seconds * 1000
     if (waitMs > (this.opts.maxRetryWaitMs ?? 5000)) return first
-    await new Promise((r) => setTimeout(r, waitMs))
+    await (this.opts.sleep ?? sleep)(waitMs)
     return this.send<T>(method, path, body, headers, options)
   }
 

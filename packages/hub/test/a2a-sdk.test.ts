@@ -757,10 +757,10 @@ for (const store of testStores) {
       const held = hub.ctx.waits.waiting
       const waiting = sender.getTask({ tenant: '', id: task.id }, waitPastGeneration(seen))
       // The read is held until the task moves (a waiter registered), then answers the change.
-      for (let i = 0; hub.ctx.waits.waiting === held; i++) {
-        assert.ok(i < 2000, 'the read is held')
-        await new Promise((r) => setTimeout(r, 5))
-      }
+      await Promise.race([
+        hub.ctx.waits.untilWaiting(held + 1),
+        waiting.then((early) => assert.fail(`the read answered before it was held: ${early.id}`)),
+      ])
       await worker.sendMessage(
         request({
           message: {

@@ -6,6 +6,7 @@ import { ManualClock } from '../src/clock.js'
 import { loadConfig } from '../src/config.js'
 import { type RunningHub, startHub } from '../src/hub.js'
 import {
+  onPostgres,
   signedAgent,
   startTestHub,
   TEST_ADDRESS_LIMITS,
@@ -312,63 +313,63 @@ for (const store of testStores) {
   })
 }
 
-const postgres = testStores.find((s) => s.name === 'postgres')
-if (postgres) {
-  // Many instances share one PostgreSQL database; SQLite is the single-instance store by design.
-  describe('concurrent claims on two hub instances never take the same job', () => {
-    let a: RunningHub
-    let b: RunningHub
-    let drop: () => Promise<void>
-    before(async () => {
-      const db = await postgres.fresh()
-      drop = db.drop
-      const config = loadConfig({
-        BATON_PORT: '0',
-        BATON_LOG_LEVEL: 'silent',
-        ...TEST_ADDRESS_LIMITS,
-        BATON_COMPUTE_RUNTIMES: '*',
-        BATON_QUOTA_COMPUTE_CONCURRENT: '40',
-        ...db.env,
-      })
-      a = await startHub(config, { log: pino({ level: 'silent' }) })
-      b = await startHub(config, { log: pino({ level: 'silent' }) })
+const postgres = onPostgres.store!
+// Many instances share one PostgreSQL database; SQLite is the single-instance store by design.
+describe('concurrent claims on two hub instances never take the same job', {
+  skip: onPostgres.skip,
+}, () => {
+  let a: RunningHub
+  let b: RunningHub
+  let drop: () => Promise<void>
+  before(async () => {
+    const db = await postgres.fresh()
+    drop = db.drop
+    const config = loadConfig({
+      BATON_PORT: '0',
+      BATON_LOG_LEVEL: 'silent',
+      ...TEST_ADDRESS_LIMITS,
+      BATON_COMPUTE_RUNTIMES: '*',
+      BATON_QUOTA_COMPUTE_CONCURRENT: '40',
+      ...db.env,
     })
-    after(async () => {
-      await a.stop()
-      await b.stop()
-      await drop()
-    })
-
-    test('24 jobs, 8 runtimes claiming at once across both: each job claimed once', async () => {
-      const owner = 'did:key:z6MkClaimOwnerForTwoInstances'
-      const runtimes = Array.from({ length: 8 }, (_, i) => `two-instances-rt-${i}`)
-      const hubs = (i: number) => (i % 2 === 0 ? a : b)
-      for (const [i, id] of runtimes.entries()) {
-        await hubs(i).ctx.compute.heartbeat(`did:key:z6MkRuntime${i}`, {
-          runtimeId: id,
-          languages: ['json-expr-v1'],
-        })
-      }
-      const jobs = new Set<string>()
-      for (let i = 0; i < 24; i++) {
-        const view = await a.ctx.compute.submit(owner, {
-          language: 'json-expr-v1',
-          program: PROGRAM,
-          input: { a: i, b: 1 },
-          idempotencyKey: `two-instances-${i}`,
-        })
-        jobs.add(view.jobId)
-      }
-      const taken: string[] = []
-      for (let round = 0; round < 24 && taken.length < 24; round++) {
-        const claims = await Promise.all(
-          runtimes.map((id, i) => hubs(i).ctx.compute.claim(`did:key:z6MkRuntime${i}`, id)),
-        )
-        for (const c of claims) if (c) taken.push(c.jobId)
-      }
-      assert.equal(taken.length, 24)
-      assert.equal(new Set(taken).size, 24)
-      assert.deepEqual(new Set(taken), jobs)
-    })
+    a = await startHub(config, { log: pino({ level: 'silent' }) })
+    b = await startHub(config, { log: pino({ level: 'silent' }) })
   })
-}
+  after(async () => {
+    await a.stop()
+    await b.stop()
+    await drop()
+  })
+
+  test('24 jobs, 8 runtimes claiming at once across both: each job claimed once', async () => {
+    const owner = 'did:key:z6MkClaimOwnerForTwoInstances'
+    const runtimes = Array.from({ length: 8 }, (_, i) => `two-instances-rt-${i}`)
+    const hubs = (i: number) => (i % 2 === 0 ? a : b)
+    for (const [i, id] of runtimes.entries()) {
+      await hubs(i).ctx.compute.heartbeat(`did:key:z6MkRuntime${i}`, {
+        runtimeId: id,
+        languages: ['json-expr-v1'],
+      })
+    }
+    const jobs = new Set<string>()
+    for (let i = 0; i < 24; i++) {
+      const view = await a.ctx.compute.submit(owner, {
+        language: 'json-expr-v1',
+        program: PROGRAM,
+        input: { a: i, b: 1 },
+        idempotencyKey: `two-instances-${i}`,
+      })
+      jobs.add(view.jobId)
+    }
+    const taken: string[] = []
+    for (let round = 0; round < 24 && taken.length < 24; round++) {
+      const claims = await Promise.all(
+        runtimes.map((id, i) => hubs(i).ctx.compute.claim(`did:key:z6MkRuntime${i}`, id)),
+      )
+      for (const c of claims) if (c) taken.push(c.jobId)
+    }
+    assert.equal(taken.length, 24)
+    assert.equal(new Set(taken).size, 24)
+    assert.deepEqual(new Set(taken), jobs)
+  })
+})

@@ -39,6 +39,7 @@ for (const store of testStores) {
       }
       try {
         const hub = await serveProcess(env)
+        const gone = exited(hub.child)
         const id = createIdentity(hub.url)
         const enrolNonce = randomBytes(12).toString('base64url')
         const me = signRequest({
@@ -52,9 +53,8 @@ for (const store of testStores) {
         const creates = new Map<string, string>()
         const refused = new Set<string>()
         const acked = new Set<string>()
-        let killed = false
+        // All 300 at once; the hub is killed as the 40th write is acknowledged, the rest in flight.
         const inFlight = Array.from({ length: 300 }, async (_, i) => {
-          await new Promise((r) => setTimeout(r, i % 3))
           const nonce = randomBytes(12).toString('base64url')
           try {
             if (i % 5 === 4) {
@@ -73,16 +73,17 @@ for (const store of testStores) {
               kind,
               data: { i },
             })
-            if (status === 201 && !killed) acked.add(kind)
+            if (status !== 201 || acked.size >= 40) return
+            acked.add(kind)
+            if (acked.size === 40) hub.child.kill('SIGKILL')
           } catch {
             // the connection died with the hub: not acknowledged
           }
         })
-        while (acked.size < 40) await new Promise((r) => setTimeout(r, 2))
-        killed = true
-        hub.child.kill('SIGKILL')
-        await exited(hub.child)
         await Promise.all(inFlight)
+        hub.child.kill('SIGKILL')
+        await gone
+        assert.equal(acked.size, 40, 'the hub was killed mid-load')
 
         const database = await openDatabase({
           databaseUrl: env.DATABASE_URL,

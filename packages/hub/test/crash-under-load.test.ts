@@ -11,6 +11,7 @@ for (const store of testStores) {
       const env = { ...db.env, BATON_HANDOFF_DAILY_QUOTA: '100000' }
       try {
         const first = await serveProcess(env)
+        const gone = exited(first.child)
         const handoffs = await Promise.all(
           Array.from({ length: 150 }, async () => {
             const res = await call(first, 'POST', H, { body: { payload: { n: 1 } } })
@@ -18,39 +19,30 @@ for (const store of testStores) {
           }),
         )
         const acked: { id: string; token: string; version: number }[] = []
-        let killed = false
-        const moves = handoffs.flatMap((h) =>
-          ['accepted', 'working'].map((to, i) => ({
-            h,
-            to,
-            from: i === 0 ? 'offered' : 'accepted',
-          })),
-        )
-        // Fire every first move, then every second one, and kill the hub while they are in flight.
-        const inFlight = moves.map(async (m, i) => {
-          await new Promise((r) => setTimeout(r, i < 150 ? 0 : 30))
-          try {
-            const res = await call(first, 'POST', `${H}/${m.h.handoff_id}/${m.to}`, {
-              token: m.h.owner_token,
-              body: { from: m.from, nonce: `${m.h.handoff_id}-${m.to}` },
-            })
-            if (res.status === 200 && !killed) {
-              acked.push({
-                id: m.h.handoff_id,
-                token: m.h.owner_token,
-                version: Number(res.body.version),
-              })
+        // Every handoff makes its two moves in turn, all handoffs at once; the hub is killed as the
+        // 60th move is acknowledged, with the others still in flight.
+        const move = async (h: (typeof handoffs)[number], from: string, to: string) => {
+          const res = await call(first, 'POST', `${H}/${h.handoff_id}/${to}`, {
+            token: h.owner_token,
+            body: { from, nonce: `${h.handoff_id}-${to}` },
+          })
+          if (res.status !== 200 || acked.length >= 60) return false
+          acked.push({ id: h.handoff_id, token: h.owner_token, version: Number(res.body.version) })
+          if (acked.length === 60) first.child.kill('SIGKILL')
+          return true
+        }
+        await Promise.all(
+          handoffs.map(async (h) => {
+            try {
+              if (await move(h, 'offered', 'accepted')) await move(h, 'accepted', 'working')
+            } catch {
+              // the connection died with the hub: not acknowledged
             }
-          } catch {
-            // the connection died with the hub: not acknowledged
-          }
-        })
-        while (acked.length < 60) await new Promise((r) => setTimeout(r, 2))
-        killed = true
+          }),
+        )
         first.child.kill('SIGKILL')
-        await exited(first.child)
-        await Promise.all(inFlight)
-        assert.ok(acked.length >= 60)
+        await gone
+        assert.equal(acked.length, 60, 'the hub was killed mid-load')
 
         const second = await serveProcess(env)
         try {

@@ -8,7 +8,7 @@ import { loadConfig } from '../src/config.js'
 import type { BatonEvent } from '../src/events/bus.js'
 import { type RunningHub, startHub } from '../src/hub.js'
 import { countStatements } from '../src/store/transaction.js'
-import { call, startTestHub, type TestHub, testStores } from './support.js'
+import { call, onPostgres, onSqlite, startTestHub, type TestHub, testStores } from './support.js'
 
 const H = '/services/v1/handoff'
 
@@ -246,11 +246,11 @@ for (const store of testStores) {
   })
 }
 
-const postgres = testStores.find((s) => s.name === 'postgres')
+const postgres = onPostgres.store
 
 // An instance knows the handoffs it created or moved; the others move them the careful way first.
 describe('handoff moves across two instances on one PostgreSQL database', {
-  skip: !postgres,
+  skip: onPostgres.skip,
 }, () => {
   let a: RunningHub
   let b: RunningHub
@@ -302,13 +302,13 @@ describe('handoff moves across two instances on one PostgreSQL database', {
   })
 })
 
-const sqlite = testStores.find((s) => s.name === 'sqlite')
+const sqlite = onSqlite.store
 
 // The one-trip move gives its batch to the careful path when SQLite refuses its script with a
 // unique violation (as a nonce committed meanwhile would). A trigger refuses the update of a
 // handoff whose history row at its next version already exists, which only the one-trip script
 // does (the careful path updates the handoff first), so the careful path then commits the move.
-describe('a one-trip move SQLite refuses goes the careful way', { skip: !sqlite }, () => {
+describe('a one-trip move SQLite refuses goes the careful way', { skip: onSqlite.skip }, () => {
   let hub: TestHub
   before(async () => {
     hub = await startTestHub(sqlite!)
@@ -355,7 +355,9 @@ describe('a one-trip move SQLite refuses goes the careful way', { skip: !sqlite 
 
 // The one-statement move gives its batch to the careful path when PostgreSQL aborts it with a
 // deadlock or a unique violation. A trigger makes the database abort the first update it sees so.
-describe('a one-statement move PostgreSQL aborts goes the careful way', { skip: !postgres }, () => {
+describe('a one-statement move PostgreSQL aborts goes the careful way', {
+  skip: onPostgres.skip,
+}, () => {
   let hub: TestHub
   before(async () => {
     hub = await startTestHub(postgres!)

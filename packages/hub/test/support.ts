@@ -82,16 +82,56 @@ export const testStores: TestStore[] = bothStores.filter(
 )
 
 /**
- * For a suite that needs PostgreSQL (many instances on one database): the store, and the
- * `skip` reason node:test prints when it is not among the chosen stores.
+ * For a suite that needs one store: that store, and the `skip` reason node:test prints when it is
+ * not among the chosen stores (a boolean skip would print none).
  */
-export const onPostgres: { store: TestStore | undefined; skip: string | false } = (() => {
-  const store = testStores.find((s) => s.name === 'postgres')
+function onlyOn(name: TestStore['name'], label: string) {
+  const store = testStores.find((s) => s.name === name)
   return {
     store,
-    skip: store ? false : 'PostgreSQL is not among the chosen stores (BATON_TEST_STORES)',
+    skip: store ? (false as const) : `${label} is not among the chosen stores (BATON_TEST_STORES)`,
   }
-})()
+}
+
+/**
+ * For a suite that needs PostgreSQL (many instances on one database, a server of its own): the
+ * store, and the `skip` reason node:test prints when it is not among the chosen stores.
+ */
+export const onPostgres: { store: TestStore | undefined; skip: string | false } = onlyOn(
+  'postgres',
+  'PostgreSQL',
+)
+
+/** For a suite that needs SQLite (its file, its driver): the store, and the skip reason. */
+export const onSqlite: { store: TestStore | undefined; skip: string | false } = onlyOn(
+  'sqlite',
+  'SQLite',
+)
+
+/**
+ * Resolves once `check` holds, failing with `what` once `withinMs` has passed: for an event in
+ * another process (a gauge, a log line, a row) that no waiter in this one can see. The pause
+ * between looks only spaces them out.
+ */
+export async function until(
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  withinMs = 30_000,
+): Promise<void> {
+  const deadline = Date.now() + withinMs
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`gave up after ${withinMs} ms waiting: ${what}`)
+    await new Promise((r) => setTimeout(r, 20))
+  }
+}
+
+/** The long-poll waits a hub holds open, as its `/metrics` gauge counts them. */
+export async function openWaits(hub: { url: string }): Promise<number> {
+  const text = await (await fetch(`${hub.url}/metrics`)).text()
+  const sample = /^baton_open_waits (\S+)$/m.exec(text)
+  if (!sample) throw new Error('no baton_open_waits in /metrics')
+  return Number(sample[1])
+}
 
 /** A hub on loopback with a fresh database of the given store. */
 export interface TestHub extends RunningHub {

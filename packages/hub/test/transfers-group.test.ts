@@ -7,7 +7,7 @@ import { ManualClock } from '../src/clock.js'
 import { loadConfig } from '../src/config.js'
 import { type RunningHub, startHub } from '../src/hub.js'
 import { checksumOfCanonical, type TransferService } from '../src/transfers/service.js'
-import { startTestHub, type TestHub, testStores } from './support.js'
+import { onPostgres, startTestHub, type TestHub, testStores } from './support.js'
 
 // Transfer writes that arrive together commit as one set-based group: these check that each
 // write of a group is decided with the ones before it in view, exactly as if they came one by one.
@@ -263,11 +263,11 @@ for (const store of testStores) {
   })
 }
 
-const postgres = testStores.find((s) => s.name === 'postgres')
+const postgres = onPostgres.store
 
 // An instance answers from the event logs it committed only while no other instance wrote since.
 describe('transfer answers across two instances on one PostgreSQL database', {
-  skip: !postgres && 'PostgreSQL only',
+  skip: onPostgres.skip,
 }, () => {
   let hubs: RunningHub[] = []
   let drop: () => Promise<void> = async () => {}

@@ -66,6 +66,7 @@ for (const store of testStores) {
           BATON_ADMIN_TOKEN: ADMIN,
           // The reaper is run by hand here, so the injected clock alone decides.
           BATON_TRANSFER_REAP_INTERVAL_MS: String(3600_000),
+          BATON_TRANSFER_MAX_WAIT_SECONDS: '3600',
         },
         { clock },
       )
@@ -634,10 +635,15 @@ for (const store of testStores) {
       assert.deepEqual(types(await status(id)).slice(-2), ['started', 'restarted'])
     })
 
-    test('wait: a long-poll answers when the transfer moves; the full log is in order', async () => {
+    // The wait is held for an hour (a missed wake would still see the move when it ends): only
+    // the move can answer it within the test's minute.
+    test('wait: a long-poll answers when the transfer moves; the full log is in order', {
+      timeout: 60_000,
+    }, async () => {
       const id = (await stage()).transferId as string
-      const waiting = as('owner').call('GET', `/v1/transfers/${id}/wait?seconds=10&version=1`)
-      await new Promise((r) => setTimeout(r, 50))
+      const held = hub.ctx.waits.waiting
+      const waiting = as('owner').call('GET', `/v1/transfers/${id}/wait?seconds=3600&version=1`)
+      await hub.ctx.waits.untilWaiting(held + 1)
       await provision(id)
       const w = await waiting
       assert.equal(w.status, 200)

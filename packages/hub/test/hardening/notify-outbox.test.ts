@@ -17,6 +17,7 @@ import {
   startTestHub,
   type TestHub,
   testStores,
+  until,
 } from '../support.js'
 
 const H = '/services/v1/handoff'
@@ -320,7 +321,7 @@ for (const store of testStores) {
         const { url, child } = await serveProcess({ ...env, BATON_LOG_LEVEL: 'info' })
         const h = await createWith({ url }, hook.url)
         await move({ url }, h, 'offered', 'accepted')
-        while (hook.got.length === 0) await new Promise((r) => setTimeout(r, 20))
+        await until('the hub tried to deliver the signal', () => hook.got.length > 0)
         child.kill('SIGKILL')
         await exited(child)
         hook.state.failing = () => false

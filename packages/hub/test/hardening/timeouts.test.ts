@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { call, startTestHub, type TestHub, testStores } from '../support.js'
+import { call, startTestHub, type TestHub, testStores, until } from '../support.js'
 import { closedWithin, connect } from './wire.js'
 
 const H = '/services/v1/handoff'
@@ -18,6 +18,33 @@ function drip(socket: import('node:net').Socket, text: string, everyMs: number):
     socket.write(text[i++]!)
   }, everyMs)
   socket.once('close', () => clearInterval(timer))
+}
+
+/**
+ * Resolves once the hub's request timeout has cut a request begun now (a header section and part
+ * of a body, never finished): Node checks every open request on one interval, so a request
+ * begun before it and still subject to that timeout has been cut by then too.
+ */
+async function requestTimeoutPassed(hub: TestHub): Promise<void> {
+  const socket = await connect(hub.url)
+  // Read (and drop) the 408 the hub answers, or the close is never seen.
+  socket.resume()
+  socket.write(
+    `POST ${H} HTTP/1.1\r\nhost: ${new URL(hub.url).host}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{`,
+  )
+  assert.equal(await closedWithin(socket, BOUND_MS), true, 'an unfinished request was not cut')
+}
+
+/** A new connection if the hub serves it (answers a request on it), or none if it closes it. */
+async function served(url: string): Promise<import('node:net').Socket | undefined> {
+  const socket = await connect(url)
+  socket.on('error', () => {})
+  const answered = new Promise<boolean>((resolve) => {
+    socket.once('data', () => resolve(true))
+    socket.once('close', () => resolve(false))
+  })
+  socket.write(`GET /healthz HTTP/1.1\r\nhost: ${new URL(url).host}\r\n\r\n`)
+  return (await answered) ? socket : undefined
 }
 
 const sqlite = testStores[0]!
@@ -54,9 +81,15 @@ describe('slow and piled-up connections are closed', () => {
   test('a long-poll wait outlives the request timeout and answers the move', async () => {
     const created = await call(hub, 'POST', H, { body: { payload: { n: 1 } } })
     const h = created.body as { handoff_id: string; owner_token: string; receiver_token: string }
+    const held = hub.ctx.waits.waiting
     const waiting = call(hub, 'GET', `${H}/${h.handoff_id}/wait/25`, { token: h.owner_token })
-    // Long enough for the request timeout to have cut the wait if it counted the answer too.
-    await new Promise((r) => setTimeout(r, REQUEST_TIMEOUT_MS * 3))
+    await Promise.race([
+      hub.ctx.waits.untilWaiting(held + 1),
+      waiting.then((res) =>
+        assert.fail(`the wait answered before it was held: ${JSON.stringify(res)}`),
+      ),
+    ])
+    await requestTimeoutPassed(hub)
     const moved = await call(hub, 'POST', `${H}/${h.handoff_id}/accepted`, {
       token: h.receiver_token,
       body: { from: 'offered' },
@@ -79,7 +112,7 @@ describe('slow and piled-up connections are closed', () => {
     const reader = res.body!.getReader()
     const decoder = new TextDecoder()
     let seen = decoder.decode((await reader.read()).value)
-    await new Promise((r) => setTimeout(r, REQUEST_TIMEOUT_MS * 3))
+    await requestTimeoutPassed(hub)
     await call(hub, 'POST', H, { body: { payload: { n: 2 } } })
     while (!seen.includes('handoff.created')) {
       const { value, done } = await reader.read()
@@ -107,15 +140,15 @@ describe('connections per client address are capped', () => {
     const answer = new Promise<string>((resolve) => first.once('data', (d) => resolve(String(d))))
     first.write(`GET /healthz HTTP/1.1\r\nhost: ${host}\r\n\r\n`)
     assert.match(await answer, /^HTTP\/1\.1 200 /)
-    // A connection that closes frees its place, once the hub has seen it close.
+    // A connection that closes frees its place, once the hub has seen it close: a new one is
+    // then served (answered), where until then it is closed at once.
     first.destroy()
     let again: import('node:net').Socket | undefined
-    for (let attempt = 0; attempt < 20 && !again; attempt++) {
-      const s = await connect(hub.url)
-      if (!(await closedWithin(s, 250))) again = s
-    }
-    assert.ok(again, 'a freed place was not given again')
-    for (const s of [...open, again]) s.destroy()
+    await until('a freed place is given again', async () => {
+      again = await served(hub.url)
+      return again !== undefined
+    })
+    for (const s of [...open, again!]) s.destroy()
     const metrics = await hub.ctx.metrics.registry.metrics()
     const refused = /^baton_connections_refused_total (\d+)/m.exec(metrics)
     assert.ok(Number(refused?.[1]) >= 1, 'the refusal is not counted')
