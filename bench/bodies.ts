@@ -4,24 +4,20 @@
 // thread's CPU per request is read from /proc (utime + stime of the hub's first thread). Then
 // four such requests are kept in flight while /healthz is probed, in windows interleaved with
 // idle ones, and the probes' p99 under load is set beside the idle p99 of the same run.
-import { type ChildProcess, spawn } from 'node:child_process'
-import { readFileSync } from 'node:fs'
-import { mkdtemp, rm } from 'node:fs/promises'
-import http from 'node:http'
-import net from 'node:net'
-import { loadavg, tmpdir } from 'node:os'
-import path from 'node:path'
+import { loadavg } from 'node:os'
 import { performance } from 'node:perf_hooks'
-import { fileURLToPath, pathToFileURL } from 'node:url'
-import {
-  contentDigest,
-  createIdentity,
-  defaultComponents,
-  type Identity,
-  SignedClient,
-  signMessage,
-} from '@baton/client'
+import { pathToFileURL } from 'node:url'
+import { contentDigest, createIdentity, type Identity, SignedClient } from '@baton/client'
 import { fmt, median, printResults, printTable, quantile, type Result } from './lib.js'
+import {
+  type Answer,
+  closeConnections,
+  mainThreadCpuMs,
+  probe,
+  send,
+  signedHeaders,
+  startHubProcess,
+} from './served.js'
 
 const env = process.env
 /** Requests per body when measuring one at a time. */
@@ -31,9 +27,6 @@ const WINDOW_MS = Number(env.BENCH_BODY_WINDOW_MS ?? 4000)
 /** Loaded and idle windows per route, alternating. */
 const WINDOWS = Number(env.BENCH_BODY_WINDOWS ?? 2)
 const IN_FLIGHT = 4
-const PROBE_EVERY_MS = 25
-
-const TICK_MS = 1000 / 100 // USER_HZ: /proc reports CPU time in ticks of 10 ms
 
 const log = (line: string) => process.stderr.write(`${line}\n`)
 
@@ -69,9 +62,11 @@ interface Route {
   method: string
   path: string
   limit: number
-  /** The body's JSON text around a value of the shape, and its room for the value. */
-  wrap(value: string): string
+  /** The body's JSON text around a value of the shape (sent by `principal`), and its room. */
+  wrap(value: string, principal: string): string
   room: number
+  /** Headers beside the signature (A2A-Version). */
+  headers?: Record<string, string>
   signed: boolean
   /** Whether four of its worst body are kept in flight beside the probes. */
   inFlight: boolean
@@ -109,153 +104,45 @@ const ROUTES: Route[] = [
     signed: true,
     inFlight: true,
   },
+  {
+    // A2A SendMessage addressed to the sender itself: the value rides as a data part.
+    name: 'A2A SendMessage, signed (1 MiB)',
+    method: 'POST',
+    path: '/v1/a2a',
+    limit: 1024 * 1024,
+    wrap: (v, principal) =>
+      `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"tenant":"${principal}","message":{"messageId":"bench-bodies","role":"ROLE_USER","parts":[{"data":${v}}]},"configuration":{"returnImmediately":true}}}`,
+    room: 1024 * 1024 - 260,
+    headers: { 'a2a-version': '1.0' },
+    signed: true,
+    inFlight: true,
+  },
+  {
+    // A compute job whose input is the value (the hub runs no compute workers here).
+    name: 'compute submit, signed (1 MiB)',
+    method: 'POST',
+    path: '/v1/compute/jobs',
+    limit: 1024 * 1024,
+    wrap: (v) =>
+      `{"language":"json-expr-v1","program":{"var":"a"},"input":{"a":${v}},"idempotencyKey":"bench-bodies-job"}`,
+    room: 1024 * 1024 - 120,
+    signed: true,
+    inFlight: true,
+  },
 ]
 
-async function freePort(): Promise<number> {
-  const server = net.createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as net.AddressInfo
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
+function bodyFor(route: Route, shape: string, principal: string): Buffer {
+  return Buffer.from(route.wrap(shapes(route.room)[shape]!, principal))
 }
 
-/** The CPU time of a process's main thread so far, in ms. */
-function mainThreadCpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8')
-  // Fields after the command name (which is in parentheses and may hold spaces): utime is the
-  // 14th field of the line, stime the 15th.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-  return (Number(fields[11]) + Number(fields[12])) * TICK_MS
-}
-
-interface Answer {
-  status: number
-  code?: string
-  ms: number
-}
-
-const agent = new http.Agent({ keepAlive: true, maxSockets: 64 })
-
-function send(
-  port: number,
-  method: string,
-  p: string,
-  body?: Buffer,
-  headers: Record<string, string> = {},
-): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const started = performance.now()
-    const req = http.request(
-      {
-        agent,
-        host: '127.0.0.1',
-        port,
-        method,
-        path: p,
-        headers: {
-          ...(body ? { 'content-type': 'application/json', 'content-length': body.length } : {}),
-          ...headers,
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = []
-        res.on('data', (c: Buffer) => chunks.push(c))
-        res.on('end', () => {
-          const ms = performance.now() - started
-          let code: string | undefined
-          try {
-            code = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { code?: string }).code
-          } catch {}
-          resolve({ status: res.statusCode ?? 0, ...(code ? { code } : {}), ms })
-        })
-      },
-    )
-    req.on('error', reject)
-    req.end(body)
-  })
-}
-
-async function startHubProcess(): Promise<{
-  child: ChildProcess
-  port: number
-  stop(): Promise<void>
-}> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'baton-bench-bodies-'))
-  const port = await freePort()
-  const bin = fileURLToPath(new URL('../packages/hub/bin/baton.mjs', import.meta.url))
-  const child = spawn(process.execPath, [bin, 'serve'], {
-    env: {
-      PATH: env.PATH ?? '',
-      BATON_HOST: '127.0.0.1',
-      BATON_PORT: String(port),
-      BATON_DATA_DIR: dir,
-      BATON_ADMISSION: 'open',
-      BATON_QUOTA_REQUESTS_PER_DAY: String(1e9),
-      BATON_HANDOFF_DAILY_QUOTA: String(1e9),
-      BATON_LOG_LEVEL: 'silent',
-      BATON_COMPUTE_EMBEDDED: 'false',
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  })
-  for (let i = 0; ; i++) {
-    try {
-      if ((await send(port, 'GET', '/healthz')).status === 200) break
-    } catch {}
-    if (i > 200) throw new Error('the hub did not start')
-    await new Promise((r) => setTimeout(r, 50))
-  }
-  return {
-    child,
-    port,
-    async stop() {
-      const exited = new Promise((r) => child.once('exit', r))
-      child.kill('SIGTERM')
-      await exited
-      await rm(dir, { recursive: true, force: true })
-    },
-  }
-}
-
-function bodyFor(route: Route, shape: string): Buffer {
-  return Buffer.from(route.wrap(shapes(route.room)[shape]!))
-}
-
-/** Signs one request for `body`, whose Content-Digest is computed once by the caller. */
-function signedHeaders(port: number, id: Identity, route: Route, digest: string) {
-  const headers: Record<string, string> = {
-    accept: 'application/json',
-    'content-type': 'application/json',
-    'content-digest': digest,
-  }
-  const signed = signMessage(
-    { method: route.method, targetUri: `http://127.0.0.1:${port}${route.path}`, headers },
-    {
-      privateKey: id.privateKey,
-      keyid: id.principal,
-      components: defaultComponents(true, headers),
-    },
-  )
-  return { ...headers, 'signature-input': signed.signatureInput, signature: signed.signature }
-}
-
-/** Probes /healthz every PROBE_EVERY_MS until `until` resolves; answers the latencies, sorted. */
-async function probe(port: number, until: Promise<unknown>): Promise<number[]> {
-  const latencies: number[] = []
-  let done = false
-  void until.then(() => {
-    done = true
-  })
-  while (!done) {
-    const started = performance.now()
-    latencies.push((await send(port, 'GET', '/healthz')).ms)
-    const rest = PROBE_EVERY_MS - (performance.now() - started)
-    if (rest > 0) await new Promise((r) => setTimeout(r, rest))
-  }
-  return latencies.sort((a, b) => a - b)
+/** The headers of one request of `route` as `id`, its body's digest computed once. */
+function headersFor(port: number, id: Identity, route: Route, digest: string) {
+  if (!route.signed) return route.headers ?? {}
+  return signedHeaders(port, id, route.method, route.path, digest, route.headers)
 }
 
 export async function run(): Promise<Result[]> {
-  const hub = await startHubProcess()
+  const hub = await startHubProcess('bodies')
   const { port } = hub
   const pid = hub.child.pid!
   const results: Result[] = []
@@ -269,22 +156,16 @@ export async function run(): Promise<Result[]> {
     const worst = new Map<string, { shape: string; cpuMs: number }>()
     for (const route of ROUTES) {
       for (const shape of Object.keys(shapes(1024))) {
-        const body = bodyFor(route, shape)
+        const body = bodyFor(route, shape, id.principal)
         const digest = contentDigest(body)
         const once = () =>
-          send(
-            port,
-            route.method,
-            route.path,
-            body,
-            route.signed ? signedHeaders(port, id, route, digest) : {},
-          )
+          send(port, route.method, route.path, body, headersFor(port, id, route, digest))
         for (let i = 0; i < 2; i++) await once()
         const times: number[] = []
         let answer: Answer | undefined
         let cpu = 0
         for (let i = 0; i < REPEATS; i++) {
-          const headers = route.signed ? signedHeaders(port, id, route, digest) : {}
+          const headers = headersFor(port, id, route, digest)
           const before = mainThreadCpuMs(pid)
           answer = await send(port, route.method, route.path, body, headers)
           cpu += mainThreadCpuMs(pid) - before
@@ -309,7 +190,7 @@ export async function run(): Promise<Result[]> {
     for (const route of ROUTES) {
       if (!route.inFlight) continue
       const { shape, cpuMs } = worst.get(route.name)!
-      const body = bodyFor(route, shape)
+      const body = bodyFor(route, shape, id.principal)
       const digest = contentDigest(body)
       const idle: number[] = []
       const loaded: number[] = []
@@ -320,7 +201,7 @@ export async function run(): Promise<Result[]> {
         const deadline = performance.now() + WINDOW_MS
         const loop = async () => {
           while (performance.now() < deadline) {
-            const headers = route.signed ? signedHeaders(port, id, route, digest) : {}
+            const headers = headersFor(port, id, route, digest)
             await send(port, route.method, route.path, body, headers)
             sent++
           }
@@ -353,7 +234,7 @@ export async function run(): Promise<Result[]> {
       )
     }
   } finally {
-    agent.destroy()
+    closeConnections()
     await hub.stop()
   }
   return results

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { agents, T0, trustOf } from '../test/fixtures.js'
-import { applyStatus, HandoffAgent, retransmitDelayMs } from './hop-state.js'
+import { applyStatus, HandoffAgent, nextHopState, retransmitDelayMs } from './hop-state.js'
 import { signOffer, toHandoff } from './offer.js'
 import { createDigestRef } from './refs.js'
 import { MemoryReplayStore } from './replay-store.js'
@@ -340,8 +340,83 @@ describe('delegator hop state', () => {
     assert.equal(applyStatus('rejected', 'accepted'), 'conflict')
     assert.equal(applyStatus('completed', 'failed'), 'conflict')
     assert.equal(applyStatus('completed', 'accepted'), 'completed')
-    assert.equal(applyStatus('canceled', 'completed'), 'completed')
+    // a cancel is never hidden by what follows it
+    assert.equal(applyStatus('canceled', 'completed'), 'canceled')
     assert.equal(applyStatus('canceled', 'accepted'), 'canceled')
+  })
+
+  test('the one rule: a late outcome stays beside the cancel, and a status says if it changed', () => {
+    const canceled = { state: 'canceled' } as const
+    assert.deepEqual(nextHopState(canceled, { state: 'completed' }), {
+      state: 'canceled',
+      outcome: 'completed',
+      changed: true,
+      flag: 'outcome-after-cancel',
+    })
+    const late = { state: 'canceled', outcome: 'completed' } as const
+    assert.deepEqual(nextHopState(late, { state: 'completed' }), { ...late, changed: false })
+    assert.equal(nextHopState(late, { state: 'failed' }), 'conflict')
+    assert.deepEqual(nextHopState(canceled, { state: 'accepted' }), { ...canceled, changed: false })
+    assert.deepEqual(
+      nextHopState({ state: 'completed', outcome: 'completed' }, { state: 'canceled' }),
+      {
+        state: 'completed',
+        outcome: 'completed',
+        changed: false,
+        flag: 'canceled-after-end',
+      },
+    )
+    assert.deepEqual(nextHopState({ state: 'accepted' }, { state: 'canceled' }), {
+      state: 'canceled',
+      changed: true,
+    })
+    assert.deepEqual(nextHopState({ state: 'offered' }, { state: 'completed' }), {
+      state: 'completed',
+      outcome: 'completed',
+      changed: true,
+    })
+    assert.deepEqual(nextHopState({ state: 'accepted' }, { state: 'accepted' }), {
+      state: 'accepted',
+      changed: false,
+    })
+    // a stale or replay rejection is not terminal and changes nothing
+    assert.deepEqual(nextHopState({ state: 'offered' }, { state: 'rejected', reason: 'stale' }), {
+      state: 'offered',
+      changed: false,
+    })
+    assert.equal(
+      nextHopState({ state: 'accepted' }, { state: 'rejected', reason: 'policy' }),
+      'conflict',
+    )
+  })
+
+  test('a delegate outcome after the cancel: the delegator reads canceled, the outcome beside', async () => {
+    const { planner, coder } = await setup()
+    const { handoff, offer } = await planner.offer({ aud: CODER, dialog: 'd1' })
+    await coder.receive(handoff)
+    const accepted = await coder.accept(offer.claims)
+    assert.equal((await planner.receiveStatus(accepted.element)).changed, true)
+    // The cancel and the completion cross: each side sees the race.
+    const cancel = await planner.cancel(offer.claims.hop)
+    const done = await coder.complete(offer.claims)
+    const late = await planner.receiveStatus(done.element)
+    assert.deepEqual(
+      { state: late.state, outcome: late.outcome, changed: late.changed },
+      { state: 'canceled', outcome: 'completed', changed: true },
+    )
+    assert.equal(await planner.issuedState(offer.claims.hop), 'canceled')
+    const issued = await planner.issuedHop(offer.claims.hop)
+    assert.equal(issued?.outcome, 'completed')
+    assert.deepEqual(issued?.flags, ['outcome-after-cancel'])
+    // The same status again changes nothing, and says so.
+    const again = await planner.receiveStatus(done.element)
+    assert.equal(again.changed, false)
+    assert.equal(again.state, 'canceled')
+    // The delegate reads its outcome, the cancel flagged as having come after it.
+    const seen = await coder.receiveStatus(cancel.element)
+    assert.equal(seen.state, 'completed')
+    assert.equal(seen.changed, false)
+    assert.deepEqual((await coder.receivedHop(offer.claims))?.flags, ['canceled-after-end'])
   })
 })
 

@@ -24,6 +24,7 @@ import {
   isNonterminalRejection,
   type SignedStatus,
   type StatusReason,
+  type StatusState,
   signStatus,
   verifyStatus,
 } from './status.js'
@@ -102,6 +103,10 @@ export interface DelegatorHop {
   readonly state: Exclude<DelegatorHopState, 'expired'>
   /** Whether this agent canceled the hop. */
   readonly canceled?: boolean
+  /** The delegate's outcome, also when it came after this agent's cancel. */
+  readonly outcome?: 'completed' | 'failed'
+  /** Races made visible: `outcome-after-cancel`, `canceled-after-end`. */
+  readonly flags?: readonly string[]
   /** Statuses that contradicted an earlier one from the delegate (digests). */
   readonly conflicts: readonly string[]
 }
@@ -147,6 +152,13 @@ export interface StatusOutcome {
   readonly reason?: ReasonCode
   /** The hop's state after the status. */
   readonly state?: DelegateHopState | DelegatorHopState
+  /** The delegate's outcome, beside a state that does not show it (a canceled hop's). */
+  readonly outcome?: 'completed' | 'failed'
+  /**
+   * Whether the status changed the hop (its state or outcome); false for a repeat of what the
+   * hop already shows, a nonterminal rejection or a conflict.
+   */
+  readonly changed?: boolean
   /** True for a nonterminal rejection (stale or replay): the delegator may retransmit. */
   readonly nonterminal?: boolean
   /** True when the status contradicted an earlier one (flagged, not applied). */
@@ -583,14 +595,25 @@ export class HandoffAgent {
       if (rec === undefined || data === undefined || rec.digest !== c.offer || c.iss !== data.aud) {
         return { ok: false, reason: 'policy' as const }
       }
-      if (isNonterminalRejection(c)) return { ok: true, state: data.state, nonterminal: true }
-      const next = applyStatus(data.state, incoming)
+      const known = data.outcome === undefined ? {} : { outcome: data.outcome }
+      if (isNonterminalRejection(c)) {
+        return { ok: true, state: data.state, ...known, nonterminal: true, changed: false }
+      }
+      const next = nextHopState(data, c)
       if (next === 'conflict') {
         await this.putIssued(rec, { ...data, conflicts: [...data.conflicts, v.digest] })
-        return { ok: true, state: data.state, conflict: true }
+        return { ok: true, state: data.state, ...known, conflict: true, changed: false }
       }
-      if (next !== data.state) await this.putIssued(rec, { ...data, state: next })
-      return { ok: true, state: next }
+      if (next.changed || next.flag !== undefined) {
+        await this.putIssued(rec, {
+          ...data,
+          state: next.state,
+          ...(next.outcome === undefined ? {} : { outcome: next.outcome }),
+          ...(next.flag === undefined ? {} : { flags: addFlag(data.flags ?? [], next.flag) }),
+        })
+      }
+      const outcome = next.outcome === undefined ? {} : { outcome: next.outcome }
+      return { ok: true, state: next.state, ...outcome, changed: next.changed }
     })
   }
 
@@ -618,7 +641,8 @@ export class HandoffAgent {
       const s = await this.cancelIssued(child.hop)
       if (s !== undefined) propagate.push(s)
     }
-    return { ok: true, state: data.outcome ?? 'canceled', propagate }
+    const state = data.outcome ?? 'canceled'
+    return { ok: true, state, changed: state !== data.state, propagate }
   }
 
   private cancelIssued(hop: string): Promise<SignedStatus | undefined> {
@@ -632,9 +656,13 @@ export class HandoffAgent {
         state: 'canceled',
         now: this.now,
       })
-      const ended =
-        data.state === 'completed' || data.state === 'failed' || data.state === 'rejected'
-      await this.putIssued(rec, { ...data, canceled: true, state: ended ? data.state : 'canceled' })
+      const next = nextHopState(data, { state: 'canceled' }) as HopMove
+      await this.putIssued(rec, {
+        ...data,
+        canceled: true,
+        state: next.state,
+        ...(next.flag === undefined ? {} : { flags: addFlag(data.flags ?? [], next.flag) }),
+      })
       return s
     })
   }
@@ -718,9 +746,74 @@ export class HandoffAgent {
   }
 }
 
+/** Where a hop stands: its state, and the delegate's outcome beside a state that hides it. */
+export interface HopStanding {
+  /** The hop's state. */
+  readonly state: Exclude<DelegatorHopState, 'expired'>
+  /** The delegate's `completed` or `failed`, kept also when it came after the cancel. */
+  readonly outcome?: 'completed' | 'failed' | undefined
+}
+
+/** A hop after one verified status: where it stands, and whether the status changed that. */
+export interface HopMove extends HopStanding {
+  /** Whether the status changed the hop's state or outcome; a repeat of what is known does not. */
+  readonly changed: boolean
+  /**
+   * A race to make visible to both sides: `outcome-after-cancel` (the delegate's outcome came
+   * after the delegator's cancel) or `canceled-after-end` (the cancel came after the outcome).
+   */
+  readonly flag?: 'outcome-after-cancel' | 'canceled-after-end'
+}
+
 /**
- * The delegator's next state for a verified status: implied acceptance, at most one decision and
- * one outcome; `conflict` when the delegate contradicts an earlier status.
+ * The rule every verified status follows, for the delegator's record of a hop (and the hub's):
+ * where the hop stands after it, whether it changed, and the race it shows; `conflict` when the
+ * delegate contradicts an earlier status.
+ *
+ * @example nextHopState({ state: 'canceled' }, { state: 'completed' })
+ * // { state: 'canceled', outcome: 'completed', changed: true, flag: 'outcome-after-cancel' }
+ */
+// seed 003: a rejection with reason stale or replay is not terminal and never sets the state; at
+// most one of accepted and rejected, and one of completed and failed; completed or failed imply
+// accepted; a cancel does not show that the work took no effect, and races are made visible to
+// both sides: an outcome after the cancel leaves the hop canceled with the outcome beside it, and
+// a cancel after the outcome leaves the outcome.
+export function nextHopState(
+  hop: HopStanding,
+  status: { readonly state: StatusState; readonly reason?: string | undefined },
+): HopMove | 'conflict' {
+  const { state, outcome } = hop
+  const same = { state, ...(outcome === undefined ? {} : { outcome }), changed: false }
+  if (status.state === 'canceled') {
+    if (state === 'completed' || state === 'failed') {
+      return { ...same, flag: 'canceled-after-end' }
+    }
+    return { ...same, state: 'canceled', changed: state !== 'canceled' }
+  }
+  if (status.state === 'rejected' && (status.reason === 'stale' || status.reason === 'replay')) {
+    return same
+  }
+  if (state === 'canceled') {
+    if (status.state !== 'completed' && status.state !== 'failed') return same
+    if (outcome === undefined) {
+      return { state, outcome: status.state, changed: true, flag: 'outcome-after-cancel' }
+    }
+    return outcome === status.state ? same : 'conflict'
+  }
+  const next = applyStatus(state, status.state)
+  if (next === 'conflict') return 'conflict'
+  const ended = next === 'completed' || next === 'failed' ? next : outcome
+  return {
+    state: next,
+    ...(ended === undefined ? {} : { outcome: ended }),
+    changed: next !== state || ended !== outcome,
+  }
+}
+
+/**
+ * The delegator's next state for a verified delegate status: implied acceptance, at most one
+ * decision and one outcome; `conflict` when the delegate contradicts an earlier status. A
+ * canceled hop stays canceled ({@link nextHopState} keeps the late outcome beside it).
  */
 // seed 003: completed or failed without accepted implies accepted; expired is replaced by any
 // later verified status; a delegate sends at most one of accepted/rejected and one of
@@ -741,8 +834,9 @@ export function applyStatus(
       if (incoming === 'accepted' || incoming === current) return current
       return 'conflict'
     case 'canceled':
-      // a cancel does not show the work took no effect: a delegate's outcome is still recorded
-      return incoming === 'completed' || incoming === 'failed' ? incoming : current
+      // a cancel does not show the work took no effect, and must not be hidden by what follows:
+      // the hop stays canceled, and a late outcome is kept beside it (nextHopState)
+      return current
   }
 }
 

@@ -215,6 +215,8 @@ export const ENV_DOC: Record<string, string> = {
     'most events (messages, status changes, artifact updates) of one A2A task (default 2000)',
   BATON_A2A_TASK_MAX_BYTES:
     'most bytes of events one A2A task may hold; bounds what GetTask answers (default 4194304)',
+  BATON_A2A_LIST_PAGE_MAX_BYTES:
+    'stored bytes of the A2A tasks one ListTasks page shows before it stops early with a nextPageToken; one task at least (default 8388608)',
   BATON_MAX_BATCH: 'most writes committed together in one transaction (default 256)',
   BATON_SHUTDOWN_GRACE_MS: 'how long shutdown waits for in-flight requests (default 10000)',
   BATON_WAIT_MAX_PER_TOPIC:
@@ -402,6 +404,7 @@ export function loadConfig(
       maxArtifactsPerTask: int(merged, 'BATON_A2A_ARTIFACTS_PER_TASK', 256, 0),
       maxEventsPerTask: int(merged, 'BATON_A2A_EVENTS_PER_TASK', 2000, 1),
       maxTaskBytes: int(merged, 'BATON_A2A_TASK_MAX_BYTES', 4 * 1024 * 1024, 1024),
+      maxListPageBytes: int(merged, 'BATON_A2A_LIST_PAGE_MAX_BYTES', 8 * 1024 * 1024, 1024),
     },
     transfer: transferConfig(merged),
     compute: computeConfig(merged),
@@ -468,6 +471,11 @@ export interface A2aConfig {
   maxEventsPerTask: number
   /** UTF-8 bytes of one task's stored events. */
   maxTaskBytes: number
+  /**
+   * Stored bytes of the tasks one ListTasks page shows (with history or artifacts): a page stops
+   * early, with a nextPageToken, before the task that would pass it; it holds one task at least.
+   */
+  maxListPageBytes: number
 }
 
 /** Limits on client connections (Node's HTTP server timeouts and a per-address cap). */

@@ -373,3 +373,58 @@ describe('concurrent claims on two hub instances never take the same job', {
     assert.deepEqual(new Set(taken), jobs)
   })
 })
+
+for (const store of testStores) {
+  describe(`compute claims are fair across principals (${store.name})`, () => {
+    let hub: TestHub
+    let alice: SignedClient
+    let bob: SignedClient
+    let runtime: SignedClient
+    const clock = new ManualClock(Date.UTC(2026, 11, 2, 10))
+    before(async () => {
+      hub = await startTestHub(
+        store,
+        { BATON_ADMISSION: 'open', BATON_COMPUTE_EMBEDDED: 'false', BATON_COMPUTE_RUNTIMES: '*' },
+        { clock },
+      )
+      alice = await signedAgent(hub, { clock })
+      bob = await signedAgent(hub, { clock })
+      runtime = await signedAgent(hub, { clock })
+    })
+    after(() => hub.close())
+
+    const submit = async (who: SignedClient) => {
+      clock.advance(1)
+      const res = await ask(who, 'POST', '/v1/compute/jobs', {
+        language: 'json-expr-v1',
+        program: PROGRAM,
+        input: { a: 1, b: 2 },
+        idempotencyKey: key(),
+      })
+      assert.equal(res.status, 201)
+      return res.body.jobId as string
+    }
+    const claim = async () => {
+      const res = await ask(runtime, 'POST', '/v1/compute/runtimes/fair-rt-0001/claim')
+      assert.equal(res.status, 200)
+      return (res.body.job as Body | null)?.jobId
+    }
+
+    test("a principal with nothing running is served before another principal's queue", async () => {
+      const beat = await ask(runtime, 'POST', '/v1/compute/runtimes', {
+        runtimeId: 'fair-rt-0001',
+        languages: ['json-expr-v1'],
+      })
+      assert.equal(beat.status, 200)
+      const queue = [await submit(alice), await submit(alice), await submit(alice)]
+      assert.equal(await claim(), queue[0])
+      // Bob's one job came after Alice's queue, but Bob has nothing running: it goes next.
+      const bobs = await submit(bob)
+      assert.equal(await claim(), bobs)
+      // Then the oldest again, each of them with a job running.
+      assert.equal(await claim(), queue[1])
+      assert.equal(await claim(), queue[2])
+      assert.equal(await claim(), undefined)
+    })
+  })
+}

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import type { SignedClient } from '@baton/client'
+import { type SignedClient, signedFetch } from '@baton/client'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { ManualClock } from '../src/clock.js'
-import { call, signedAgent, startTestHub, type TestHub, testStores } from './support.js'
+import { call, signedAgent, startTestHub, type TestHub, testStores, toolAnswer } from './support.js'
 
 type Body = Record<string, unknown> & { code?: string }
 const PROGRAM = { '+': [{ var: 'a' }, { var: 'b' }] }
@@ -120,6 +122,46 @@ for (const store of testStores) {
         assert.equal(res.body.code, 'compute_depth_exceeded')
         assert.equal(res.body.where, where)
         assert.equal(res.body.limit, 64)
+      }
+      // The MCP tool answers the same, over the real MCP SDK client on a signed session.
+      const client = new Client({ name: 'baton-test', version: '1.0.0' })
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`${hub.url}/mcp`), {
+          fetch: signedFetch(alice.identity),
+        }),
+      )
+      try {
+        for (const [args, where] of [
+          [{ program: deep(300), input: null }, 'program'],
+          [{ program: 1, input: { a: deep(300) } }, 'input'],
+          // the arguments sit three levels into the JSON-RPC body
+          [{ program: deep(126), input: null }, 'program'],
+        ] as const) {
+          const answer = toolAnswer(
+            await client.callTool({
+              name: 'submit_compute_job',
+              arguments: { language: 'json-expr-v1', ...args, idempotencyKey: key() },
+            }),
+          )
+          assert.equal(answer.isError, true)
+          assert.equal(answer.body.code, 'compute_depth_exceeded')
+          assert.equal(answer.body.where, where)
+          assert.equal(answer.body.limit, 64)
+        }
+        // The session goes on: the next call is answered as usual.
+        const listed = toolAnswer(
+          await client.callTool({ name: 'list_compute_jobs', arguments: {} }),
+        )
+        assert.equal(listed.isError, false)
+        // Another tool's deep arguments keep the guard's answer, a refusal of the request.
+        await assert.rejects(
+          client.callTool({
+            name: 'create_resource',
+            arguments: { namespace: 'compute-test', kind: 'deep/v1', data: deep(300) },
+          }),
+        )
+      } finally {
+        await client.close()
       }
       // other routes keep the guard's answer
       const other = await ask(alice, 'POST', '/v1/resources', {

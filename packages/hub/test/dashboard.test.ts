@@ -304,6 +304,11 @@ for (const store of testStores) {
         const res = await call(hub, 'GET', p)
         assert.equal(res.status, 401, p)
         assert.equal(res.body.code, 'dashboard_signin_required', p)
+        assert.equal(
+          res.headers.get('www-authenticate'),
+          'Cookie realm="baton-dashboard", form-action="/dashboard/session", cookie-name="baton_session"',
+          p,
+        )
       }
       const forged = await call(hub, 'GET', '/dashboard/api/overview', {
         headers: { cookie: 'baton_session=v1.99999999999999.abc.def' },

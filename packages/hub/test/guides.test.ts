@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, test } from 'node:test'
+import fs from 'node:fs'
+import { syncBuiltinESMExports } from 'node:module'
+import { after, before, describe, mock, test } from 'node:test'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
-import { GUIDES } from '../src/guides/guides.js'
+import { GUIDES, listGuides, readGuide, searchGuides } from '../src/guides/guides.js'
 import { renderMarkdown, toGuideHref } from '../src/guides/pages.js'
 import { call, startTestHub, type TestHub, testStores, toolAnswer } from './support.js'
 
@@ -47,6 +49,30 @@ test('guide Markdown renders tables, links and code as elements', () => {
   assert.match(html, /<table>[\s\S]*<th>a<\/th>[\s\S]*<td><code>x<\/code><\/td>/)
   assert.match(html, /<a href="https:\/\/example.com" rel="noreferrer">y<\/a>/)
   assert.doesNotMatch(html, /\|/)
+})
+
+test('listing, reading and searching guides reads no file: each was read once, when loaded', () => {
+  const reads = [
+    mock.method(fs, 'readFileSync'),
+    mock.method(fs, 'readdirSync'),
+    mock.method(fs, 'openSync'),
+    mock.method(fs.promises, 'readFile'),
+  ]
+  syncBuiltinESMExports()
+  try {
+    for (let i = 0; i < 3; i++) {
+      assert.ok(listGuides().guides.length > 5)
+      assert.match(readGuide('walkthrough').markdown, /baton request/)
+      assert.ok(searchGuides('signature created').results.length > 0)
+    }
+    assert.deepEqual(
+      reads.map((r) => r.mock.callCount()),
+      [0, 0, 0, 0],
+    )
+  } finally {
+    for (const r of reads) r.mock.restore()
+    syncBuiltinESMExports()
+  }
 })
 
 test('the guides include the README and the compute and signed-request docs', () => {

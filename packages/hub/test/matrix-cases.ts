@@ -515,12 +515,13 @@ export const CASES: Record<string, Case> = {
     hides: (f) => f.a2aEnded,
   },
   a2aSetPushConfig: {
-    // The caller's own config of a fixed id: a repeat replaces it; the ended task sends nothing.
+    // The caller's own config of a fixed id: the parties reach the rule that an ended task,
+    // which sends nothing more, takes no config; others see no task.
     request: (f, caller) => ({
       path: `/v1/a2a/tasks/${f.a2aEnded}/push-configs`,
       body: { id: `matrix-${caller}`, url: 'https://93.184.215.14/matrix' },
     }),
-    expect: a2aParties('ok'),
+    expect: a2aParties('a2a_task_ended'),
     hides: (f) => f.a2aEnded,
   },
   a2aGetPushConfig: {

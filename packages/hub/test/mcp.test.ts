@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict'
+import { mkdtemp, rm } from 'node:fs/promises'
 import type { AddressInfo } from 'node:net'
 import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
+import { createIdentity, saveIdentity } from '@baton/client'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
@@ -216,6 +220,50 @@ describe('baton mcp against a hub that is down', () => {
       await saidWhy
     } finally {
       await client.close()
+    }
+    assert.match(stderr, cause)
+  })
+
+  test('with --identity, a hub down at startup: the server starts, and each tool says why', async () => {
+    const probe = createServer()
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
+    const { port } = probe.address() as AddressInfo
+    await new Promise<void>((resolve) => probe.close(() => resolve()))
+    const hubUrl = `http://127.0.0.1:${port}`
+    const dir = await mkdtemp(path.join(tmpdir(), 'baton-mcp-down-'))
+    const identityFile = path.join(dir, 'agent.identity.json')
+    await saveIdentity(identityFile, createIdentity(`${hubUrl}/.well-known/agent-net`))
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [batonBin, 'mcp', '--hub', hubUrl, '--identity', identityFile],
+      cwd: repoRoot,
+      stderr: 'pipe',
+    })
+    const cause = /baton mcp: GET \/v1\/resources\S*: .*ECONNREFUSED/
+    let stderr = ''
+    const saidWhy = new Promise<void>((resolve) => {
+      transport.stderr?.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString('utf8')
+        if (cause.test(stderr)) resolve()
+      })
+    })
+    const client = new Client({ name: 'baton-test', version: '1.0.0' })
+    await client.connect(transport)
+    try {
+      // The signed tools are offered: the identity was read, the hub was not needed for that.
+      const names = new Set((await client.listTools()).tools.map((t) => t.name))
+      assert.ok(names.has('list_resources'))
+      for (let i = 0; i < 2; i++) {
+        const res = await tool(client, 'list_resources', {})
+        assert.equal(res.isError, true)
+        assert.equal(res.body.code, 'hub_unreachable')
+        assert.match(String(res.body.error), /fetch failed: .*ECONNREFUSED/)
+        assert.equal(res.body.hub, hubUrl)
+      }
+      await saidWhy
+    } finally {
+      await client.close()
+      await rm(dir, { recursive: true, force: true })
     }
     assert.match(stderr, cause)
   })

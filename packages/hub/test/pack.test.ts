@@ -237,5 +237,22 @@ void wrong
     const dashboard = await fetch(`${url}/dashboard/`)
     assert.equal(dashboard.status, 403)
     assert.match(dashboard.headers.get('content-type') ?? '', /text\/html/)
+
+    // The guides ship inside the package: the installed hub serves the two-agent walkthrough to
+    // anyone, as Markdown and as a page, with no repository beside it.
+    const guides = (await (await fetch(`${url}/guides`)).json()) as { guides: { name: string }[] }
+    for (const name of ['readme', 'connect', 'walkthrough']) {
+      assert.ok(
+        guides.guides.some((g) => g.name === name),
+        `${name} is not served`,
+      )
+    }
+    const walkthrough = await fetch(`${url}/guides/walkthrough`)
+    assert.equal(walkthrough.status, 200)
+    const { markdown } = (await walkthrough.json()) as { markdown: string }
+    assert.match(markdown, /baton request/)
+    const page = await fetch(`${url}/docs/walkthrough`)
+    assert.equal(page.status, 200)
+    assert.match(await page.text(), /<h1[^>]*>/)
   })
 })

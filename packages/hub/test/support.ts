@@ -156,9 +156,16 @@ export const TEST_ADDRESS_LIMITS: Record<string, string> = {
 export async function startTestHub(
   store: TestStore,
   env: Record<string, string> = {},
-  opts: { clock?: Clock; log?: Logger } = {},
+  opts: {
+    clock?: Clock
+    log?: Logger
+    /** Runs on the fresh database before the hub opens it (its env names the database). */
+    prepare?: (env: Record<string, string>) => Promise<void>
+  } = {},
 ): Promise<TestHub> {
+  const { prepare, ...hubOpts } = opts
   const db = await store.fresh()
+  await prepare?.(db.env)
   const config = loadConfig({
     BATON_HOST: '127.0.0.1',
     BATON_PORT: '0',
@@ -167,7 +174,7 @@ export async function startTestHub(
     ...db.env,
     ...env,
   })
-  const hub = await startHub(config, { ...opts, log: opts.log ?? pino({ level: 'silent' }) })
+  const hub = await startHub(config, { ...hubOpts, log: opts.log ?? pino({ level: 'silent' }) })
   return {
     ...hub,
     config,

@@ -54,7 +54,7 @@ for (const store of testStores) {
         headers?: Record<string, string>,
       ) => {
         const res = await agents[who].request<Body>(method, path, body as object, headers)
-        return { status: res.status, body: res.body ?? {} }
+        return { status: res.status, body: res.body ?? {}, headers: res.headers }
       },
     })
 
@@ -322,6 +322,13 @@ for (const store of testStores) {
       for (const [code, token, p] of cases) {
         const res = await provision(id, token, (p as typeof params) ?? params)
         assert.equal(res.body.code, code, `${code} ${token.slice(0, 20)}`)
+        // RFC 9110 §11.6.1: a 401 says how to authenticate.
+        if (res.status === 401) {
+          assert.equal(
+            res.headers.get('www-authenticate'),
+            `TransferToken realm="baton", error="${code}"`,
+          )
+        }
       }
       const ok = await provision(id, good)
       assert.equal(ok.status, 200, 'the good token was not burned by the refusals')

@@ -243,6 +243,7 @@ export const a2aSetPushConfig = defineOperation({
   output: PushConfigView,
   errors: [
     'a2a_task_not_found',
+    'a2a_task_ended',
     'invalid_notify_url',
     'a2a_push_auth_unsupported',
     'a2a_task_push_configs_exceeded',

@@ -10,8 +10,9 @@ import type { IdentityService } from '../identity/service.js'
 import type { Database } from '../store/database.js'
 import { requestHash } from '../store/idempotency.js'
 import { countStates, iso as isoOrNull, num, parseStored } from '../store/operator-reads.js'
-import { changeStoredBytes, consumeDailyQuota } from '../store/quota.js'
+import { changeStoredBytes, consumeDailyQuota, tryChangeStoredBytes } from '../store/quota.js'
 import type {
+  A2aArtifactRow,
   A2aEventRow,
   A2aPushConfigRow,
   A2aPushQueueRow,
@@ -100,6 +101,17 @@ type Change =
 /** The role of a caller on a task it can see. */
 type Role = 'owner' | 'agent'
 
+/**
+ * A send as its transaction committed it (the task row it wrote), or the earlier send a repeat
+ * names (its task and generation); its answer is read from this after the commit.
+ */
+interface Sent {
+  taskId: string
+  generation: number
+  row?: A2aTaskRow
+  repeated: boolean
+}
+
 /** The answer of a send: the task, and whether it is a repeat of an earlier send. */
 export interface SendResult {
   task: TaskView
@@ -113,8 +125,9 @@ const STREAM_PAGE = 256
 const FAN_OUT_PAGE = 16
 
 /**
- * The last segment of the outbox event id of an A2A notification whose bytes were charged to
- * the author of its event, so only those are given back when it is delivered or dead.
+ * The last segment of the outbox event id of an A2A notification whose bytes were charged to a
+ * principal's stored bytes (its config's owner, named in `charged_to`; before migration 018, the
+ * author of its event), so only those are given back when it is delivered or dead.
  */
 const CHARGED = 'c'
 
@@ -156,14 +169,14 @@ export class A2aService {
     // A repeat, a reused messageId and an unknown addressee are answered before a carried offer
     // is witnessed, so none of them leaves a hop behind.
     const db = this.deps.database.db
-    const first = await this.priorSend(db, principal, message.messageId, hash, historyLength)
-    if (first) return first
+    const first = await this.priorSend(db, principal, message.messageId, hash)
+    if (first) return { task: await this.answer(db, first, historyLength), repeated: true }
     if (message.taskId === undefined) await this.addressee(this.deps.database.db, params.tenant)
     const witnessed = await this.witness(principal, params, carry)
     const run = () =>
-      this.deps.batcher.carrying(carry).run(async (tx) => {
-        const prior = await this.priorSend(tx.db, principal, message.messageId, hash, historyLength)
-        if (prior) return prior
+      this.deps.batcher.carrying(carry).run(async (tx): Promise<Sent> => {
+        const prior = await this.priorSend(tx.db, principal, message.messageId, hash)
+        if (prior) return { ...prior, repeated: true }
         const now = this.deps.clock.now()
         await consumeDailyQuota(tx.db, {
           scope: A2A_SEND_QUOTA_SCOPE,
@@ -178,7 +191,6 @@ export class A2aService {
                 push,
                 trace,
               })
-        const view = await this.view(tx.db, row, historyLength)
         // By reference: a repeat reads the task as it stood at this generation again.
         await store.insertSend(tx.db, {
           principal,
@@ -189,9 +201,12 @@ export class A2aService {
           generation: row.generation,
           created_at: now,
         })
-        return { task: view, repeated: false }
+        return { taskId: row.id, generation: row.generation, row, repeated: false }
       })
-    const result = await this.retryingRace(run)
+    const sent = await this.retryingRace(run)
+    // The answer is read after the commit, as a repeat reads it: the send's transaction (the one
+    // writer SQLite has) never waits for a view to be read and built.
+    const result = { task: await this.answer(db, sent, historyLength), repeated: sent.repeated }
     // A2A 1.0: a send waits for a terminal or interrupted state unless returnImmediately; only
     // the owner's sends wait, since the agent's own sends are that answer. A repeat answers the
     // task as the first send committed it, at once.
@@ -224,23 +239,38 @@ export class A2aService {
     return this.view(db, last, params.historyLength)
   }
 
-  /** `ListTasks`: the tasks the caller sent or is the agent of, most recently changed first. */
+  /**
+   * `ListTasks`: the tasks the caller sent or is the agent of, most recently changed first. A
+   * page also stops before the task that would take it past the page byte budget (each task
+   * counted by its stored bytes, known before its view is read), with a `nextPageToken` to go
+   * on from; it always holds at least one task.
+   */
   async list(principal: string, params: ListTasksInput = {}) {
     const limit = params.pageSize ?? LIST_PAGE_SIZE.default
     const filter = { principal, contextId: params.contextId, state: params.status }
     const before = params.pageToken
     const db = this.deps.database.db
     const rows = await store.listTasks(db, { ...filter, before, limit: limit + 1 })
-    const page = rows.slice(0, limit)
     const artifacts = params.includeArtifacts === true
+    // A view without history or artifacts shows the task's row alone.
+    const shows = artifacts || params.historyLength !== 0
+    const budget = this.deps.limits.maxListPageBytes
+    const page: A2aTaskRow[] = []
+    let bytes = 0
+    for (const r of rows.slice(0, limit)) {
+      const size = shows ? Number(r.stored_bytes) : 0
+      if (page.length > 0 && bytes + size > budget) break
+      bytes += size
+      page.push(r)
+    }
     // One task at a time: a page of 100 never queues hundreds of reads on the pool at once.
     const tasks: TaskView[] = []
     for (const r of page) tasks.push(await this.view(db, r, params.historyLength, artifacts))
     const last = page.at(-1)
+    const more = rows.length > page.length
     return {
       tasks,
-      nextPageToken:
-        rows.length > limit && last ? toPageToken({ updatedAt: last.updated_at, id: last.id }) : '',
+      nextPageToken: more && last ? toPageToken({ updatedAt: last.updated_at, id: last.id }) : '',
       pageSize: limit,
       totalSize: await store.countTasks(db, filter),
     }
@@ -263,13 +293,10 @@ export class A2aService {
         }
         const now = this.deps.clock.now()
         const status: TaskStatusView = { state: 'TASK_STATE_CANCELED', timestamp: iso(now) }
-        const moved = await this.append(tx, row, principal, [{ kind: 'status', status }], now, {
-          trace,
-        })
-        return this.view(tx.db, moved)
+        return this.append(tx, row, principal, [{ kind: 'status', status }], now, { trace })
       }),
     )
-    return task
+    return this.view(this.deps.database.db, task)
   }
 
   /**
@@ -331,7 +358,14 @@ export class A2aService {
     checkPushConfig(params, this.deps.allowLoopbackNotify)
     const row = await this.deps.batcher.carrying(carry).run(async (tx) => {
       // The task's row lock orders the config writes of both its parties for the per-task cap.
-      await this.visible(tx.db, principal, taskId, true)
+      const task = await this.visible(tx.db, principal, taskId, true)
+      // An ended task changes no more: a config would never be used, and would count nowhere.
+      if (TERMINAL_STATES.has(task.state)) {
+        throw new BatonError('a2a_task_ended', 'The task has ended; nothing more will be pushed', {
+          state: task.state,
+          currentGeneration: task.generation,
+        })
+      }
       return this.putPushConfig(tx, principal, taskId, params)
     })
     return toPushView(row)
@@ -378,7 +412,8 @@ export class A2aService {
         )
       }
     }
-    const hosts = new Set((await store.pushUrlsOf(tx.db, principal)).map(hostOf))
+    const live = await store.pushUrlsOf(tx.db, principal, [...TERMINAL_STATES])
+    const hosts = new Set(live.map(hostOf))
     if (!hosts.has(hostOf(row.url)) && hosts.size >= limits.maxPushHostsPerPrincipal) {
       throw new BatonError(
         'a2a_push_hosts_exceeded',
@@ -425,26 +460,27 @@ export class A2aService {
     { carry }: Carrying = {},
   ): Promise<Record<string, never>> {
     await this.deps.batcher.carrying(carry).run(async (tx) => {
-      await this.visible(tx.db, principal, params.taskId)
+      const task = await this.visible(tx.db, principal, params.taskId, true)
       if (!(await store.deletePushConfig(tx.db, params.taskId, params.id, principal))) {
         throw pushNotFound()
       }
-      await store.changePushUsage(tx.db, principal, -1, 0)
+      // The configs of an ended task stopped counting when it ended.
+      if (!TERMINAL_STATES.has(task.state)) await store.changePushUsage(tx.db, principal, -1, 0)
     })
     return {}
   }
 
   /**
-   * The first answer of a `messageId` the principal sent before with the same request, or
-   * undefined when it is new; the same id with another request is `idempotency_conflict`.
+   * The task and generation a `messageId` the principal sent before with the same request
+   * answered, or undefined when it is new; the same id with another request is
+   * `idempotency_conflict`.
    */
   private async priorSend(
     db: Tx['db'],
     principal: string,
     messageId: string,
     hash: string,
-    historyLength: number | undefined,
-  ): Promise<SendResult | undefined> {
+  ): Promise<{ taskId: string; generation: number } | undefined> {
     const prior = await store.findSend(db, principal, messageId)
     if (!prior) return undefined
     if (prior.request_hash !== hash) {
@@ -454,11 +490,21 @@ export class A2aService {
         { field: 'message.messageId', taskId: prior.task_id },
       )
     }
-    if (prior.generation === null) return { task: JSON.parse(prior.answer), repeated: true }
-    const row = await store.findTask(db, prior.task_id)
-    if (!row) throw taskNotFound(prior.task_id)
-    const then = await this.asOf(db, row, prior.generation)
-    return { task: await this.view(db, then, historyLength), repeated: true }
+    return { taskId: prior.task_id, generation: prior.generation }
+  }
+
+  /**
+   * A send's answer, read outside its transaction: the task as it stood at the send's generation,
+   * from the committed row the send wrote, or read again for a repeat.
+   */
+  private async answer(db: Tx['db'], sent: Omit<Sent, 'repeated'>, historyLength?: number) {
+    let row = sent.row
+    if (!row) {
+      const found = await store.findTask(db, sent.taskId)
+      if (!found) throw taskNotFound(sent.taskId)
+      row = await this.asOf(db, found, sent.generation)
+    }
+    return this.view(db, row, historyLength)
   }
 
   /**
@@ -570,6 +616,11 @@ export class A2aService {
       stored_bytes: bytes,
     }
     await store.insertTask(tx.db, row)
+    await changeStoredBytes(tx.db, {
+      principal: owner,
+      delta: bytes,
+      limit: this.deps.storedBytesQuota,
+    })
     if (push) await this.putPushConfig(tx, owner, id, push)
     const events: A2aEventRow[] = [
       {
@@ -584,7 +635,7 @@ export class A2aService {
       },
     ]
     await store.insertEvents(tx.db, events)
-    await this.signal(tx, row, events, owner)
+    await this.signal(tx, row, events, owner, true)
     return row
   }
 
@@ -734,40 +785,74 @@ export class A2aService {
     if (capped) this.checkTaskBytes(used, bytes)
     const next = { state, generation, status, updated_at: now, stored_bytes: used + bytes }
     if (!(await store.advanceTask(tx.db, row.id, row.generation, next))) throw MOVED
+    // The task's owner keeps the task, so its events count against the owner's stored bytes; a
+    // cancel (not capped) is never refused by it, so a task can always be ended.
+    await changeStoredBytes(tx.db, {
+      principal: row.owner,
+      delta: bytes,
+      limit: capped ? this.deps.storedBytesQuota : undefined,
+    })
     await store.insertEvents(tx.db, events)
+    await store.foldArtifacts(tx.db, artifactWrites(row.id, events, changes))
     const moved = { ...row, ...next }
-    await this.signal(tx, moved, events, author)
+    if (!TERMINAL_STATES.has(row.state) && TERMINAL_STATES.has(state)) {
+      await this.releasePushUsage(tx, row.id)
+    }
+    await this.signal(tx, moved, events, author, capped)
     return moved
   }
 
   /**
+   * An ended task changes no more, so once it ends its push configs stop counting against their
+   * owners' caps (they stay until its last notifications, which read them, are delivered).
+   */
+  private async releasePushUsage(tx: Tx, taskId: string): Promise<void> {
+    for (const [owner, n] of await store.pushConfigOwners(tx.db, taskId)) {
+      await store.changePushUsage(tx.db, owner, -n, 0)
+    }
+  }
+
+  /**
    * Queues a change's push notifications and publishes its bus hint after commit. Nothing is
-   * fanned out here: the send's transaction adds one queue row, and charges its author's
-   * stored-bytes quota for the notifications it will make (refused when over); the fan-out to
-   * the task's configs runs after the commit ({@link fanOut}).
+   * fanned out here: the send's transaction adds one queue row and charges each config's owner
+   * for the notifications its configs will get, against that owner's stored-bytes quota; the
+   * fan-out to the configs runs after the commit ({@link fanOut}). A send is refused when its
+   * author's own configs pass the author's quota (when `capped`: a cancel is never refused); the
+   * configs of a party whose quota cannot hold them are left out of this change's fan-out, so
+   * one party's configs never refuse the other's sends.
    */
   private async signal(
     tx: Tx,
     row: A2aTaskRow,
     events: A2aEventRow[],
     author: string,
+    capped: boolean,
   ): Promise<void> {
-    const configs = events.length > 0 ? await store.countPushConfigs(tx.db, row.id) : 0
-    if (configs > 0) {
+    const owners = events.length > 0 ? await store.pushConfigOwners(tx.db, row.id) : new Map()
+    const charges: Record<string, number> = {}
+    if (owners.size > 0) {
       let bytes = 0
       for (const e of events) bytes += Buffer.byteLength(JSON.stringify(toStreamEvent(row, e)))
-      const charged = bytes * configs
-      await changeStoredBytes(tx.db, {
-        principal: author,
-        delta: charged,
-        limit: this.deps.storedBytesQuota,
-      })
+      const limit = this.deps.storedBytesQuota
+      for (const [owner, configs] of owners) {
+        const delta = bytes * configs
+        if (owner === author && capped) {
+          await changeStoredBytes(tx.db, { principal: owner, delta, limit })
+          charges[owner] = delta
+        } else if (await tryChangeStoredBytes(tx.db, { principal: owner, delta, limit })) {
+          charges[owner] = delta
+        }
+      }
+    }
+    const queued = Object.keys(charges).length > 0
+    if (queued) {
       await store.insertPushQueue(tx.db, {
         task_id: row.id,
         after_generation: events[0]!.generation - 1,
         through_generation: events.at(-1)!.generation,
         author,
-        charged,
+        charged: 0,
+        charges: JSON.stringify(charges),
         created_at: row.updated_at,
       })
     }
@@ -778,7 +863,7 @@ export class A2aService {
         at: row.updated_at,
         data: { id: row.id, generation: row.generation, state: row.state },
       })
-      if (configs > 0) this.kickFanOut()
+      if (queued) this.kickFanOut()
     })
   }
 
@@ -825,8 +910,14 @@ export class A2aService {
   private fanOutOne(q: A2aPushQueueRow): Promise<boolean> {
     return transaction(this.deps.database, async (tx) => {
       if (!(await store.claimPushQueue(tx.db, q))) return false
+      // Rows queued before migration 018 charged their author for every config.
+      const charges: Record<string, number> =
+        q.charges === null ? { [q.author]: Number(q.charged) } : JSON.parse(q.charges)
+      const payer = (c: A2aPushConfigRow) => (q.charges === null ? q.author : c.owner)
       const row = await store.findTask(tx.db, q.task_id)
-      const configs = row ? await store.pushConfigsOf(tx.db, q.task_id) : []
+      const configs = row
+        ? (await store.pushConfigsOf(tx.db, q.task_id)).filter((c) => payer(c) in charges)
+        : []
       const span = q.through_generation - q.after_generation
       const events =
         row && configs.length > 0
@@ -834,10 +925,11 @@ export class A2aService {
           : []
       const bodies = events.map((e) => JSON.stringify(toStreamEvent(row!, e)))
       const signals: Omit<NotifyOutboxRow, 'seq'>[] = []
-      let bytes = 0
+      const used = new Map<string, number>()
       for (const config of configs) {
+        const to = payer(config)
         events.forEach((e, i) => {
-          bytes += Buffer.byteLength(bodies[i]!)
+          used.set(to, (used.get(to) ?? 0) + Buffer.byteLength(bodies[i]!))
           signals.push({
             event_id: `${newEventId()}.${configTag(config)}.${CHARGED}`,
             url: config.url,
@@ -852,11 +944,15 @@ export class A2aService {
             lease_owner: null,
             last_outcome: null,
             done_at: null,
+            charged_to: to,
           })
         })
       }
-      // The charge follows the configs as they are now: one deleted since gives its share back.
-      await changeStoredBytes(tx.db, { principal: q.author, delta: bytes - Number(q.charged) })
+      // Each charge follows its owner's configs as they are now: one deleted since gives its
+      // share back.
+      for (const [principal, charged] of Object.entries(charges)) {
+        await changeStoredBytes(tx.db, { principal, delta: (used.get(principal) ?? 0) - charged })
+      }
       await this.deps.notify.enqueue(tx.db, signals)
       return true
     })
@@ -871,9 +967,10 @@ export class A2aService {
     if (!row.event_id.startsWith(EVENT_PREFIX) || parts.length !== 3 || parts[2] !== CHARGED) {
       return
     }
-    const author = await store.eventAuthor(db, row.handoff_id, row.version)
-    if (author === undefined) return
-    await changeStoredBytes(db, { principal: author, delta: -Buffer.byteLength(row.body) })
+    // Signals queued before migration 018 were charged to the author of their event.
+    const payer = row.charged_to ?? (await store.eventAuthor(db, row.handoff_id, row.version))
+    if (payer === undefined) return
+    await changeStoredBytes(db, { principal: payer, delta: -Buffer.byteLength(row.body) })
   }
 
   /** A write that lost a race to another instance is run again, reading the winner's row. */
@@ -951,9 +1048,7 @@ export class A2aService {
     if (witnessed === undefined && !exhausted) {
       witnessed = await this.witnessedBefore(db, row.id, talk.at(-1)?.generation)
     }
-    const artifacts = withArtifacts
-      ? foldArtifacts(await store.artifactEvents(db, row.id, row.generation))
-      : []
+    const artifacts = withArtifacts ? await this.artifactsAt(db, row.id, row.generation) : []
     // The latest change shown is a talk event (a send ends with its status or message, a cancel
     // is a status), so the history read usually holds it already.
     const trace =
@@ -972,6 +1067,25 @@ export class A2aService {
         ...(trace ? { traceparent: trace } : {}),
       }),
     }
+  }
+
+  /**
+   * A task's artifacts as they stood at a generation: one folded row per artifact that existed
+   * then. An artifact changed since (a view of an earlier generation, such as a repeat's, or a
+   * send that committed after the row was read) is folded again from its own events up to it.
+   */
+  private async artifactsAt(db: Tx['db'], taskId: string, generation: number) {
+    const rows = await store.foldedArtifacts(db, taskId, generation)
+    const changed = rows.filter((r) => r.generation > generation).map((r) => r.artifact_id)
+    const then = new Map<string, Artifact>()
+    const events = await store.artifactEventsOf(db, taskId, changed, generation)
+    for (const a of foldArtifacts(events)) then.set(a.artifactId, a)
+    const artifacts: Artifact[] = []
+    for (const r of rows) {
+      const a = r.generation > generation ? then.get(r.artifact_id) : toArtifact(r)
+      if (a) artifacts.push(a)
+    }
+    return artifacts
   }
 
   /** The hop view of the newest event before `before` that witnessed one, if any. */
@@ -1143,6 +1257,43 @@ export function foldArtifacts(events: A2aEventRow[]): Artifact[] {
     } else artifacts[at] = body.artifact
   }
   return artifacts
+}
+
+/**
+ * The folded-artifact writes of one send's changes (`events[i]` is `changes[i]` stored): for each
+ * artifact it touches, one replace (its last whole artifact, with what was appended after it in
+ * the same send) or one append of its parts.
+ */
+function artifactWrites(
+  taskId: string,
+  events: A2aEventRow[],
+  changes: Change[],
+): { appends: A2aArtifactRow[]; replaces: A2aArtifactRow[] } {
+  const writes = new Map<string, { row: A2aArtifactRow; replace: boolean }>()
+  changes.forEach((change, i) => {
+    if (change.kind !== 'artifact') return
+    const id = change.artifact.artifactId
+    const generation = events[i]!.generation
+    const { head, parts } = store.splitArtifact(change.artifact)
+    const known = writes.get(id)
+    if (known && change.append) {
+      known.row.parts = store.joinParts(known.row.parts, parts)
+      known.row.generation = generation
+    } else {
+      const row = { task_id: taskId, artifact_id: id, seq: generation, generation, head, parts }
+      writes.set(id, { row, replace: !change.append })
+    }
+  })
+  const all = [...writes.values()]
+  return {
+    appends: all.filter((w) => !w.replace).map((w) => w.row),
+    replaces: all.filter((w) => w.replace).map((w) => w.row),
+  }
+}
+
+/** A folded artifact row as A2A 1.0 shows the artifact. */
+function toArtifact(r: A2aArtifactRow): Artifact {
+  return { ...JSON.parse(r.head), parts: JSON.parse(`[${r.parts}]`) } as Artifact
 }
 
 /** One stored event as the StreamResponse of A2A 1.0 a stream or a push notification carries. */

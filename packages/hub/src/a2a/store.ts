@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely'
 import type {
+  A2aArtifactRow,
   A2aEventRow,
   A2aPushConfigRow,
   A2aPushQueueRow,
@@ -118,32 +119,105 @@ export async function traceAt(
   return row?.trace ?? null
 }
 
-/** A task's artifact events up to an inclusive generation (all when undefined), oldest first. */
-export async function artifactEvents(
+/**
+ * The artifact events of some of a task's artifacts up to an inclusive generation, oldest first:
+ * what an artifact changed since that generation is folded again from.
+ */
+export async function artifactEventsOf(
   db: Kysely<Schema>,
   taskId: string,
-  through?: number,
+  artifactIds: string[],
+  through: number,
 ): Promise<A2aEventRow[]> {
+  if (artifactIds.length === 0) return []
   return db
     .selectFrom('a2a_events')
     .selectAll()
     .where('task_id', '=', taskId)
-    .where('kind', '=', 'artifact')
-    .$if(through !== undefined, (qb) => qb.where('generation', '<=', through!))
+    .where('artifact_id', 'in', artifactIds)
+    .where('generation', '<=', through)
     .orderBy('generation', 'asc')
     .execute()
 }
 
-/** The distinct artifact ids of a task: one range of the (task, artifact) index. */
+/** The artifact ids of a task: one range of its folded artifacts. */
 export async function artifactIds(db: Kysely<Schema>, taskId: string): Promise<Set<string>> {
   const rows = await db
-    .selectFrom('a2a_events')
+    .selectFrom('a2a_artifacts')
     .select('artifact_id')
-    .distinct()
     .where('task_id', '=', taskId)
-    .where('artifact_id', 'is not', null)
     .execute()
-  return new Set(rows.map((r) => r.artifact_id!))
+  return new Set(rows.map((r) => r.artifact_id))
+}
+
+/** A task's folded artifacts that existed at an inclusive generation, in the order they began. */
+export async function foldedArtifacts(
+  db: Kysely<Schema>,
+  taskId: string,
+  through: number,
+): Promise<A2aArtifactRow[]> {
+  return db
+    .selectFrom('a2a_artifacts')
+    .selectAll()
+    .where('task_id', '=', taskId)
+    .where('seq', '<=', through)
+    .orderBy('seq', 'asc')
+    .execute()
+}
+
+/**
+ * An artifact as its folded row keeps it: its members but `parts` as JSON, and its parts as the
+ * text of a JSON array without its brackets ('' for none), so parts join by concatenation.
+ */
+export function splitArtifact(artifact: { parts: unknown[] }): { head: string; parts: string } {
+  const { parts, ...head } = artifact
+  return { head: JSON.stringify(head), parts: JSON.stringify(parts).slice(1, -1) }
+}
+
+/** Two runs of parts as {@link splitArtifact} writes them, one after the other. */
+export function joinParts(first: string, second: string): string {
+  if (first === '') return second
+  if (second === '') return first
+  return `${first},${second}`
+}
+
+/**
+ * Folds one send's artifact changes into a task's artifacts without reading them back: each row
+ * of `replaces` takes the artifact's place whole (it keeps its `seq`), each row of `appends`
+ * adds its parts to the artifact's by concatenation (or begins it, when it is new).
+ */
+export async function foldArtifacts(
+  db: Kysely<Schema>,
+  writes: { appends: A2aArtifactRow[]; replaces: A2aArtifactRow[] },
+): Promise<void> {
+  if (writes.replaces.length > 0) {
+    await db
+      .insertInto('a2a_artifacts')
+      .values(writes.replaces)
+      .onConflict((oc) =>
+        oc.columns(['task_id', 'artifact_id']).doUpdateSet((eb) => ({
+          head: eb.ref('excluded.head'),
+          parts: eb.ref('excluded.parts'),
+          generation: eb.ref('excluded.generation'),
+        })),
+      )
+      .execute()
+  }
+  if (writes.appends.length > 0) {
+    await db
+      .insertInto('a2a_artifacts')
+      .values(writes.appends)
+      .onConflict((oc) =>
+        oc.columns(['task_id', 'artifact_id']).doUpdateSet((eb) => ({
+          parts: sql<string>`case
+            when a2a_artifacts.parts = '' then excluded.parts
+            when excluded.parts = '' then a2a_artifacts.parts
+            else a2a_artifacts.parts || ',' || excluded.parts end`,
+          generation: eb.ref('excluded.generation'),
+        })),
+      )
+      .execute()
+  }
 }
 
 /** The newest event that set a task's status at or before an inclusive generation. */
@@ -271,14 +345,35 @@ export async function countPushConfigs(db: Kysely<Schema>, taskId: string): Prom
   return Number(row.n)
 }
 
-/** The URLs of a principal's push configs over all tasks (as many as its cap lets it hold). */
-export async function pushUrlsOf(db: Kysely<Schema>, owner: string): Promise<string[]> {
+/** The URLs of a principal's push configs on tasks that have not ended (as many as its cap lets it hold). */
+export async function pushUrlsOf(
+  db: Kysely<Schema>,
+  owner: string,
+  ended: readonly string[],
+): Promise<string[]> {
   const rows = await db
-    .selectFrom('a2a_push_configs')
-    .select('url')
-    .where('owner', '=', owner)
+    .selectFrom('a2a_push_configs as c')
+    .innerJoin('a2a_tasks as t', 't.id', 'c.task_id')
+    .select('c.url')
+    .where('c.owner', '=', owner)
+    .where('t.state', 'not in', ended)
     .execute()
   return rows.map((r) => r.url)
+}
+
+/** How many push configs each principal has on a task. */
+export async function pushConfigOwners(
+  db: Kysely<Schema>,
+  taskId: string,
+): Promise<Map<string, number>> {
+  const rows = await db
+    .selectFrom('a2a_push_configs')
+    .select(['owner', (eb) => eb.fn.countAll<number>().as('n')])
+    .where('task_id', '=', taskId)
+    .groupBy('owner')
+    .orderBy('owner')
+    .execute()
+  return new Map(rows.map((r) => [r.owner, Number(r.n)]))
 }
 
 /**

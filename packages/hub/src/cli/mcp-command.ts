@@ -1,5 +1,11 @@
 import { parseArgs } from 'node:util'
-import { fetchDiscovery, requestJson, type SignedBody, SignedClient } from '@baton/client'
+import {
+  fetchDiscovery,
+  loadIdentity,
+  requestJson,
+  type SignedBody,
+  SignedClient,
+} from '@baton/client'
 import { BatonError, DEFAULT_CONTRACT_CONFIG, DISCOVERY_PATH } from '@baton/protocol'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import type { Logger } from 'pino'
@@ -30,10 +36,22 @@ export async function mcpCommand(argv: string[], io: Io): Promise<number> {
   const hub = values.hub ?? process.env.BATON_HUB
   if (!hub) throw new UsageError('--hub URL is required (or set BATON_HUB)')
   const identityPath = values.identity ?? process.env.BATON_IDENTITY
-  const discoveryUrl = new URL(DISCOVERY_PATH, hub).href
-  const signed = identityPath ? await SignedClient.fromFile(discoveryUrl, identityPath) : undefined
-  // The tools publish the limits this hub holds (an older hub's discovery names none: defaults).
-  const doc = signed?.discovery ?? (await fetchDiscovery(discoveryUrl).catch(() => undefined))
+  // The identity file is read now (a bad one is a usage error at once); the hub's discovery is
+  // fetched at the first signed call, and again after a failure, so a hub that is down when the
+  // server starts answers each tool with why, as a hub that goes down later does.
+  const identity = identityPath ? await loadIdentity(identityPath) : undefined
+  const discovery = new URL(DISCOVERY_PATH, hub).href
+  let connecting: Promise<SignedClient> | undefined
+  const signedClient = () => {
+    connecting ??= SignedClient.connect(discovery, identity!).catch((error: unknown) => {
+      connecting = undefined
+      throw error
+    })
+    return connecting
+  }
+  // The tools publish the limits this hub holds (a hub that is down, or an older one whose
+  // discovery names none, gets the defaults).
+  const doc = await fetchDiscovery(discovery).catch(() => undefined)
   const config = doc?.limits.contracts ?? DEFAULT_CONTRACT_CONFIG
   // A request that never reached the hub says why, in the tool's answer and on stderr, as the
   // CLI does; stdout carries the MCP protocol itself.
@@ -51,11 +69,13 @@ export async function mcpCommand(argv: string[], io: Io): Promise<number> {
       reaching(method, path, signal, () =>
         requestJson(hub, method, path, body, { headers, signal }),
       ),
-    ...(signed
+    ...(identity
       ? {
           signed: (method, path, body, headers, signal) =>
-            reaching(method, path, signal, () =>
-              signed.request(method, path, body as SignedBody, headers, { signal }),
+            reaching(method, path, signal, async () =>
+              (await signedClient()).request(method, path, body as SignedBody, headers, {
+                signal,
+              }),
             ),
         }
       : {}),
@@ -63,7 +83,7 @@ export async function mcpCommand(argv: string[], io: Io): Promise<number> {
   const server = createMcpServer(
     {
       invoke,
-      auths: sessionAuths(signed !== undefined),
+      auths: sessionAuths(identity !== undefined),
       // No event bus here: subscriptions long-poll the hub's waits (see mcp/resources.ts).
       watch: pollWatch(invoke),
       config,

@@ -503,7 +503,10 @@ export class ComputeService {
     return { stopped: n > 0 }
   }
 
-  /** Claims the oldest job of the runtime's languages, under a lease; none when nothing waits. */
+  /**
+   * Claims a job of the runtime's languages under a lease, none when nothing waits: the oldest
+   * of an owner with no job running, else the oldest.
+   */
   async claim(
     principal: string,
     runtimeId: string,
@@ -524,16 +527,23 @@ export class ComputeService {
     )
     if (languages.length === 0) return null
     const { maxAttempts, quotas } = this.deps.config
-    // Every candidate read is claimable when read; one is lost only to a concurrent claim (on
-    // any instance) that took it first, and then a fresh read finds the ones still waiting.
-    for (let read = 0; read < CLAIM_READS; read++) {
-      const candidates = await store.claimable(this.db, {
+    const read = (idleOwners: boolean) =>
+      store.claimable(this.db, {
         languages,
         now,
         maxAttempts,
         steps: { scope: STEPS_SCOPE, limit: quotas.stepsPerDay },
         limit: CLAIM_CANDIDATES,
+        idleOwners,
       })
+    // Fair across principals: the oldest job of an owner with nothing running goes first, so one
+    // principal's queue of long programs never holds up another's first job; then the oldest.
+    // Every candidate read is claimable when read; one is lost only to a concurrent claim (on
+    // any instance) that took it first, and then a fresh read finds the ones still waiting.
+    for (let attempt = 0; attempt < CLAIM_READS; attempt++) {
+      const first = await read(true)
+      const ids = new Set(first.map((r) => r.id))
+      const candidates = [...first, ...(await read(false)).filter((r) => !ids.has(r.id))]
       if (candidates.length === 0) return null
       for (const row of candidates) {
         const claimed = await this.claimOne(row, runtimeId, now, carry)

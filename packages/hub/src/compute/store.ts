@@ -46,7 +46,9 @@ export async function listJobs(db: Db, owner: string, limit: number): Promise<Co
  * it: queued, or leased past their lease; claimed fewer than `maxAttempts` times (the reaper
  * fails the rest); and not of an owner whose steps of the day are all reserved by other jobs
  * still running (it waits for their unused steps). One statement, whose two branches each read
- * `compute_jobs_claimable` (language, state, created_at) in order and stop at `limit`.
+ * `compute_jobs_claimable` (language, state, created_at) in order and stop at `limit`. With
+ * `idleOwners`, only queued jobs of owners with no job running, for a claim that serves a
+ * principal with nothing running before another principal's queue.
  */
 export async function claimable(
   db: Db,
@@ -56,6 +58,7 @@ export async function claimable(
     maxAttempts: number
     steps: { scope: string; limit: number }
     limit: number
+    idleOwners?: boolean
   },
 ): Promise<ComputeJobRow[]> {
   const day = utcDayStart(c.now)
@@ -66,6 +69,19 @@ export async function claimable(
       .where('j.language', 'in', c.languages)
       .where('j.state', '=', state)
     if (state === 'running') q = q.where('j.lease_until', '<=', c.now)
+    if (c.idleOwners) {
+      q = q.where((eb) =>
+        eb.not(
+          eb.exists(
+            eb
+              .selectFrom('compute_jobs as r')
+              .select('r.id')
+              .whereRef('r.owner', '=', 'j.owner')
+              .where('r.state', '=', 'running'),
+          ),
+        ),
+      )
+    }
     return q
       .where('j.attempts', '<', c.maxAttempts)
       .where((eb) =>
@@ -95,6 +111,7 @@ export async function claimable(
       .orderBy('j.id')
       .limit(c.limit)
   }
+  if (c.idleOwners) return oldest('queued').execute()
   const both = db
     .selectFrom(oldest('queued').as('queued'))
     .selectAll()

@@ -1,17 +1,22 @@
 // The hub's public guides: the README and docs/*.md, read-only and open to anonymous callers
 // (seed 000: anonymous MCP and browser access can read the hub's lessons, never write).
-import { readdirSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { BatonError } from '@baton/protocol'
 
-// src/guides and dist/guides both sit four levels below the repository root.
-const ROOT = path.resolve(import.meta.dirname, '../../../..')
+/**
+ * Where the guide sources are read from: the copy the build ships inside the package
+ * (`dist/guides/sources`, beside this module, holding `README.md` and `docs/`), so an installed
+ * hub serves them; in a checkout run from its TypeScript sources, the repository itself.
+ */
+const SHIPPED = path.join(import.meta.dirname, 'sources')
+const ROOT = existsSync(SHIPPED) ? SHIPPED : path.resolve(import.meta.dirname, '../../../..')
 
-/** One guide: a stable name, its title (its first heading) and where it is read from. */
+/** One guide: a stable name, its title (its first heading) and its Markdown text. */
 export interface Guide {
   name: string
   title: string
-  file: string
+  markdown: string
 }
 
 function titleOf(text: string, fallback: string): string {
@@ -19,17 +24,15 @@ function titleOf(text: string, fallback: string): string {
   return m?.[1]?.trim() ?? fallback
 }
 
+// Each source is read once, when the hub loads this module, and kept: no anonymous list, read or
+// search touches the disk (about 250 KB of Markdown in all).
 function scan(): Guide[] {
   const guides: Guide[] = []
-  const readme = path.join(ROOT, 'README.md')
   try {
-    guides.push({
-      name: 'readme',
-      title: titleOf(readFileSync(readme, 'utf8'), 'README'),
-      file: readme,
-    })
+    const markdown = readFileSync(path.join(ROOT, 'README.md'), 'utf8')
+    guides.push({ name: 'readme', title: titleOf(markdown, 'README'), markdown })
   } catch {
-    // a hub installed without its README serves the docs alone
+    // a hub without its README serves the docs alone
   }
   let names: string[] = []
   try {
@@ -38,15 +41,18 @@ function scan(): Guide[] {
     names = []
   }
   for (const n of names.sort()) {
-    const file = path.join(ROOT, 'docs', n)
+    const markdown = readFileSync(path.join(ROOT, 'docs', n), 'utf8')
     const name = n.slice(0, -3)
-    guides.push({ name, title: titleOf(readFileSync(file, 'utf8'), name), file })
+    guides.push({ name, title: titleOf(markdown, name), markdown })
   }
   return guides
 }
 
 /** Every guide the hub serves, by name; MCP resources can list these. */
 export const GUIDES: readonly Guide[] = Object.freeze(scan())
+
+/** Each guide's text in lower case, for search, made once. */
+const LOWER = new Map(GUIDES.map((g) => [g.name, g.markdown.toLowerCase()]))
 
 /** A guide's name and title, as listings show it. */
 export interface GuideSummary {
@@ -63,7 +69,7 @@ export function listGuides(): { guides: GuideSummary[] } {
 export function readGuide(name: string): GuideSummary & { markdown: string } {
   const guide = GUIDES.find((g) => g.name === name)
   if (!guide) throw new BatonError('not_found', `No guide ${JSON.stringify(name)}`)
-  return { name: guide.name, title: guide.title, markdown: readFileSync(guide.file, 'utf8') }
+  return { name: guide.name, title: guide.title, markdown: guide.markdown }
 }
 
 /** Guides whose text holds every word of `q` (case-insensitive), each with a few matching lines. */
@@ -73,10 +79,9 @@ export function searchGuides(q: string): {
   const words = q.toLowerCase().split(/\s+/).filter(Boolean).slice(0, 8)
   const results: (GuideSummary & { matches: string[] })[] = []
   for (const g of GUIDES) {
-    const text = readFileSync(g.file, 'utf8')
-    const lower = text.toLowerCase()
+    const lower = LOWER.get(g.name)!
     if (!words.every((w) => lower.includes(w))) continue
-    const matches = text
+    const matches = g.markdown
       .split('\n')
       .filter((line) => words.some((w) => line.toLowerCase().includes(w)))
       .slice(0, 5)

@@ -1,13 +1,13 @@
 import { createHash, sign } from 'node:crypto'
 import {
-  applyStatus,
   DEFAULT_SKEW_MS,
   grantDigest,
   type Handoff,
   type HandoffVerification,
   type HopRecord,
-  isNonterminalRejection,
+  type HopStanding,
   isStatusClaims,
+  nextHopState,
   type ParsedElement,
   type RefPolicy,
   type RefResult,
@@ -294,7 +294,7 @@ export class HopService {
         const current = (await store.findHop(tx.db, row.digest))!
         const now = this.deps.clock.now()
         const next = nextState(current, claims)
-        const changed = next.state !== current.state || next.outcome !== current.outcome
+        const { changed } = next
         const flags = JSON.parse(current.flags) as string[]
         if (next.flag && !flags.includes(next.flag)) flags.push(next.flag)
         const moved = await store.updateHop(tx.db, current.digest, current.version, {
@@ -707,34 +707,26 @@ export class HopService {
 }
 
 /**
- * The state and outcome a hop takes on a verified status. seed 003: a rejection with reason stale
- * or replay is not terminal and never sets the state; at most one of accepted and rejected, and
- * one of completed and failed; completed or failed imply accepted; a cancel after the outcome
- * keeps it. A cancel does not show that the work took no effect and the draft makes such races
- * visible to both sides: an outcome after the cancel leaves the hop `canceled`, the outcome beside.
+ * The state and outcome a hop takes on a verified status, by the context library's one rule
+ * (`nextHopState`, seed 003): a cancel stays visible with a late outcome beside it, and a status
+ * answers whether it changed the hop. A contradiction of an earlier status is a conflict.
  */
 function nextState(
   row: HopRow,
   c: StatusClaims,
-): { state: string; outcome: string | null; flag?: string } {
-  const { outcome } = row
-  if (c.state === 'canceled') {
-    if (row.state === 'completed' || row.state === 'failed') {
-      return { state: row.state, outcome, flag: 'canceled-after-end' }
-    }
-    return { state: 'canceled', outcome }
+): { state: string; outcome: string | null; flag?: string; changed: boolean } {
+  const standing = {
+    state: row.state as HopStanding['state'],
+    ...(row.outcome === null ? {} : { outcome: row.outcome as HopStanding['outcome'] }),
   }
-  if (isNonterminalRejection(c)) return { state: row.state, outcome }
-  if (row.state === 'canceled') {
-    if (c.state !== 'completed' && c.state !== 'failed') return { state: row.state, outcome }
-    if (outcome === null)
-      return { state: row.state, outcome: c.state, flag: 'outcome-after-cancel' }
-    if (outcome === c.state) return { state: row.state, outcome }
-    throw conflict(row, c.state)
-  }
-  const next = applyStatus(row.state as Parameters<typeof applyStatus>[0], c.state)
+  const next = nextHopState(standing, c)
   if (next === 'conflict') throw conflict(row, c.state)
-  return { state: next, outcome: next === 'completed' || next === 'failed' ? next : outcome }
+  return {
+    state: next.state,
+    outcome: next.outcome ?? null,
+    changed: next.changed,
+    ...(next.flag === undefined ? {} : { flag: next.flag }),
+  }
 }
 
 function conflict(row: HopRow, wanted: string): BatonError {

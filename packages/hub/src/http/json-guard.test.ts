@@ -3,7 +3,13 @@ import { test } from 'node:test'
 import { BatonError, CreateHandoffInput, ERRORS } from '@baton/protocol'
 import fc from 'fast-check'
 import { parseInput } from '../validation.js'
-import { isStorableText, MAX_JSON_DEPTH, parseJsonBody } from './json-guard.js'
+import {
+  isDepthRefusal,
+  isStorableText,
+  MAX_JSON_DEPTH,
+  parseJsonBody,
+  refusedEnvelope,
+} from './json-guard.js'
 
 /** The guard's verdict on a JSON text: its value, or the code and field it refuses with. */
 function verdict(text: string, maxElements: number): unknown {
@@ -160,4 +166,39 @@ test('a free-form JSON value passes the schema without a walk, and the schema st
     () => parseInput(CreateHandoffInput, { payload: {}, note: 5 }),
     (e: BatonError) => e.code === 'invalid_request' && e.context.field === 'note',
   )
+})
+
+test('a body refused for its depth keeps its outer levels readable, its deep values cut to null', () => {
+  const deep = '['.repeat(MAX_JSON_DEPTH + 1) + ']'.repeat(MAX_JSON_DEPTH + 1)
+  const text = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x]}\\"{[","arguments":{"program":${deep},"note":"}]"}}}`
+  let refused: unknown
+  assert.throws(
+    () => parseJsonBody(Buffer.from(text)),
+    (e: BatonError) => {
+      refused = e
+      return isDepthRefusal(e) && e.context.field === `params.arguments.program${'.0'.repeat(125)}`
+    },
+  )
+  assert.deepEqual(refusedEnvelope(refused, 2), {
+    jsonrpc: '2.0',
+    id: 7,
+    method: 'tools/call',
+    params: { name: 'x]}"{[', arguments: null },
+  })
+  assert.deepEqual((refusedEnvelope(refused, 3) as { params: unknown }).params, {
+    name: 'x]}"{[',
+    arguments: { program: null, note: '}]' },
+  })
+  // Other refusals, and other errors, keep no text.
+  for (const other of ['{"__proto__":1}', '[1,2,3]'.repeat(2)]) {
+    assert.throws(
+      () => parseJsonBody(Buffer.from(other), { maxElements: 1 }),
+      (e: BatonError) => {
+        assert.equal(isDepthRefusal(e), false)
+        assert.equal(refusedEnvelope(e, 2), undefined)
+        return true
+      },
+    )
+  }
+  assert.equal(refusedEnvelope(new Error('x'), 2), undefined)
 })

@@ -234,11 +234,68 @@ export function parseJsonBody(
     throw new BatonError('invalid_json', 'The request body is not valid UTF-8')
   }
   if (text.trim() === '') return undefined
-  scanJsonText(text, bounds)
+  try {
+    scanJsonText(text, bounds)
+  } catch (error) {
+    if (isDepthRefusal(error)) Object.defineProperty(error, REFUSED_TEXT, { value: text })
+    throw error
+  }
   try {
     return JSON.parse(text)
   } catch {
     throw new BatonError('invalid_json', 'The request body is not valid JSON')
+  }
+}
+
+/** Where a depth refusal keeps the text it refused, for {@link refusedEnvelope}. */
+const REFUSED_TEXT = Symbol('refused JSON text')
+
+/** True for the guard's refusal of a body nested deeper than MAX_JSON_DEPTH. */
+export function isDepthRefusal(error: unknown): error is BatonError {
+  return (
+    error instanceof BatonError &&
+    error.code === 'invalid_request' &&
+    error.context.max_depth === MAX_JSON_DEPTH &&
+    typeof error.context.field === 'string'
+  )
+}
+
+/**
+ * The outer levels of a body the guard refused for its depth: its members down to `levels`
+ * deep, every array or object below them read as null, so a face can tell what the body asked
+ * for (an MCP tool call's id and tool name) without parsing what the guard refused. One pass of
+ * the text; undefined for any other error, or a text that is not JSON once cut.
+ */
+export function refusedEnvelope(error: unknown, levels: number): unknown {
+  const text = (error as { [REFUSED_TEXT]?: string } | null)?.[REFUSED_TEXT]
+  if (typeof text !== 'string') return undefined
+  let out = ''
+  let from = 0
+  let depth = 0
+  let cutAt = -1
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c === QUOTE) {
+      // Past the string: its closing quote is the first one not escaped.
+      for (i++; i < text.length && text.charCodeAt(i) !== QUOTE; i++) {
+        if (text.charCodeAt(i) === 0x5c) i++
+      }
+    } else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
+      if (depth === levels) cutAt = i
+      depth++
+    } else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) {
+      depth--
+      if (depth === levels && cutAt >= 0) {
+        out += `${text.slice(from, cutAt)}null`
+        from = i + 1
+        cutAt = -1
+      }
+    }
+  }
+  try {
+    return JSON.parse(out + text.slice(from))
+  } catch {
+    return undefined
   }
 }
 

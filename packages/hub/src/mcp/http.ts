@@ -11,8 +11,9 @@ import { principalTopic } from '../identity/admission.js'
 import type { AdmissionCarry, Principal } from '../identity/service.js'
 import { sessionAuths } from '../ops/auth-kinds.js'
 import { localInvoke } from '../ops/local.js'
-import { carryingAuth, type Settling } from '../ops/mcp.js'
+import { carryingAuth, type Settling, tooDeepToolCall } from '../ops/mcp.js'
 import type { ExtraPath } from '../ops/openapi.js'
+import { OPERATIONS } from '../ops/registry.js'
 import { assertAllowedHostAndOrigin, hostPolicy } from './rebinding.js'
 import { SESSION_LIMITS, type SessionLimits, SessionTable } from './sessions.js'
 
@@ -224,6 +225,9 @@ export function registerMcpRoute(
     // Malformed JSON-RPC is answered in JSON-RPC, not with a REST error body: an MCP client
     // reads the error object. Refusals of the request itself (auth, Host) stay REST answers.
     errorHandler: (error, req, reply) => {
+      // A tool's arguments nested past the JSON guard answer as that tool's HTTP route does.
+      const deep = tooDeepToolCall(OPERATIONS, error)
+      if (deep) return reply.code(200).type('application/json').send(deep)
       const e = toBatonError(error)
       if (e.code === 'invalid_json' || e.code === 'unsupported_media_type') {
         return jsonRpcError(reply, 400, -32700, `Parse error: ${e.message}`)

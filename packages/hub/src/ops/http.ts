@@ -1,10 +1,9 @@
 import type { ServerResponse } from 'node:http'
-import { BatonError } from '@baton/protocol'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { AppContext } from '../app.js'
 import { sharedAnswerBytes } from '../events/shared-answer.js'
 import type { WaitAbortEvent, WaitSignal } from '../events/wait.js'
-import { MAX_JSON_DEPTH } from '../http/json-guard.js'
+import { isDepthRefusal } from '../http/json-guard.js'
 import { localOrigin, requestOrigin, runAdmitted } from '../identity/http.js'
 import { parseIdempotencyKey } from '../store/idempotency.js'
 import { handOnTrace } from '../telemetry/http.js'
@@ -102,15 +101,7 @@ export function httpInput(
  */
 function mapTooDeep(tooDeep: NonNullable<Operation['tooDeep']>) {
   return (error: Error): never => {
-    const field = error instanceof BatonError ? error.context.field : undefined
-    if (
-      error instanceof BatonError &&
-      error.code === 'invalid_request' &&
-      error.context.max_depth === MAX_JSON_DEPTH &&
-      typeof field === 'string'
-    ) {
-      throw tooDeep(field) ?? error
-    }
+    if (isDepthRefusal(error)) throw tooDeep(error.context.field as string) ?? error
     throw error
   }
 }

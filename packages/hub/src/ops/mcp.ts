@@ -12,6 +12,7 @@ import {
 import type { Logger } from 'pino'
 import { z } from 'zod'
 import { toBatonError } from '../http/errors.js'
+import { isDepthRefusal, refusedEnvelope } from '../http/json-guard.js'
 import { Carry } from '../store/transaction.js'
 import { formatTraceparent, parseTraceparent } from '../telemetry/trace-context.js'
 import { AUTH_KINDS } from './auth-kinds.js'
@@ -182,6 +183,43 @@ export async function toolResult(
     // content against the tool's output schema, which describes the success answer only.
     return { isError: true, content: [{ type: 'text', text: JSON.stringify(e.toBody()) }] }
   }
+}
+
+/** Where an MCP tool call's arguments sit in its JSON-RPC body, as the JSON guard names fields. */
+const ARGUMENTS = 'params.arguments.'
+
+/**
+ * The answer of a tool call whose arguments the hub's JSON guard refused for their depth, when
+ * the tool's operation has a depth code of its own (`tooDeep`): the same tool error its HTTP
+ * route answers, for the call's JSON-RPC id. Undefined for any other refusal, which the MCP face
+ * answers as before.
+ */
+export function tooDeepToolCall(
+  ops: readonly Operation[],
+  error: unknown,
+): { jsonrpc: '2.0'; id: string | number; result: CallToolResult } | undefined {
+  if (!isDepthRefusal(error)) return undefined
+  const field = error.context.field as string
+  if (!field.startsWith(ARGUMENTS)) return undefined
+  // The call's id, method and tool name sit two levels deep; its arguments are not parsed.
+  const call = refusedEnvelope(error, 2) as {
+    id?: unknown
+    method?: unknown
+    params?: { name?: unknown } | null
+  } | null
+  const id = call?.id
+  const name = call?.params?.name
+  if (call?.method !== 'tools/call' || (typeof id !== 'string' && typeof id !== 'number')) {
+    return undefined
+  }
+  const op = ops.find((o) => o.tool !== false && o.tool?.name === name && o.tooDeep)
+  const refusal = op?.tooDeep?.(field.slice(ARGUMENTS.length))
+  if (!refusal) return undefined
+  const result: CallToolResult = {
+    isError: true,
+    content: [{ type: 'text', text: JSON.stringify(refusal.toBody()) }],
+  }
+  return { jsonrpc: '2.0', id, result }
 }
 
 type ToolExtra = {

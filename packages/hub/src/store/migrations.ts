@@ -1,5 +1,12 @@
-import { type Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely'
-import { a2aBoundsMigration, a2aTasksMigration } from '../a2a/migration.js'
+import { type Kysely, type Migration, Migrator, sql } from 'kysely'
+import {
+  a2aArtifactsMigration,
+  a2aBoundsMigration,
+  a2aChargesMigration,
+  a2aLivePushUsageMigration,
+  a2aSendReferencesMigration,
+  a2aTasksMigration,
+} from '../a2a/migration.js'
 
 // Numbered migrations, applied in order on start. A landed migration is never edited: add a new one.
 const migrations: Record<string, Migration> = {
@@ -559,15 +566,29 @@ const migrations: Record<string, Migration> = {
       await db.schema.alterTable('compute_jobs').addColumn('trace', 'text').execute()
     },
   },
+  '017_a2a_artifacts': a2aArtifactsMigration,
+  '018_a2a_charges': a2aChargesMigration,
+  '019_a2a_send_references': a2aSendReferencesMigration,
+  '020_a2a_live_push_usage': a2aLivePushUsageMigration,
 }
 
-const provider: MigrationProvider = { getMigrations: async () => migrations }
-
-/** Applies every migration not yet applied; safe to run from many instances at once. */
-export async function migrate(db: Kysely<unknown>): Promise<string[]> {
+/**
+ * Applies every migration not yet applied; safe to run from many instances at once. With
+ * `through`, only those up to that name, as a database an older release left (for tests of what
+ * a later migration finds there).
+ */
+export async function migrate(db: Kysely<unknown>, through?: string): Promise<string[]> {
   // Each migration stands alone (it never edits what another made), so one that a database
   // lacks is applied even when a later-numbered one already ran there.
-  const migrator = new Migrator({ db, provider, allowUnorderedMigrations: true })
+  const chosen =
+    through === undefined
+      ? migrations
+      : Object.fromEntries(Object.entries(migrations).filter(([name]) => name <= through))
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => chosen },
+    allowUnorderedMigrations: true,
+  })
   const { error, results } = await migrator.migrateToLatest()
   if (error) throw error
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)

@@ -142,6 +142,23 @@ export async function changeStoredBytes(
   }
 }
 
+/**
+ * {@link changeStoredBytes} that answers whether a growth fits within `limit` (and was counted)
+ * instead of refusing it, for a charge the caller drops when it does not fit.
+ */
+export async function tryChangeStoredBytes(
+  db: Kysely<Schema>,
+  c: { principal: string; delta: number; limit: number },
+): Promise<boolean> {
+  try {
+    await changeStoredBytes(db, c)
+    return true
+  } catch (error) {
+    if (error instanceof BatonError && error.code === 'storage_quota_exceeded') return false
+    throw error
+  }
+}
+
 /** A principal's stored bytes over its resources and home files, 0 when it stores nothing. */
 export async function storedBytes(db: Kysely<Schema>, principal: string): Promise<number> {
   const row = await db

@@ -230,6 +230,8 @@ export interface NotifyOutboxRow {
   lease_owner: string | null
   last_outcome: string | null
   done_at: number | null
+  /** The principal whose stored bytes this signal is charged to until it settles (migration 018). */
+  charged_to?: string | null
 }
 
 /** Stored bytes of one principal over its resources and home files (migration 008). */
@@ -388,10 +390,10 @@ export interface A2aSendRow {
   message_id: string
   request_hash: string
   task_id: string
-  /** The view answered, as JSON, for sends stored before migration 012; '' since. */
+  /** '' (the whole views older releases kept here became references in migration 019). */
   answer: string
   /** The task's generation the first answer showed (migration 012): the answer by reference. */
-  generation: number | null
+  generation: number
   created_at: number
 }
 
@@ -415,8 +417,29 @@ export interface A2aPushQueueRow {
   after_generation: number
   through_generation: number
   author: string
+  /** What rows queued before migration 018 charged their author; 0 since. */
   charged: number
+  /**
+   * What it charged each config owner, as JSON `{ principal: bytes }` (migration 018): only
+   * these owners' configs are notified. Null on rows queued before, which charged `author`.
+   */
+  charges: string | null
   created_at: number
+}
+
+/**
+ * One artifact of an A2A task as its events fold it (migration 017): `head` is the artifact's
+ * members but `parts` as JSON, `parts` the text of its parts array without the brackets.
+ */
+export interface A2aArtifactRow {
+  task_id: string
+  artifact_id: string
+  /** The generation of its first event: where it stands among the task's artifacts. */
+  seq: number
+  /** The generation of the newest event folded into it. */
+  generation: number
+  head: string
+  parts: string
 }
 
 /** How many push configs a principal holds over all tasks (migration 012), for its cap. */
@@ -432,6 +455,7 @@ export interface Schema {
   a2a_push_configs: A2aPushConfigRow
   a2a_push_queue: A2aPushQueueRow
   a2a_push_usage: A2aPushUsageRow
+  a2a_artifacts: A2aArtifactRow
   hops: HopRow
   hop_statuses: HopStatusRow
   hop_deliveries: HopDeliveryRow
