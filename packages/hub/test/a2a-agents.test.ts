@@ -26,8 +26,8 @@ import {
   withA2AHandoff,
   withA2AStatus,
 } from '@baton/context'
+import { A2A_RELAY_EXTENSION_URI } from '@baton/protocol'
 import express from 'express'
-import { RELAY_EXTENSION_URI } from '../src/a2a/wire.js'
 import { signedAgent, startTestHub, type TestHub, testStores } from './support.js'
 
 const OPEN = { BATON_ADMISSION: 'open' }
@@ -46,7 +46,7 @@ const request = (json: Record<string, unknown>) => SendMessageRequest.fromJSON(j
 const textOf = (parts: { content?: { $case: string; value: unknown } }[] | undefined) =>
   parts?.[0]?.content?.$case === 'text' ? String(parts[0].content.value) : ''
 const relay = (meta: { [k: string]: unknown } | undefined) =>
-  meta?.[RELAY_EXTENSION_URI] as Record<string, unknown> & { handoff?: Record<string, unknown> }
+  meta?.[A2A_RELAY_EXTENSION_URI] as Record<string, unknown> & { handoff?: Record<string, unknown> }
 
 const generationOf = (task: Task) => relay(task.metadata)?.generation as number
 
@@ -113,7 +113,7 @@ for (const store of testStores) {
         await asCoder.sendMessage(
           request({
             message: reply,
-            metadata: { [RELAY_EXTENSION_URI]: { state: 'TASK_STATE_COMPLETED' } },
+            metadata: { [A2A_RELAY_EXTENSION_URI]: { state: 'TASK_STATE_COMPLETED' } },
           }),
         ),
       )
@@ -208,7 +208,7 @@ for (const store of testStores) {
             toHandoff(signed),
           ),
           configuration: { returnImmediately: true },
-          metadata: { [RELAY_EXTENSION_URI]: { ifGenerationMatch: generation } },
+          metadata: { [A2A_RELAY_EXTENSION_URI]: { ifGenerationMatch: generation } },
         })
       // the offer passes the seven checks, then the send is refused: the task is at generation 1
       let data: Record<string, unknown> = {}
@@ -329,7 +329,7 @@ for (const store of testStores) {
                 taskId: id,
               },
               metadata: {
-                [RELAY_EXTENSION_URI]: {
+                [A2A_RELAY_EXTENSION_URI]: {
                   state: 'TASK_STATE_COMPLETED',
                   artifacts: [
                     { artifact: { artifactId: 'code', parts: [{ text: `code for: ${asked}` }] } },

@@ -3,7 +3,7 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import type { SignedClient } from '@baton/client'
-import { RELAY_EXTENSION_URI } from '../src/a2a/wire.js'
+import { A2A_RELAY_EXTENSION_URI } from '@baton/protocol'
 import { signedAgent, startTestHub, type TestHub, testStores } from './support.js'
 
 const OPEN = { BATON_ADMISSION: 'open', BATON_NOTIFY_ALLOW_LOOPBACK: 'true' }
@@ -101,7 +101,7 @@ for (const store of testStores) {
     ) =>
       rpc(agent, 'SendMessage', {
         message: { messageId, role: 'ROLE_AGENT', parts: [{ text }], taskId },
-        metadata: { [RELAY_EXTENSION_URI]: update },
+        metadata: { [A2A_RELAY_EXTENSION_URI]: update },
       })
 
     test('the 2,000 push configs of one task are refused at the cap, with its code', async () => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import type { SignedClient } from '@baton/client'
 import { A2A_EXTENSION_URI } from '@baton/context'
-import { RELAY_EXTENSION_URI } from '../src/a2a/wire.js'
+import { A2A_RELAY_EXTENSION_URI } from '@baton/protocol'
 import { signedAgent, startTestHub, type TestHub, testStores } from './support.js'
 
 const OPEN = { BATON_ADMISSION: 'open' }
@@ -116,14 +116,14 @@ for (const store of testStores) {
     test('SendMessage: the relay update and the carried context are the message schema’s', async () => {
       const bad = await rpc(agent, 'SendMessage', {
         message: { messageId: 'c-1', role: 'ROLE_AGENT', parts: [{ text: 'x' }], taskId },
-        metadata: { [RELAY_EXTENSION_URI]: { state: 'TASK_STATE_BOGUS' } },
+        metadata: { [A2A_RELAY_EXTENSION_URI]: { state: 'TASK_STATE_BOGUS' } },
       })
-      assertInvalid(bad, `metadata.${RELAY_EXTENSION_URI}.state`, 'relay state')
+      assertInvalid(bad, `metadata.${A2A_RELAY_EXTENSION_URI}.state`, 'relay state')
       const text = await rpc(agent, 'SendMessage', {
         message: { messageId: 'c-2', role: 'ROLE_AGENT', parts: [{ text: 'x' }], taskId },
-        metadata: { [RELAY_EXTENSION_URI]: { ifGenerationMatch: '01' } },
+        metadata: { [A2A_RELAY_EXTENSION_URI]: { ifGenerationMatch: '01' } },
       })
-      assertInvalid(text, `metadata.${RELAY_EXTENSION_URI}.ifGenerationMatch`, 'generation')
+      assertInvalid(text, `metadata.${A2A_RELAY_EXTENSION_URI}.ifGenerationMatch`, 'generation')
       const carried = await rpc(owner, 'SendMessage', {
         tenant: agent.principal,
         message: {
@@ -137,7 +137,7 @@ for (const store of testStores) {
       const working = await rpc(agent, 'SendMessage', {
         message: { messageId: 'c-4', role: 'ROLE_AGENT', parts: [{ text: 'x' }], taskId },
         metadata: {
-          [RELAY_EXTENSION_URI]: { state: 'TASK_STATE_WORKING', ifGenerationMatch: '1' },
+          [A2A_RELAY_EXTENSION_URI]: { state: 'TASK_STATE_WORKING', ifGenerationMatch: '1' },
         },
       })
       assert.equal(working.error, undefined)

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { RELAY_EXTENSION_URI } from '../src/a2a/wire.js'
+import { A2A_RELAY_EXTENSION_URI } from '@baton/protocol'
 import { restartableHub, signedAgent, testStores } from './support.js'
 
 const OPEN = { BATON_ADMISSION: 'open' }
@@ -23,7 +23,7 @@ for (const store of testStores) {
         await running.ctx.a2a.send(agent, {
           message: { messageId: 'r-2', role: 'ROLE_AGENT', parts: [{ text: 'done' }], taskId: id },
           metadata: {
-            [RELAY_EXTENSION_URI]: {
+            [A2A_RELAY_EXTENSION_URI]: {
               state: 'TASK_STATE_COMPLETED',
               artifacts: [{ artifact: { artifactId: 'out', parts: [{ text: 'kept' }] } }],
             },
@@ -85,7 +85,7 @@ for (const store of testStores) {
             parts: [{ text: 'on it' }],
             taskId: task.id,
           },
-          metadata: { [RELAY_EXTENSION_URI]: { state: 'TASK_STATE_WORKING' } },
+          metadata: { [A2A_RELAY_EXTENSION_URI]: { state: 'TASK_STATE_WORKING' } },
         })
         const seen = await waiting
         assert.equal(seen.generation, 2)

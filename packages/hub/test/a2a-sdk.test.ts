@@ -36,7 +36,7 @@ import {
   signedFetch,
   waitPastGeneration,
 } from '@baton/client'
-import { RELAY_EXTENSION_URI } from '../src/a2a/wire.js'
+import { A2A_RELAY_EXTENSION_URI } from '@baton/protocol'
 import { call, repoRoot, signedAgent, startTestHub, type TestHub, testStores } from './support.js'
 
 const ENV = { BATON_ADMISSION: 'open', BATON_NOTIFY_ALLOW_LOOPBACK: 'true' }
@@ -95,11 +95,11 @@ const userText = (messageId: string, text: string, taskId?: string) => ({
 const agentUpdate = (messageId: string, taskId: string, state: string, extra = {}) =>
   request({
     message: { messageId, role: 'ROLE_AGENT', parts: [{ text: state }], taskId },
-    metadata: { [RELAY_EXTENSION_URI]: { state, ...extra } },
+    metadata: { [A2A_RELAY_EXTENSION_URI]: { state, ...extra } },
   })
 
 function generationOf(meta: { [k: string]: unknown } | undefined): number {
-  const relay = meta?.[RELAY_EXTENSION_URI] as { generation: number } | undefined
+  const relay = meta?.[A2A_RELAY_EXTENSION_URI] as { generation: number } | undefined
   assert.ok(relay, 'the relay metadata')
   return relay.generation
 }
@@ -224,7 +224,7 @@ for (const store of testStores) {
       )
       assert.deepEqual(
         card.capabilities.extensions.map((e) => e.uri),
-        [RELAY_EXTENSION_URI, 'https://quantumlearningmachines.com/a2a/ext/agent-handoff/v1'],
+        [A2A_RELAY_EXTENSION_URI, 'https://quantumlearningmachines.com/a2a/ext/agent-handoff/v1'],
       )
       assert.ok(card.securitySchemes.httpSignature)
       // Unsigned JSON-RPC is refused as any /v1 request is.

@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { BatonError } from '@baton/protocol'
+import {
+  A2A_RELAY_EXTENSION_URI,
+  A2aListTasksParams,
+  A2aSendMessageParams,
+  BatonError,
+} from '@baton/protocol'
 import { type A2aService, HISTORY_CAP } from '../src/a2a/service.js'
-import { ListTasksParams, RELAY_EXTENSION_URI, SendMessageParams } from '../src/a2a/wire.js'
 import { signedAgent, startTestHub, type TestHub, testStores } from './support.js'
 
 const OPEN = { BATON_ADMISSION: 'open' }
@@ -68,7 +72,7 @@ for (const store of testStores) {
       assert.equal(task.generation, 1)
       assert.equal(task.status.state, 'TASK_STATE_SUBMITTED')
       assert.equal(task.history.length, 1)
-      assert.deepEqual(task.metadata[RELAY_EXTENSION_URI], { generation: 1, owner, agent })
+      assert.deepEqual(task.metadata[A2A_RELAY_EXTENSION_URI], { generation: 1, owner, agent })
       assert.equal((await a2a.get(owner, { id: task.id })).id, task.id)
       assert.equal((await a2a.get(agent, { id: task.id })).id, task.id)
       // The outsider's answer for a real task is the answer for a missing one.
@@ -147,7 +151,7 @@ for (const store of testStores) {
       )
       assert.equal(code, 'recipient_unknown')
       // A send that names no task and no agent is refused by the contract, before the service.
-      const none = SendMessageParams.safeParse({ message: userMessage('m-none', 'hello') })
+      const none = A2aSendMessageParams.safeParse({ message: userMessage('m-none', 'hello') })
       assert.equal(none.success, false)
     })
 
@@ -155,14 +159,14 @@ for (const store of testStores) {
       const { task } = await create('m-work')
       const working = await a2a.send(agent, {
         message: agentMessage('a-1', 'on it', task.id),
-        metadata: { [RELAY_EXTENSION_URI]: { state: 'TASK_STATE_WORKING' } },
+        metadata: { [A2A_RELAY_EXTENSION_URI]: { state: 'TASK_STATE_WORKING' } },
       })
       assert.equal(working.task.generation, 2)
       assert.equal(working.task.status.state, 'TASK_STATE_WORKING')
       const done = await a2a.send(agent, {
         message: agentMessage('a-2', 'done', task.id),
         metadata: {
-          [RELAY_EXTENSION_URI]: {
+          [A2A_RELAY_EXTENSION_URI]: {
             state: 'TASK_STATE_COMPLETED',
             artifacts: [{ artifact: { artifactId: 'plan', parts: [{ text: 'day 1' }] } }],
           },
@@ -197,7 +201,7 @@ for (const store of testStores) {
       const ownerSetsState = await codeOf(() =>
         a2a.send(owner, {
           message: userMessage('m-roles-2', 'done?', task.id),
-          metadata: { [RELAY_EXTENSION_URI]: { state: 'TASK_STATE_COMPLETED' } },
+          metadata: { [A2A_RELAY_EXTENSION_URI]: { state: 'TASK_STATE_COMPLETED' } },
         }),
       )
       assert.equal(ownerSetsState, 'a2a_role_mismatch')
@@ -217,7 +221,7 @@ for (const store of testStores) {
       let refusal: BatonError | undefined
       try {
         // ProtoJSON writes an int64 as its decimal text: the wire schema reads it as a number.
-        const params = SendMessageParams.parse({
+        const params = A2aSendMessageParams.parse({
           message: userMessage('m-cas-3', 'second', task.id),
           configuration: { ifGenerationMatch: '1', returnImmediately: true },
         })
@@ -275,7 +279,7 @@ for (const store of testStores) {
       const waiting = a2a.get(owner, { id: task.id, currentGeneration: 1 })
       await a2a.send(agent, {
         message: agentMessage('a-poll', 'working', task.id),
-        metadata: { [RELAY_EXTENSION_URI]: { state: 'TASK_STATE_WORKING' } },
+        metadata: { [A2A_RELAY_EXTENSION_URI]: { state: 'TASK_STATE_WORKING' } },
       })
       const seen = await waiting
       assert.equal(seen.generation, 2)
@@ -296,7 +300,7 @@ for (const store of testStores) {
       assert.ok(found)
       await a2a.send(agent, {
         message: agentMessage('a-block', 'done', found),
-        metadata: { [RELAY_EXTENSION_URI]: { state: 'TASK_STATE_COMPLETED' } },
+        metadata: { [A2A_RELAY_EXTENSION_URI]: { state: 'TASK_STATE_COMPLETED' } },
       })
       const answered = await blocking
       assert.equal(answered.task.status.state, 'TASK_STATE_COMPLETED')
@@ -339,16 +343,16 @@ for (const store of testStores) {
       const mine = await a2a.list(agent, { pageSize: 2 })
       assert.equal(mine.tasks.length, 2)
       assert.ok(mine.nextPageToken)
-      const next = ListTasksParams.parse({ pageSize: 100, pageToken: mine.nextPageToken })
+      const next = A2aListTasksParams.parse({ pageSize: 100, pageToken: mine.nextPageToken })
       const rest = await a2a.list(agent, next)
       const ids = new Set([...mine.tasks, ...rest.tasks].map((t) => t.id))
       assert.equal(ids.size, mine.totalSize)
       const outsiders = await a2a.list(outsider, {})
-      assert.ok(outsiders.tasks.every((t) => t.metadata[RELAY_EXTENSION_URI] !== undefined))
+      assert.ok(outsiders.tasks.every((t) => t.metadata[A2A_RELAY_EXTENSION_URI] !== undefined))
       const canceled = await a2a.list(owner, { status: 'TASK_STATE_CANCELED' })
       assert.ok(canceled.tasks.length >= 1)
       assert.ok(canceled.tasks.every((t) => t.status.state === 'TASK_STATE_CANCELED'))
-      assert.equal(ListTasksParams.safeParse({ pageToken: 'nonsense' }).success, false)
+      assert.equal(A2aListTasksParams.safeParse({ pageToken: 'nonsense' }).success, false)
     })
 
     test('push configs belong to the principal that set it; notify_url rules apply', async () => {

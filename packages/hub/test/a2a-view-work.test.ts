@@ -3,6 +3,7 @@
 // answer is read after its transaction, not while it holds the writer.
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
+import { A2A_RELAY_EXTENSION_URI } from '@baton/protocol'
 import {
   AliasNode,
   type KyselyPlugin,
@@ -12,7 +13,6 @@ import {
   TableNode,
 } from 'kysely'
 import type { A2aService } from '../src/a2a/service.js'
-import { RELAY_EXTENSION_URI } from '../src/a2a/wire.js'
 import { countStatements } from '../src/store/transaction.js'
 import { signedAgent, startTestHub, type TestHub, testStores } from './support.js'
 
@@ -89,7 +89,7 @@ for (const store of testStores) {
             taskId: task.id,
           },
           metadata: {
-            [RELAY_EXTENSION_URI]: {
+            [A2A_RELAY_EXTENSION_URI]: {
               artifacts: Array.from({ length: artifacts }, (_, k) => ({
                 artifact: { artifactId: `a${k}`, parts: [{ text: `part ${i}` }] },
                 append: i > 0,
@@ -138,7 +138,7 @@ for (const store of testStores) {
       const { task } = await a2a.send(agent, {
         message: { messageId: 'last', role: 'ROLE_AGENT', parts: [{ text: 'done' }], taskId: id },
         metadata: {
-          [RELAY_EXTENSION_URI]: {
+          [A2A_RELAY_EXTENSION_URI]: {
             state: 'TASK_STATE_COMPLETED',
             artifacts: [{ artifact: { artifactId: 'a0', parts: [{ text: 'end' }] }, append: true }],
           },
@@ -155,7 +155,7 @@ for (const store of testStores) {
       const repeat = await a2a.send(agent, {
         message: { messageId: 'last', role: 'ROLE_AGENT', parts: [{ text: 'done' }], taskId: id },
         metadata: {
-          [RELAY_EXTENSION_URI]: {
+          [A2A_RELAY_EXTENSION_URI]: {
             state: 'TASK_STATE_COMPLETED',
             artifacts: [{ artifact: { artifactId: 'a0', parts: [{ text: 'end' }] }, append: true }],
           },
@@ -172,7 +172,7 @@ for (const store of testStores) {
       await a2a.send(agent, {
         message: { messageId: 'later', role: 'ROLE_AGENT', parts: [{ text: 'x' }], taskId: id },
         metadata: {
-          [RELAY_EXTENSION_URI]: {
+          [A2A_RELAY_EXTENSION_URI]: {
             artifacts: [
               { artifact: { artifactId: 'a0', parts: [{ text: 'new' }] }, append: true },
               { artifact: { artifactId: 'a1', parts: [{ text: 'whole' }] }, append: false },
@@ -184,7 +184,7 @@ for (const store of testStores) {
       const repeat = await a2a.send(agent, {
         message: { messageId: 'm2', role: 'ROLE_AGENT', parts: [{ text: 'more' }], taskId: id },
         metadata: {
-          [RELAY_EXTENSION_URI]: {
+          [A2A_RELAY_EXTENSION_URI]: {
             artifacts: [0, 1].map((k) => ({
               artifact: { artifactId: `a${k}`, parts: [{ text: 'part 2' }] },
               append: true,

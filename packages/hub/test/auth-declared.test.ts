@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { createIdentity, SignedClient } from '@baton/client'
+import { defineContract } from '@baton/protocol'
 import pino from 'pino'
 import { z } from 'zod'
 import { loadConfig } from '../src/config.js'
 import { type RunningHub, startHub } from '../src/hub.js'
 import { signatureDemand } from '../src/identity/http.js'
 import { registerHttpOperations } from '../src/ops/http.js'
-import { defineOperation, type Operation } from '../src/ops/operation.js'
+import { bind, type Operation } from '../src/ops/operation.js'
 import { call, testStores } from './support.js'
 
 // Who must sign is the route's declaration, never its URL: a route under /v1 declared
@@ -29,19 +30,21 @@ test('the signature hook decides from the declaration alone', () => {
 
 const Who = z.object({ principal: z.string().nullable() })
 const whoami = (name: string, path: string, auth: Operation['auth'], exempt = false) =>
-  defineOperation({
-    name,
-    summary: name,
-    tags: ['test'],
-    method: 'GET',
-    path,
-    auth,
-    ...(exempt ? { admissionExempt: true } : {}),
-    output: Who,
-    errors: [],
-    tool: false,
-    run: async (_ctx, caller) => ({ principal: caller.principal?.principal ?? null }),
-  })
+  bind(
+    defineContract({
+      name,
+      summary: name,
+      tags: ['test'],
+      method: 'GET',
+      path,
+      auth,
+      ...(exempt ? { admissionExempt: true } : {}),
+      output: Who,
+      errors: [],
+      tool: false,
+    }),
+    async (_ctx, caller) => ({ principal: caller.principal?.principal ?? null }),
+  )
 
 const TINY = [
   whoami('openUnderV1', '/v1/test-open', 'none'),

@@ -5,13 +5,14 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { createIdentity, saveIdentity } from '@baton/client'
+import { defineContract } from '@baton/protocol'
 import { indexOf } from '../src/cli/command-index.js'
 import { GROUP_NOUNS, HANDWRITTEN, resolveWords } from '../src/cli/commands.js'
 import { completionTable } from '../src/cli/completion.js'
 import { commandTree, commandWords, flagName, parseTime } from '../src/cli/generated.js'
 import type { Io } from '../src/cli/io.js'
 import { main } from '../src/cli/main.js'
-import { defineOperation } from '../src/ops/operation.js'
+import { bind } from '../src/ops/operation.js'
 import { OPERATIONS } from '../src/ops/registry.js'
 import { batonBin, repoRoot, startTestHub, type TestHub, testStores } from './support.js'
 
@@ -45,18 +46,20 @@ function batonProcess(argv: string[], stdin = ''): Promise<Run> {
 
 test('command words are derived from the path and method when not declared', () => {
   const op = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', p: string) =>
-    defineOperation({
-      name: 'x',
-      summary: 'x',
-      tags: [],
-      method,
-      path: p,
-      auth: 'none',
-      output: OPERATIONS[0]!.output,
-      errors: [],
-      tool: false,
-      run: async () => ({}),
-    })
+    bind(
+      defineContract({
+        name: 'x',
+        summary: 'x',
+        tags: [],
+        method,
+        path: p,
+        auth: 'none',
+        output: OPERATIONS[0]!.output,
+        errors: [],
+        tool: false,
+      }),
+      async () => ({}),
+    )
   assert.deepEqual(commandWords(op('GET', '/v1/widgets')), ['widgets', 'list'])
   assert.deepEqual(commandWords(op('GET', '/v1/widgets/:id')), ['widgets', 'read'])
   assert.deepEqual(commandWords(op('PATCH', '/v1/widgets/:id')), ['widgets', 'update'])

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import type { SignedClient } from '@baton/client'
-import { ERRORS } from '@baton/protocol'
+import { A2A_RELAY_EXTENSION_URI, ERRORS } from '@baton/protocol'
 import fc from 'fast-check'
-import { RELAY_EXTENSION_URI } from '../src/a2a/wire.js'
 import { JSON_EXPR_V1_OPERATORS } from '../src/compute/json-expr.js'
 import { assertAnswered, FUZZ_LIMITS, hostileBody, hostileParam, storedState } from './hostile.js'
 import { signedAgent, startTestHub, type TestHub, testStores } from './support.js'
@@ -416,7 +415,7 @@ for (const store of testStores) {
           taskId: tasks[0]!,
         },
         metadata: {
-          [RELAY_EXTENSION_URI]: {
+          [A2A_RELAY_EXTENSION_URI]: {
             state: 'TASK_STATE_WORKING',
             artifacts: [{ artifact: { artifactId: 'a0', parts: [{ text: 'seed' }] } }],
           },
@@ -498,7 +497,7 @@ for (const store of testStores) {
         fc.record(
           {
             message: message(fc.constantFrom('ROLE_USER', 'ROLE_AGENT'), taskRef),
-            metadata: fc.record({ [RELAY_EXTENSION_URI]: relayUpdate }),
+            metadata: fc.record({ [A2A_RELAY_EXTENSION_URI]: relayUpdate }),
             configuration,
           },
           { requiredKeys: ['message', 'metadata'] },

@@ -60,3 +60,6 @@ export function publicKeyOfPrincipal(principal: string): Uint8Array | undefined 
   // Only the canonical encoding names the key: re-encoding must give the same text.
   return principalOf(key) === principal ? key : undefined
 }
+
+/** The text of a did:key as the hub names principals: `did:key:z` and base58btc. */
+export const DID_KEY_PATTERN = /^did:key:z[1-9A-HJ-NP-Za-km-z]+$/

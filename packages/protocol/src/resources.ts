@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { isoInstant, wholeNumber } from './codecs.js'
+import { DID_KEY_PATTERN } from './did-key.js'
 import { jsonValue } from './json.js'
 
 /** The resource and grant limits a hub uses by default; its operator may change each. */
@@ -21,7 +22,7 @@ export type ResourceAction = (typeof RESOURCE_ACTIONS)[number]
 export const PrincipalId = z
   .string()
   .max(256)
-  .regex(/^did:key:z[1-9A-HJ-NP-Za-km-z]+$/, 'a did:key principal (no wildcards)')
+  .regex(DID_KEY_PATTERN, 'a did:key principal (no wildcards)')
 
 /** A namespace or kind: a short printable name. */
 const Label = z

@@ -1,5 +1,11 @@
 import type { ServerResponse } from 'node:http'
-import { BatonError, type ErrorCode, wholeNumber } from '@baton/protocol'
+import {
+  type A2aSendMessageParams,
+  A2aTaskRefParams,
+  BatonError,
+  type ErrorCode,
+  wholeNumber,
+} from '@baton/protocol'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { z } from 'zod'
 import type { AppContext } from '../app.js'
@@ -13,7 +19,6 @@ import { type Caller, inputSchemas, type Operation } from '../ops/operation.js'
 import { handOnTrace } from '../telemetry/http.js'
 import { parseInput } from '../validation.js'
 import { A2A_RPC_METHODS, A2A_RPC_PATH, a2aSendMessage } from './operations.js'
-import { type SendMessageParams, TaskRefParams } from './wire.js'
 
 /**
  * The A2A 1.0 JSON-RPC binding (issue 16): one signed endpoint, declared `auth: 'signature'` in
@@ -213,14 +218,14 @@ async function stream(
   if (method === 'SendStreamingMessage') {
     // The stream is SendMessage's answer as it goes on: its params are SendMessage's.
     const schema = inputSchemas(a2aSendMessage, ctx.config).body!
-    const sent = parseInput(schema, params, 'params') as SendMessageParams
+    const sent = parseInput(schema, params, 'params') as A2aSendMessageParams
     const body = { ...sent, configuration: { ...sent.configuration, returnImmediately: true } }
     const { task } = await ctx.a2a.send(principal, body, undefined, undefined, caller)
     taskId = task.id
     after = task.generation
     first = { task }
   } else {
-    const ref = parseInput(TaskRefParams, params, 'params')
+    const ref = parseInput(A2aTaskRefParams, params, 'params')
     taskId = ref.id
     const resume = lastEventId(req, params)
     if (resume === undefined) {

@@ -1,5 +1,26 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
-import { BatonError } from '@baton/protocol'
+import {
+  A2A_INTERRUPTED_STATES,
+  A2A_LIST_PAGE_SIZE,
+  A2A_RELAY_EXTENSION_URI,
+  A2A_TERMINAL_STATES,
+  type A2aArtifact,
+  type A2aGetTaskInput,
+  type A2aListTasksInput,
+  type A2aMessage,
+  type A2aPushConfig,
+  type A2aPushConfigRef,
+  type A2aPushConfigView,
+  type A2aRelayUpdate,
+  type A2aSendMessageParams,
+  type A2aSetPushConfigInput,
+  type A2aStreamEvent,
+  type A2aTaskState,
+  type A2aTaskStatusView,
+  type A2aTaskView,
+  BatonError,
+  toA2aPageToken,
+} from '@baton/protocol'
 import type { Kysely } from 'kysely'
 import type { Clock } from '../clock.js'
 import type { A2aConfig } from '../config.js'
@@ -22,27 +43,6 @@ import type {
 } from '../store/schema.js'
 import { type Carrying, type Tx, transaction, type WriteBatcher } from '../store/transaction.js'
 import * as store from './store.js'
-import {
-  type Artifact,
-  type GetTaskInput,
-  INTERRUPTED_STATES,
-  LIST_PAGE_SIZE,
-  type ListTasksInput,
-  type Message,
-  type PushConfig,
-  type PushConfigRef,
-  type PushConfigView,
-  RELAY_EXTENSION_URI,
-  type RelayUpdate,
-  type SendMessageParams,
-  type SetPushConfigInput,
-  type StreamEvent,
-  type TaskState,
-  type TaskStatusView,
-  type TaskView,
-  TERMINAL_STATES,
-  toPageToken,
-} from './wire.js'
 
 /** What the A2A service needs from the rest of the hub. */
 export interface A2aDeps {
@@ -75,7 +75,7 @@ export interface A2aDeps {
    * back in the reply's metadata; refusals are thrown.
    */
   witness?:
-    | ((sender: string, agent: string, message: Message, by: Carrying) => Promise<unknown>)
+    | ((sender: string, agent: string, message: A2aMessage, by: Carrying) => Promise<unknown>)
     | undefined
   /** Whose admission decides whether a new task's addressee is an agent of this hub. */
   identity: Pick<IdentityService, 'findPrincipal'>
@@ -93,10 +93,10 @@ const MOVED = new Error('a2a task moved')
 
 /** One change to append: its kind and its wire body. */
 type Change =
-  | { kind: 'created'; message: Message; status: TaskStatusView }
-  | { kind: 'message'; message: Message; witnessed?: unknown }
-  | { kind: 'status'; status: TaskStatusView; witnessed?: unknown }
-  | { kind: 'artifact'; artifact: Artifact; append: boolean; lastChunk: boolean }
+  | { kind: 'created'; message: A2aMessage; status: A2aTaskStatusView }
+  | { kind: 'message'; message: A2aMessage; witnessed?: unknown }
+  | { kind: 'status'; status: A2aTaskStatusView; witnessed?: unknown }
+  | { kind: 'artifact'; artifact: A2aArtifact; append: boolean; lastChunk: boolean }
 
 /** The role of a caller on a task it can see. */
 type Role = 'owner' | 'agent'
@@ -114,7 +114,7 @@ interface Sent {
 
 /** The answer of a send: the task, and whether it is a repeat of an earlier send. */
 export interface SendResult {
-  task: TaskView
+  task: A2aTaskView
   repeated: boolean
 }
 
@@ -147,19 +147,19 @@ export class A2aService {
   /**
    * `SendMessage`: creates a task addressed to `tenant`, or continues `message.taskId`. The owner
    * sends user messages; the agent sends its replies, status changes and artifacts to its own
-   * task (the artifacts and state under {@link RELAY_EXTENSION_URI}). A repeat of a `messageId`
+   * task (the artifacts and state under {@link A2A_RELAY_EXTENSION_URI}). A repeat of a `messageId`
    * by the same principal answers the first result; the same id with another request is
    * `idempotency_conflict`. A stale `ifGenerationMatch` is `a2a_generation_mismatch`.
    */
   async send(
     principal: string,
-    params: SendMessageParams,
+    params: A2aSendMessageParams,
     signal?: WaitSignal,
     address?: string,
     { carry, trace }: Carrying = {},
   ): Promise<SendResult> {
     const { message } = params
-    const update: RelayUpdate = params.metadata?.[RELAY_EXTENSION_URI] ?? {}
+    const update: A2aRelayUpdate = params.metadata?.[A2A_RELAY_EXTENSION_URI] ?? {}
     checkMessageSize(params, this.deps.maxMessageBytes)
     const expected = params.configuration?.ifGenerationMatch ?? update.ifGenerationMatch
     const hash = requestHash({ ...params, configuration: undefined, expected })
@@ -210,7 +210,7 @@ export class A2aService {
     // A2A 1.0: a send waits for a terminal or interrupted state unless returnImmediately; only
     // the owner's sends wait, since the agent's own sends are that answer. A repeat answers the
     // task as the first send committed it, at once.
-    const owner = result.task.metadata[RELAY_EXTENSION_URI] as { owner?: string }
+    const owner = result.task.metadata[A2A_RELAY_EXTENSION_URI] as { owner?: string }
     const blocking = params.configuration?.returnImmediately !== true
     if (blocking && !result.repeated && owner.owner === principal) {
       return { task: await this.settled(principal, result.task, signal, address), repeated: false }
@@ -219,7 +219,7 @@ export class A2aService {
   }
 
   /** `GetTask`; with `currentGeneration` it long-polls until the task's generation passes it. */
-  async get(principal: string, params: GetTaskInput, signal?: WaitSignal, address?: string) {
+  async get(principal: string, params: A2aGetTaskInput, signal?: WaitSignal, address?: string) {
     const db = this.deps.database.db
     const row = await this.visible(db, principal, params.id)
     const current = params.currentGeneration
@@ -245,8 +245,8 @@ export class A2aService {
    * counted by its stored bytes, known before its view is read), with a `nextPageToken` to go
    * on from; it always holds at least one task.
    */
-  async list(principal: string, params: ListTasksInput = {}) {
-    const limit = params.pageSize ?? LIST_PAGE_SIZE.default
+  async list(principal: string, params: A2aListTasksInput = {}) {
+    const limit = params.pageSize ?? A2A_LIST_PAGE_SIZE.default
     const filter = { principal, contextId: params.contextId, state: params.status }
     const before = params.pageToken
     const db = this.deps.database.db
@@ -264,13 +264,14 @@ export class A2aService {
       page.push(r)
     }
     // One task at a time: a page of 100 never queues hundreds of reads on the pool at once.
-    const tasks: TaskView[] = []
+    const tasks: A2aTaskView[] = []
     for (const r of page) tasks.push(await this.view(db, r, params.historyLength, artifacts))
     const last = page.at(-1)
     const more = rows.length > page.length
     return {
       tasks,
-      nextPageToken: more && last ? toPageToken({ updatedAt: last.updated_at, id: last.id }) : '',
+      nextPageToken:
+        more && last ? toA2aPageToken({ updatedAt: last.updated_at, id: last.id }) : '',
       pageSize: limit,
       totalSize: await store.countTasks(db, filter),
     }
@@ -281,18 +282,18 @@ export class A2aService {
     principal: string,
     params: { id: string },
     { carry, trace }: Carrying = {},
-  ): Promise<TaskView> {
+  ): Promise<A2aTaskView> {
     const task = await this.retryingRace(() =>
       this.deps.batcher.carrying(carry).run(async (tx) => {
         const row = await this.visible(tx.db, principal, params.id, true)
-        if (TERMINAL_STATES.has(row.state)) {
+        if (A2A_TERMINAL_STATES.has(row.state)) {
           throw new BatonError('a2a_task_not_cancelable', 'The task has already ended', {
             state: row.state,
             currentGeneration: row.generation,
           })
         }
         const now = this.deps.clock.now()
-        const status: TaskStatusView = { state: 'TASK_STATE_CANCELED', timestamp: iso(now) }
+        const status: A2aTaskStatusView = { state: 'TASK_STATE_CANCELED', timestamp: iso(now) }
         return this.append(tx, row, principal, [{ kind: 'status', status }], now, { trace })
       }),
     )
@@ -313,12 +314,12 @@ export class A2aService {
       task: row,
       events: events.map((e) => ({ generation: e.generation, event: toStreamEvent(row, e) })),
       more,
-      ended: !more && (TERMINAL_STATES.has(row.state) || INTERRUPTED_STATES.has(row.state)),
+      ended: !more && (A2A_TERMINAL_STATES.has(row.state) || A2A_INTERRUPTED_STATES.has(row.state)),
     }
   }
 
   /** The task as it stands now, for the first event of a stream. */
-  async snapshot(principal: string, id: string): Promise<TaskView> {
+  async snapshot(principal: string, id: string): Promise<A2aTaskView> {
     const db = this.deps.database.db
     return this.view(db, await this.visible(db, principal, id))
   }
@@ -351,16 +352,16 @@ export class A2aService {
   /** `CreateTaskPushNotificationConfig`: a party to a task sets a webhook for its changes. */
   async setPushConfig(
     principal: string,
-    params: SetPushConfigInput,
+    params: A2aSetPushConfigInput,
     { carry }: Carrying = {},
-  ): Promise<PushConfigView> {
+  ): Promise<A2aPushConfigView> {
     const { taskId } = params
     checkPushConfig(params, this.deps.allowLoopbackNotify)
     const row = await this.deps.batcher.carrying(carry).run(async (tx) => {
       // The task's row lock orders the config writes of both its parties for the per-task cap.
       const task = await this.visible(tx.db, principal, taskId, true)
       // An ended task changes no more: a config would never be used, and would count nowhere.
-      if (TERMINAL_STATES.has(task.state)) {
+      if (A2A_TERMINAL_STATES.has(task.state)) {
         throw new BatonError('a2a_task_ended', 'The task has ended; nothing more will be pushed', {
           state: task.state,
           currentGeneration: task.generation,
@@ -383,7 +384,7 @@ export class A2aService {
     tx: Tx,
     principal: string,
     taskId: string,
-    params: PushConfig,
+    params: A2aPushConfig,
   ): Promise<A2aPushConfigRow> {
     const limits = this.deps.limits
     const row: A2aPushConfigRow = {
@@ -412,7 +413,7 @@ export class A2aService {
         )
       }
     }
-    const live = await store.pushUrlsOf(tx.db, principal, [...TERMINAL_STATES])
+    const live = await store.pushUrlsOf(tx.db, principal, [...A2A_TERMINAL_STATES])
     const hosts = new Set(live.map(hostOf))
     if (!hosts.has(hostOf(row.url)) && hosts.size >= limits.maxPushHostsPerPrincipal) {
       throw new BatonError(
@@ -439,7 +440,7 @@ export class A2aService {
     return config?.token ? { [NOTIFICATION_TOKEN_HEADER]: config.token } : undefined
   }
 
-  async getPushConfig(principal: string, params: PushConfigRef): Promise<PushConfigView> {
+  async getPushConfig(principal: string, params: A2aPushConfigRef): Promise<A2aPushConfigView> {
     const db = this.deps.database.db
     await this.visible(db, principal, params.taskId)
     const row = await store.findPushConfig(db, params.taskId, params.id, principal)
@@ -456,7 +457,7 @@ export class A2aService {
 
   async deletePushConfig(
     principal: string,
-    params: PushConfigRef,
+    params: A2aPushConfigRef,
     { carry }: Carrying = {},
   ): Promise<Record<string, never>> {
     await this.deps.batcher.carrying(carry).run(async (tx) => {
@@ -465,7 +466,7 @@ export class A2aService {
         throw pushNotFound()
       }
       // The configs of an ended task stopped counting when it ended.
-      if (!TERMINAL_STATES.has(task.state)) await store.changePushUsage(tx.db, principal, -1, 0)
+      if (!A2A_TERMINAL_STATES.has(task.state)) await store.changePushUsage(tx.db, principal, -1, 0)
     })
     return {}
   }
@@ -514,7 +515,7 @@ export class A2aService {
   private async asOf(db: Tx['db'], row: A2aTaskRow, generation: number): Promise<A2aTaskRow> {
     if (generation >= row.generation) return row
     const set = await store.statusEventAt(db, row.id, generation)
-    const status = set ? (JSON.parse(set.body).status as TaskStatusView) : undefined
+    const status = set ? (JSON.parse(set.body).status as A2aTaskStatusView) : undefined
     return {
       ...row,
       generation,
@@ -551,7 +552,7 @@ export class A2aService {
    */
   private async witness(
     principal: string,
-    params: SendMessageParams,
+    params: A2aSendMessageParams,
     carry: Carrying['carry'],
   ): Promise<unknown> {
     if (!this.deps.witness || params.message.metadata === undefined) return undefined
@@ -577,10 +578,10 @@ export class A2aService {
   private async create(
     tx: Tx,
     owner: string,
-    params: SendMessageParams,
+    params: A2aSendMessageParams,
     now: number,
     witnessed: unknown,
-    push: PushConfig | undefined,
+    push: A2aPushConfig | undefined,
     trace: string | undefined,
   ): Promise<A2aTaskRow> {
     const agent = await this.addressee(tx.db, params.tenant)
@@ -590,8 +591,8 @@ export class A2aService {
       })
     }
     const id = `task_${randomBytes(16).toString('base64url')}`
-    const status: TaskStatusView = { state: 'TASK_STATE_SUBMITTED', timestamp: iso(now) }
-    const message: Message = {
+    const status: A2aTaskStatusView = { state: 'TASK_STATE_SUBMITTED', timestamp: iso(now) }
+    const message: A2aMessage = {
       ...params.message,
       taskId: id,
       contextId: params.message.contextId ?? id,
@@ -642,16 +643,16 @@ export class A2aService {
   private async continueTask(
     tx: Tx,
     principal: string,
-    params: SendMessageParams,
-    update: RelayUpdate,
+    params: A2aSendMessageParams,
+    update: A2aRelayUpdate,
     expected: number | undefined,
     now: number,
     witnessed: unknown,
-    { push, trace }: { push: PushConfig | undefined; trace: string | undefined },
+    { push, trace }: { push: A2aPushConfig | undefined; trace: string | undefined },
   ): Promise<A2aTaskRow> {
     const row = await this.visible(tx.db, principal, params.message.taskId!, true)
     if (expected !== undefined && row.generation !== expected) throw mismatch(row.generation)
-    if (TERMINAL_STATES.has(row.state)) {
+    if (A2A_TERMINAL_STATES.has(row.state)) {
       throw new BatonError('a2a_task_ended', 'The task has ended and takes no more messages', {
         state: row.state,
         currentGeneration: row.generation,
@@ -673,7 +674,7 @@ export class A2aService {
       throw new BatonError(
         'a2a_role_mismatch',
         'Only the agent of a task sets its state and artifacts; the owner cancels with CancelTask',
-        { field: `metadata.${RELAY_EXTENSION_URI}`, role },
+        { field: `metadata.${A2A_RELAY_EXTENSION_URI}`, role },
       )
     }
     if (params.message.contextId !== undefined && params.message.contextId !== row.context_id) {
@@ -682,7 +683,7 @@ export class A2aService {
         contextId: row.context_id,
       })
     }
-    const message: Message = { ...params.message, contextId: row.context_id }
+    const message: A2aMessage = { ...params.message, contextId: row.context_id }
     if (update.artifacts !== undefined && update.artifacts.length > 0) {
       const known = await store.artifactIds(tx.db, row.id)
       for (const a of update.artifacts) known.add(a.artifact.artifactId)
@@ -707,7 +708,7 @@ export class A2aService {
     // A2A 1.0: a status's message is part of the task's history; a bare message is its own event.
     const seen = witnessed === undefined ? {} : { witnessed }
     if (update.state !== undefined) {
-      const status: TaskStatusView = { state: update.state, message, timestamp: iso(now) }
+      const status: A2aTaskStatusView = { state: update.state, message, timestamp: iso(now) }
       changes.push({ kind: 'status', status, ...seen })
     } else {
       changes.push({ kind: 'message', message, ...seen })
@@ -795,7 +796,7 @@ export class A2aService {
     await store.insertEvents(tx.db, events)
     await store.foldArtifacts(tx.db, artifactWrites(row.id, events, changes))
     const moved = { ...row, ...next }
-    if (!TERMINAL_STATES.has(row.state) && TERMINAL_STATES.has(state)) {
+    if (!A2A_TERMINAL_STATES.has(row.state) && A2A_TERMINAL_STATES.has(state)) {
       await this.releasePushUsage(tx, row.id)
     }
     await this.signal(tx, moved, events, author, capped)
@@ -988,11 +989,14 @@ export class A2aService {
   /** A2A 1.0 blocking send: the task once terminal or interrupted, or as it is when time is up. */
   private async settled(
     principal: string,
-    task: TaskView,
+    task: A2aTaskView,
     signal?: WaitSignal,
     address?: string,
-  ): Promise<TaskView> {
-    if (TERMINAL_STATES.has(task.status.state) || INTERRUPTED_STATES.has(task.status.state)) {
+  ): Promise<A2aTaskView> {
+    if (
+      A2A_TERMINAL_STATES.has(task.status.state) ||
+      A2A_INTERRUPTED_STATES.has(task.status.state)
+    ) {
       return task
     }
     const db = this.deps.database.db
@@ -1001,7 +1005,7 @@ export class A2aService {
       topics: [a2aTaskTopic(task.id)],
       read: () => store.findTask(db, task.id),
       view: (r) => r!,
-      ready: (r) => TERMINAL_STATES.has(r.state) || INTERRUPTED_STATES.has(r.state),
+      ready: (r) => A2A_TERMINAL_STATES.has(r.state) || A2A_INTERRUPTED_STATES.has(r.state),
       timeoutMs: () => this.deps.maxWaitMs,
       address,
       signal,
@@ -1019,7 +1023,7 @@ export class A2aService {
     row: A2aTaskRow,
     historyLength?: number,
     withArtifacts = true,
-  ): Promise<TaskView> {
+  ): Promise<A2aTaskView> {
     // A2A 1.0 GetTaskRequest.history_length: unset imposes no limit of the client's, zero asks
     // for none, and the server MUST NOT return more than asked but MAY apply a lower limit.
     const want = Math.min(historyLength ?? HISTORY_CAP, HISTORY_CAP)
@@ -1041,7 +1045,7 @@ export class A2aService {
     }
     const history = talk
       .map(messageOf)
-      .filter((m): m is Message => m !== undefined)
+      .filter((m): m is A2aMessage => m !== undefined)
       .slice(0, want)
       .reverse()
     let witnessed = talk.map(witnessedOf).find((w) => w !== undefined)
@@ -1058,7 +1062,7 @@ export class A2aService {
     return {
       id: row.id,
       contextId: row.context_id,
-      status: JSON.parse(row.status) as TaskStatusView,
+      status: JSON.parse(row.status) as A2aTaskStatusView,
       artifacts,
       history,
       generation: row.generation,
@@ -1077,10 +1081,10 @@ export class A2aService {
   private async artifactsAt(db: Tx['db'], taskId: string, generation: number) {
     const rows = await store.foldedArtifacts(db, taskId, generation)
     const changed = rows.filter((r) => r.generation > generation).map((r) => r.artifact_id)
-    const then = new Map<string, Artifact>()
+    const then = new Map<string, A2aArtifact>()
     const events = await store.artifactEventsOf(db, taskId, changed, generation)
     for (const a of foldArtifacts(events)) then.set(a.artifactId, a)
-    const artifacts: Artifact[] = []
+    const artifacts: A2aArtifact[] = []
     for (const r of rows) {
       const a = r.generation > generation ? then.get(r.artifact_id) : toArtifact(r)
       if (a) artifacts.push(a)
@@ -1124,7 +1128,7 @@ export class A2aService {
 
   /**
    * One task and its events, oldest first: kind, author, the state each left the task in, and an
-   * artifact's id. Message and artifact contents are not read out.
+   * artifact's id. A2aMessage and artifact contents are not read out.
    */
   async operatorRead(id: string) {
     const db = this.deps.database.db
@@ -1183,7 +1187,7 @@ function hostOf(url: string): string {
  * Refuses a message larger than the hub's message limit, with its metadata (the artifacts an
  * agent sends ride there), before anything is read or written.
  */
-function checkMessageSize(params: SendMessageParams, limit: number): void {
+function checkMessageSize(params: A2aSendMessageParams, limit: number): void {
   const size = Buffer.byteLength(JSON.stringify([params.message, params.metadata ?? null]), 'utf8')
   if (size > limit) {
     throw new BatonError(
@@ -1200,7 +1204,7 @@ function checkMessageSize(params: SendMessageParams, limit: number): void {
  * notification itself, with its signature and the config's token, so any scheme asked for
  * (Bearer, Basic, …) would be stored and never sent; it is refused instead.
  */
-function checkPushConfig(config: PushConfig, allowLoopback: boolean): void {
+function checkPushConfig(config: A2aPushConfig, allowLoopback: boolean): void {
   checkNotifyUrl(config.url, allowLoopback)
   if (config.authentication !== undefined && config.authentication !== null) {
     throw new BatonError(
@@ -1221,12 +1225,12 @@ export const HISTORY_CAP = 100
 /** Baton's metadata on every task and event, for A2A 1.0 peers whose types drop `generation`. */
 function relayMeta(row: A2aTaskRow, generation: number, extra?: Record<string, unknown>) {
   return {
-    [RELAY_EXTENSION_URI]: { generation, owner: row.owner, agent: row.agent, ...extra },
+    [A2A_RELAY_EXTENSION_URI]: { generation, owner: row.owner, agent: row.agent, ...extra },
   }
 }
 
 /** The message an event puts in its task's history, if it puts one. */
-function messageOf(e: A2aEventRow): Message | undefined {
+function messageOf(e: A2aEventRow): A2aMessage | undefined {
   if (e.kind === 'artifact') return undefined
   const body = JSON.parse(e.body)
   return e.kind === 'status' ? body.status.message : body.message
@@ -1242,11 +1246,11 @@ function witnessedOf(e: A2aEventRow): unknown {
  * pass: each artifact's place is looked up by id, and an append adds its parts to the artifact
  * folded so far (an object of this fold's own), so the fold costs the events' size and no more.
  */
-export function foldArtifacts(events: A2aEventRow[]): Artifact[] {
-  const artifacts: Artifact[] = []
+export function foldArtifacts(events: A2aEventRow[]): A2aArtifact[] {
+  const artifacts: A2aArtifact[] = []
   const places = new Map<string, number>()
   for (const e of events) {
-    const body = JSON.parse(e.body) as { artifact: Artifact; append?: boolean }
+    const body = JSON.parse(e.body) as { artifact: A2aArtifact; append?: boolean }
     const at = places.get(body.artifact.artifactId)
     if (at === undefined) {
       places.set(body.artifact.artifactId, artifacts.length)
@@ -1292,12 +1296,12 @@ function artifactWrites(
 }
 
 /** A folded artifact row as A2A 1.0 shows the artifact. */
-function toArtifact(r: A2aArtifactRow): Artifact {
-  return { ...JSON.parse(r.head), parts: JSON.parse(`[${r.parts}]`) } as Artifact
+function toArtifact(r: A2aArtifactRow): A2aArtifact {
+  return { ...JSON.parse(r.head), parts: JSON.parse(`[${r.parts}]`) } as A2aArtifact
 }
 
 /** One stored event as the StreamResponse of A2A 1.0 a stream or a push notification carries. */
-export function toStreamEvent(row: A2aTaskRow, e: A2aEventRow): StreamEvent {
+export function toStreamEvent(row: A2aTaskRow, e: A2aEventRow): A2aStreamEvent {
   const body = JSON.parse(e.body)
   const base = { taskId: row.id, contextId: row.context_id }
   const metadata = relayMeta(row, e.generation, e.trace ? { traceparent: e.trace } : undefined)
@@ -1334,7 +1338,7 @@ export function toStreamEvent(row: A2aTaskRow, e: A2aEventRow): StreamEvent {
   }
 }
 
-function toPushView(row: A2aPushConfigRow): PushConfigView {
+function toPushView(row: A2aPushConfigRow): A2aPushConfigView {
   return {
     id: row.id,
     taskId: row.task_id,
@@ -1364,7 +1368,7 @@ function mismatch(current: number): BatonError {
   )
 }
 
-export type { TaskState }
+export type { A2aTaskState }
 
 /** A task state as the operator reads it: `TASK_STATE_INPUT_REQUIRED` is `input-required`. */
 const operatorState = (state: string) =>

@@ -1,8 +1,8 @@
 import { A2A_EXTENSION_URI } from '@baton/context'
+import type { A2aMessage } from '@baton/protocol'
 import { BatonError } from '@baton/protocol'
 import type { HopService } from '../hops/service.js'
 import type { Carrying } from '../store/transaction.js'
-import type { Message } from './wire.js'
 
 /**
  * Checks the signed handoff context an A2A message carries (seed 003: the Handoff object, or a
@@ -16,7 +16,7 @@ export async function witnessA2a(
   hops: HopService,
   sender: string,
   agent: string,
-  message: Message,
+  message: A2aMessage,
   by: Carrying = {},
 ): Promise<unknown> {
   const carried = message.metadata?.[A2A_EXTENSION_URI]

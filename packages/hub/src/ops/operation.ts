@@ -150,14 +150,3 @@ export function defaultConfig(): Config {
   defaults ??= loadConfig({})
   return defaults
 }
-
-/** Transitional: an operation declared with its run, until its contract moves to the protocol. */
-export function defineOperation(
-  op: Contract & BindingExtras & { run: Operation['run'] },
-): Operation {
-  const { run, toolMeta, tooDeep, ...contract } = op
-  return bind(contract as Contract, run as never, {
-    ...(toolMeta ? { toolMeta } : {}),
-    ...(tooDeep ? { tooDeep } : {}),
-  })
-}

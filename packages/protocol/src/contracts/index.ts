@@ -1,4 +1,5 @@
 import type { Contract } from '../contract.js'
+import { a2aContracts, a2aDashboardContracts } from './a2a.js'
 import { computeContracts, computeDashboardContracts } from './compute.js'
 import { grantContracts, grantDashboardContracts } from './grants.js'
 import { guideContracts } from './guides.js'
@@ -12,6 +13,7 @@ import { overviewContracts } from './overview.js'
 import { resourceContracts, resourceDashboardContracts } from './resources.js'
 import { transferContracts, transferDashboardContracts } from './transfers.js'
 
+export * from './a2a.js'
 export * from './compute.js'
 export * from './grants.js'
 export * from './guides.js'
@@ -38,6 +40,7 @@ export const CONTRACTS: readonly Contract[] = [
   ...hopContracts,
   ...computeContracts,
   ...guideContracts,
+  ...a2aContracts,
   // The operator's reads, which the dashboard shows.
   ...overviewContracts,
   ...handoffDashboardContracts,
@@ -47,4 +50,5 @@ export const CONTRACTS: readonly Contract[] = [
   ...messageDashboardContracts,
   ...hopDashboardContracts,
   ...computeDashboardContracts,
+  ...a2aDashboardContracts,
 ] as readonly Contract[]
