@@ -135,7 +135,8 @@ function firstOfEach(findings: string[]): string[] {
   const seen = new Map<string, string>()
   for (const f of findings) {
     const key = f.split(' ').slice(0, 2).join(' ')
-    if (!seen.has(key)) seen.set(key, f.slice(0, 600) + (f.length > 600 ? ` … ${f.slice(-300)}` : ''))
+    if (!seen.has(key))
+      seen.set(key, f.slice(0, 600) + (f.length > 600 ? ` … ${f.slice(-300)}` : ''))
   }
   return [...seen.values()]
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { RuntimeAvailability } from './compute.js'
+import { handedTrace } from './trace.js'
 
 /** The protocol version a hub announces in discovery and a client expects. */
 export const PROTOCOL_VERSION = 'baton/1'
@@ -113,6 +114,7 @@ export const MeView = z.object({
   state: AdmissionState,
   enrolledAt: z.iso.datetime(),
   decidedAt: z.iso.datetime().nullable(),
+  ...handedTrace('the request that decided the admission state (or enrolled the key)'),
   quotas: z.object({
     requestsPerDay: QuotaUsage.extend({ resetsAt: z.iso.datetime() }),
     storedBytes: QuotaUsage,
@@ -130,6 +132,7 @@ export const PrincipalView = z.object({
   state: AdmissionState,
   enrolledAt: z.iso.datetime(),
   decidedAt: z.iso.datetime().nullable(),
+  ...handedTrace('the request that decided the admission state (or enrolled the key)'),
 })
 /** A principal as the admin API shows it. */
 export type PrincipalView = z.infer<typeof PrincipalView>

@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { jsonValue } from './json.js'
+import { handedTrace } from './trace.js'
 
 /** The actions a grant can give on a resource (seed 000); read includes the history. */
 export const RESOURCE_ACTIONS = ['resource:read', 'resource:update'] as const
@@ -71,6 +72,7 @@ export const ResourceView = z.object({
   createdAt: z.iso.datetime(),
   updatedAt: z.iso.datetime(),
   updatedBy: z.string(),
+  ...handedTrace('the request that wrote this version'),
 })
 /** A resource as answered. */
 export type ResourceView = z.infer<typeof ResourceView>
@@ -86,6 +88,7 @@ export const ResourceVersionView = z.object({
   data: z.unknown(),
   actor: z.string(),
   at: z.iso.datetime(),
+  ...handedTrace('the request that wrote this version'),
 })
 /** A version of a resource. */
 export type ResourceVersionView = z.infer<typeof ResourceVersionView>
@@ -119,6 +122,7 @@ export const GrantView = z.object({
   parentId: z.string().nullable(),
   createdAt: z.iso.datetime(),
   status: z.enum(['active', 'expired', 'revoked']),
+  ...handedTrace('the request that issued the grant or, once revoked, revoked it'),
 })
 /** A grant as answered. */
 export type GrantView = z.infer<typeof GrantView>

@@ -20,6 +20,7 @@ import type {
   Schema,
 } from '../store/schema.js'
 import { type Carrying, type Tx, transaction, type WriteBatcher } from '../store/transaction.js'
+import { type HandedTrace, traceColumns, traceFields } from '../telemetry/trace-context.js'
 import * as store from './store.js'
 import {
   type Artifact,
@@ -535,7 +536,7 @@ export class A2aService {
     now: number,
     witnessed: unknown,
     push: PushConfig | undefined,
-    trace: string | undefined,
+    trace: HandedTrace | undefined,
   ): Promise<A2aTaskRow> {
     const agent = await this.addressee(tx.db, params.tenant)
     if (params.message.role !== 'ROLE_USER') {
@@ -580,7 +581,7 @@ export class A2aService {
         body,
         at: now,
         artifact_id: null,
-        trace: trace ?? null,
+        ...traceColumns(trace),
       },
     ]
     await store.insertEvents(tx.db, events)
@@ -596,7 +597,7 @@ export class A2aService {
     expected: number | undefined,
     now: number,
     witnessed: unknown,
-    { push, trace }: { push: PushConfig | undefined; trace: string | undefined },
+    { push, trace }: { push: PushConfig | undefined; trace: HandedTrace | undefined },
   ): Promise<A2aTaskRow> {
     const row = await this.visible(tx.db, principal, params.message.taskId!, true)
     if (expected !== undefined && row.generation !== expected) throw mismatch(row.generation)
@@ -702,7 +703,7 @@ export class A2aService {
     author: string,
     changes: Change[],
     now: number,
-    { capped = false, trace }: { capped?: boolean; trace?: string | undefined } = {},
+    { capped = false, trace }: { capped?: boolean; trace?: HandedTrace | undefined } = {},
   ): Promise<A2aTaskRow> {
     let generation = row.generation
     let status = row.status
@@ -727,7 +728,7 @@ export class A2aService {
         body: stored,
         at: now,
         artifact_id: change.kind === 'artifact' ? change.artifact.artifactId : null,
-        trace: trace ?? null,
+        ...traceColumns(trace),
       })
     }
     const used = Number(row.stored_bytes)
@@ -852,6 +853,9 @@ export class A2aService {
             lease_owner: null,
             last_outcome: null,
             done_at: null,
+            // The receiver continues the trace of the send that wrote the event.
+            trace: e.trace,
+            trace_state: e.trace_state,
           })
         })
       }
@@ -958,7 +962,7 @@ export class A2aService {
     // is a status), so the history read usually holds it already.
     const trace =
       talk[0]?.generation === row.generation
-        ? talk[0].trace
+        ? talk[0]
         : await store.traceAt(db, row.id, row.generation)
     return {
       id: row.id,
@@ -969,7 +973,7 @@ export class A2aService {
       generation: row.generation,
       metadata: relayMeta(row, row.generation, {
         ...(witnessed === undefined ? {} : { handoff: witnessed }),
-        ...(trace ? { traceparent: trace } : {}),
+        ...(trace ? traceFields(trace) : {}),
       }),
     }
   }
@@ -1149,7 +1153,7 @@ export function foldArtifacts(events: A2aEventRow[]): Artifact[] {
 export function toStreamEvent(row: A2aTaskRow, e: A2aEventRow): StreamEvent {
   const body = JSON.parse(e.body)
   const base = { taskId: row.id, contextId: row.context_id }
-  const metadata = relayMeta(row, e.generation, e.trace ? { traceparent: e.trace } : undefined)
+  const metadata = relayMeta(row, e.generation, traceFields(e))
   switch (e.kind) {
     case 'created':
       return {

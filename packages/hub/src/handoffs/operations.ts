@@ -44,6 +44,7 @@ export const createHandoff = defineOperation({
       ip: caller.ip,
       idempotencyKey: caller.idempotencyKey,
       carry: caller.carry,
+      trace: caller.trace,
     }),
 })
 

@@ -145,7 +145,7 @@ export const decidePrincipal = defineOperation({
   errors: ['principal_not_found'],
   tool: false,
   cli: ['principal', 'decide'],
-  run: (ctx, _caller, { params }) => ctx.identity.decide(params.principal, params.decision),
+  run: (ctx, caller, { params }) => ctx.identity.decide(params.principal, params.decision, caller),
 })
 
 /** An operator labels any principal, pending ones included (operator only). */

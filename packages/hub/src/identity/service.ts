@@ -40,6 +40,7 @@ import {
   type Tx,
   type WriteBatcher,
 } from '../store/transaction.js'
+import { type HandedTrace, traceColumns, traceFields } from '../telemetry/trace-context.js'
 import * as store from './store.js'
 import {
   didKeyResolver,
@@ -118,6 +119,8 @@ export interface Admission {
   sig: VerifiedSignature
   address: string
   admissionExempt: boolean
+  /** The request's trace context, recorded with the enrolment it makes, if it makes one. */
+  trace?: HandedTrace | undefined
   /**
    * The enrolled principal `prepare` read before the body, not read again at commit: a decision
    * made meanwhile (a suspension) applies to requests judged after it, as for any request
@@ -161,6 +164,7 @@ function toView(row: PrincipalRow): PrincipalView {
     state: p.state,
     enrolledAt: iso(p.enrolledAt)!,
     decidedAt: iso(p.decidedAt),
+    ...traceFields(row),
   }
 }
 
@@ -285,7 +289,7 @@ export class IdentityService {
   /** Signatures (keyid and nonce) prepared on this instance whose admission is not committed yet. */
   private readonly inFlight = new Set<string>()
 
-  private enrolment(keyid: string, now: number): PrincipalRow {
+  private enrolment(keyid: string, now: number, trace: HandedTrace | undefined): PrincipalRow {
     const open = this.deps.config.admission === 'open'
     return {
       principal: keyid,
@@ -293,6 +297,7 @@ export class IdentityService {
       state: open ? 'approved' : 'pending',
       enrolled_at: now,
       decided_at: open ? now : null,
+      ...traceColumns(trace),
     }
   }
 
@@ -338,8 +343,12 @@ export class IdentityService {
     const refusedKeys = new Set<string>()
     // A new key counts once against the address of the first request that brings it.
     const addressOf = new Map<string, string>()
-    for (const { sig, address } of inputs) {
-      if (!rows.has(sig.keyid) && !addressOf.has(sig.keyid)) addressOf.set(sig.keyid, address)
+    const traceOf = new Map<string, HandedTrace | undefined>()
+    for (const { sig, address, trace } of inputs) {
+      if (!rows.has(sig.keyid) && !addressOf.has(sig.keyid)) {
+        addressOf.set(sig.keyid, address)
+        traceOf.set(sig.keyid, trace)
+      }
     }
     if (addressOf.size > 0) {
       const uses = new Map<string, number>()
@@ -363,7 +372,7 @@ export class IdentityService {
     if (newcomers.length > 0) {
       await store.enrolPrincipals(
         db,
-        newcomers.map((k) => this.enrolment(k, now)),
+        newcomers.map((k) => this.enrolment(k, now, traceOf.get(k))),
       )
       for (const r of await store.findPrincipals(db, newcomers)) {
         rows.set(r.principal, r)
@@ -429,9 +438,14 @@ export class IdentityService {
   /** The durable half of `authenticate`, for a signature `verify` already accepted. */
   async admit(
     sig: VerifiedSignature,
-    input: { address: string; admissionExempt: boolean },
+    input: { address: string; admissionExempt: boolean; trace?: HandedTrace | undefined },
   ): Promise<Principal> {
-    const admission = { sig, address: input.address, admissionExempt: input.admissionExempt }
+    const admission = {
+      sig,
+      address: input.address,
+      admissionExempt: input.admissionExempt,
+      trace: input.trace,
+    }
     const outcome = await this.deps.batcher.commitCarry(new Carry(this.admissions, admission))
     const refusal = this.admissions.refusal(outcome, admission)
     if (refusal) throw refusal
@@ -452,7 +466,7 @@ export class IdentityService {
    */
   async prepare(
     sig: VerifiedSignature,
-    input: { address: string; admissionExempt: boolean },
+    input: { address: string; admissionExempt: boolean; trace?: HandedTrace | undefined },
   ): Promise<{ principal: Principal; carry: AdmissionCarry; enrols: boolean } | undefined> {
     const nonce = sig.nonce ?? ''
     const key = `${sig.keyid}\0${nonce}`
@@ -558,12 +572,15 @@ export class IdentityService {
             storedBytes: 0,
             messagesToday: 0,
           })
+    // The label and the trace of the admission decision, as stored (a read of the one row).
+    const row = await store.findPrincipal(db, p.principal)
     return {
       principal: p.principal,
-      label: (await store.findLabel(db, p.principal)) ?? null,
+      label: row?.label ?? null,
       state: p.state,
       enrolledAt: iso(p.enrolledAt)!,
       decidedAt: iso(p.decidedAt),
+      ...traceFields(row ?? {}),
       quotas: {
         requestsPerDay: { limit: quotas.requestsPerDay, used: usage.requestsToday, resetsAt },
         storedBytes: { limit: quotas.storedBytes, used: usage.storedBytes },
@@ -650,12 +667,19 @@ export class IdentityService {
     return toView(row)
   }
 
-  /** An operator's decision: approve, reject or suspend a principal (any state to any). */
-  async decide(principal: string, decision: AdmissionDecision): Promise<PrincipalView> {
+  /**
+   * An operator's decision: approve, reject or suspend a principal (any state to any), recorded
+   * with the trace context of the request that made it.
+   */
+  async decide(
+    principal: string,
+    decision: AdmissionDecision,
+    { trace }: Carrying = {},
+  ): Promise<PrincipalView> {
     const state = { approve: 'approved', reject: 'rejected', suspend: 'suspended' }[decision]
     const row = await this.deps.batcher.run(async (tx) => {
       const now = this.deps.clock.now()
-      const updated = await store.setPrincipalState(tx.db, principal, state, now)
+      const updated = await store.setPrincipalState(tx.db, principal, state, now, trace)
       if (updated) {
         tx.afterCommit(() =>
           this.deps.bus?.publish({

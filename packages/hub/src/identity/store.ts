@@ -1,6 +1,7 @@
 import { type Kysely, sql } from 'kysely'
 import { CompiledShapes } from '../store/compiled.js'
 import type { HubKeyRow, PrincipalRow, Schema } from '../store/schema.js'
+import { type HandedTrace, traceColumns } from '../telemetry/trace-context.js'
 
 /** SQL for principals, nonces and the hub key, in the subset both dialects share. */
 
@@ -44,10 +45,11 @@ export async function setPrincipalState(
   principal: string,
   state: string,
   at: number,
+  trace: HandedTrace | undefined,
 ): Promise<PrincipalRow | undefined> {
   return db
     .updateTable('principals')
-    .set({ state, decided_at: at })
+    .set({ state, decided_at: at, ...traceColumns(trace) })
     .where('principal', '=', principal)
     .returningAll()
     .executeTakeFirst()
@@ -65,19 +67,6 @@ export async function setPrincipalLabel(
     .where('principal', '=', principal)
     .returningAll()
     .executeTakeFirst()
-}
-
-/** A principal's display label, undefined when it has none or is not enrolled. */
-export async function findLabel(
-  db: Kysely<Schema>,
-  principal: string,
-): Promise<string | undefined> {
-  const row = await db
-    .selectFrom('principals')
-    .select('label')
-    .where('principal', '=', principal)
-    .executeTakeFirst()
-  return row?.label ?? undefined
 }
 
 /** Principals in enrolment order, after a position (keyset paging), optionally in one state. */

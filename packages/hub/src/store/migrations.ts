@@ -559,6 +559,37 @@ const migrations: Record<string, Migration> = {
       await db.schema.alterTable('compute_jobs').addColumn('trace', 'text').execute()
     },
   },
+  '017_trace_context_everywhere': {
+    async up(db: Kysely<unknown>) {
+      // The W3C tracestate that came with each traceparent 014 and 016 keep, handed on with it.
+      for (const table of [
+        'messages',
+        'hop_deliveries',
+        'handoff_moves',
+        'a2a_events',
+        'transfer_events',
+        'compute_jobs',
+      ]) {
+        await db.schema.alterTable(table).addColumn('trace_state', 'text').execute()
+      }
+      // Trace context on the rest of what requests write: a handoff's creation, a resource's
+      // current revision and each one kept, a grant, a home file, a principal's admission, a
+      // witnessed hop offer and a notify signal. Null: none was carried.
+      for (const table of [
+        'handoffs',
+        'resources',
+        'resource_versions',
+        'grants',
+        'home_files',
+        'principals',
+        'hops',
+        'notify_outbox',
+      ]) {
+        await db.schema.alterTable(table).addColumn('trace', 'text').execute()
+        await db.schema.alterTable(table).addColumn('trace_state', 'text').execute()
+      }
+    },
+  },
 }
 
 const provider: MigrationProvider = { getMigrations: async () => migrations }

@@ -13,6 +13,10 @@ export interface HandoffRow {
   created_at: number
   updated_at: number
   expires_at: number
+  /** The W3C traceparent of the request that created the handoff, handed to its readers until a move (migration 017); null when none was carried. */
+  trace: string | null
+  /** The W3C tracestate that came with `trace` (migration 017). */
+  trace_state: string | null
 }
 
 export interface HandoffMoveRow {
@@ -26,6 +30,8 @@ export interface HandoffMoveRow {
   at: number
   /** The W3C traceparent of the request that made the move (migration 016), handed to readers. */
   trace: string | null
+  /** The W3C tracestate that came with `trace` (migration 017). */
+  trace_state: string | null
 }
 
 export interface QuotaCounterRow {
@@ -54,6 +60,10 @@ export interface PrincipalRow {
   decided_at: number | null
   /** The display label (migration 015); null when none. */
   label?: string | null
+  /** The W3C traceparent of the request that decided the principal's admission state (or enrolled it) (migration 017); null when none was carried. */
+  trace?: string | null
+  /** The W3C tracestate that came with `trace` (migration 017). */
+  trace_state?: string | null
 }
 
 export interface SignatureNonceRow {
@@ -81,6 +91,10 @@ export interface ResourceRow {
   created_at: number
   updated_at: number
   updated_by: string
+  /** The W3C traceparent of the request that wrote the current version, handed to its readers (migration 017); null when none was carried. */
+  trace: string | null
+  /** The W3C tracestate that came with `trace` (migration 017). */
+  trace_state: string | null
 }
 
 export interface ResourceVersionRow {
@@ -89,6 +103,10 @@ export interface ResourceVersionRow {
   data: string
   actor: string
   at: number
+  /** The W3C traceparent of the request that wrote this version (migration 017); null when none was carried. */
+  trace: string | null
+  /** The W3C tracestate that came with `trace` (migration 017). */
+  trace_state: string | null
 }
 
 export interface GrantRow {
@@ -103,6 +121,10 @@ export interface GrantRow {
   revoked_at: number | null
   parent_id: string | null
   created_at: number
+  /** The W3C traceparent of the request that issued, then revoked, the grant, handed to its holder (migration 017); null when none was carried. */
+  trace: string | null
+  /** The W3C tracestate that came with `trace` (migration 017). */
+  trace_state: string | null
 }
 
 export interface MessageRow {
@@ -121,6 +143,8 @@ export interface MessageRow {
   acked_at: number | null
   /** The W3C traceparent of the sending request (migration 014), handed to the reader. */
   trace: string | null
+  /** The W3C tracestate that came with `trace` (migration 017). */
+  trace_state: string | null
 }
 
 export interface CounterRow {
@@ -136,6 +160,10 @@ export interface HomeFileRow {
   size: number
   created_at: number
   updated_at: number
+  /** The W3C traceparent of the request that wrote the current revision (migration 017); null when none was carried. */
+  trace: string | null
+  /** The W3C tracestate that came with `trace` (migration 017). */
+  trace_state: string | null
 }
 
 export interface TransferRow {
@@ -183,6 +211,8 @@ export interface TransferEventRow {
    * handed to the runtime; null for other events.
    */
   trace: string | null
+  /** The W3C tracestate that came with `trace` (migration 017). */
+  trace_state: string | null
 }
 
 export interface TransferUsageRow {
@@ -230,6 +260,10 @@ export interface NotifyOutboxRow {
   lease_owner: string | null
   last_outcome: string | null
   done_at: number | null
+  /** The W3C traceparent of the move the signal tells of, sent as the signal's traceparent (migration 017); null when none was carried. */
+  trace: string | null
+  /** The W3C tracestate that came with `trace` (migration 017). */
+  trace_state: string | null
 }
 
 /** Stored bytes of one principal over its resources and home files (migration 008). */
@@ -270,6 +304,10 @@ export interface HopRow {
   exp: number
   created_at: number
   updated_at: number
+  /** The W3C traceparent of the request that offered the hop, handed to its delegate (migration 017); null when none was carried. */
+  trace: string | null
+  /** The W3C tracestate that came with `trace` (migration 017). */
+  trace_state: string | null
 }
 
 /** A signed status the hub accepted for a hop (migration 010). */
@@ -299,6 +337,8 @@ export interface HopDeliveryRow {
   created_at: number
   /** The W3C traceparent of the request that caused it (migration 014), handed to the reader. */
   trace: string | null
+  /** The W3C tracestate that came with `trace` (migration 017). */
+  trace_state: string | null
 }
 
 /** One (iss, hop) of the hub-backed replay store (migration 010). */
@@ -336,6 +376,8 @@ export interface ComputeJobRow {
   finished_at: number | null
   /** The W3C traceparent of the submitting request (migration 016), handed to the runtime. */
   trace: string | null
+  /** The W3C tracestate that came with `trace` (migration 017). */
+  trace_state: string | null
 }
 
 export interface ComputeRuntimeRow {
@@ -380,6 +422,8 @@ export interface A2aEventRow {
   artifact_id: string | null
   /** The W3C traceparent of the request that wrote the event (migration 016), handed on. */
   trace: string | null
+  /** The W3C tracestate that came with `trace` (migration 017). */
+  trace_state: string | null
 }
 
 /** The first answer to a principal's `messageId`, so a repeat answers the same. */

@@ -20,6 +20,7 @@ import { HTTP_INPUT, parseOperationInput } from '../ops/input.js'
 import type { Operation } from '../ops/operation.js'
 import { operatorOverview } from '../overview/operations.js'
 import { operatorListResources, operatorReadResource } from '../resources/operations.js'
+import { handOnTrace } from '../telemetry/http.js'
 import {
   operatorListTransfers,
   operatorReadTransfer,
@@ -408,6 +409,7 @@ export function registerDashboard(api: Api, ctx: AppContext): void {
       const view = await ctx.identity.decide(
         principal,
         parseInput(AdmissionDecision, decision, 'decision'),
+        { trace: handOnTrace(req) },
       )
       reply.header('cache-control', 'no-store')
       return view
