@@ -422,6 +422,71 @@ for (const store of testStores) {
       }
     })
 
+    test('a command continues the trace it is given: --traceparent, else TRACEPARENT with TRACESTATE', async () => {
+      const T = '4bf92f3577b34da6a3ce929d0e0e4736'
+      const flag = `00-${T}-00f067aa0ba90001-01`
+      const env = `00-${T}-00f067aa0ba90002-01`
+      const handoff = (...more: string[]) =>
+        baton(['handoff', 'create', '--hub', hub.url, '--payload', '{"n":1}', '--json', ...more])
+      const read = async (created: Run) => {
+        const h = JSON.parse(created.stdout) as Record<string, string>
+        const res = await fetch(`${hub.url}/services/v1/handoff/${h.handoff_id}`, {
+          headers: { authorization: `Bearer ${h.owner_token}` },
+        })
+        const view = (await res.json()) as { traceparent?: string; tracestate?: string }
+        return { traceparent: view.traceparent, tracestate: view.tracestate }
+      }
+      const byFlag = await handoff('--traceparent', flag)
+      assert.equal(byFlag.code, 0, byFlag.stderr)
+      assert.deepEqual(await read(byFlag), { traceparent: flag, tracestate: undefined })
+      process.env.TRACEPARENT = env
+      process.env.TRACESTATE = 'rojo=1'
+      try {
+        const byEnv = await handoff()
+        assert.equal(byEnv.code, 0, byEnv.stderr)
+        assert.deepEqual(await read(byEnv), { traceparent: env, tracestate: 'rojo=1' })
+        // The flag wins over the environment; a flag that is not a traceparent is a usage error.
+        assert.equal((await read(await handoff('--traceparent', flag))).traceparent, flag)
+        const bad = await handoff('--traceparent', 'not-a-trace')
+        assert.equal(bad.code, 64)
+        assert.match(bad.stderr, /traceparent/)
+        // A signed command sends it too, through the identity's signed requests.
+        const sent = await baton([
+          'message',
+          'send',
+          '--hub',
+          hub.url,
+          '--identity',
+          identity,
+          '--recipient',
+          JSON.parse((await baton(['me', 'show', '--identity', identity, '--json'])).stdout)
+            .principal,
+          '--body',
+          '{"n":1}',
+          '--idempotency-key',
+          'cli-trace-1',
+          '--json',
+        ])
+        assert.equal(sent.code, 0, sent.stderr)
+      } finally {
+        delete process.env.TRACEPARENT
+        delete process.env.TRACESTATE
+      }
+      const inbox = await baton([
+        'message',
+        'list',
+        '--hub',
+        hub.url,
+        '--identity',
+        identity,
+        '--json',
+      ])
+      const message = (
+        JSON.parse(inbox.stdout) as { messages: { traceparent?: string }[] }
+      ).messages.at(-1)
+      assert.equal(message?.traceparent, env)
+    })
+
     test('capabilities delete and grant revoke are one command: the same answer from the hub', async () => {
       const signed = ['gr_nope', '--hub', hub.url, '--identity', identity, '--json']
       const now = await baton(['grant', 'revoke', ...signed])

@@ -12,6 +12,7 @@ import { parseInput } from '../validation.js'
 import { ADMISSION } from './commands.js'
 import { commandTree, runGroup } from './generated.js'
 import { type Io, UsageError } from './io.js'
+import { traceOfCommand } from './trace.js'
 
 const USAGE = `baton admin <command> (--hub URL [--token T] | --data-dir D | --database-url U)
 
@@ -106,8 +107,13 @@ export async function adminCommand(argv: string[], io: Io): Promise<number> {
           signal,
         }),
     })
+    const trace = traceOfCommand(undefined)
     const call = (op: Operation, params: Record<string, string>, query = {}) =>
-      invoke(op, { params, query, body: undefined }, { signal: new AbortController().signal })
+      invoke(
+        op,
+        { params, query, body: undefined },
+        { signal: new AbortController().signal, trace },
+      )
     result =
       sub === 'list'
         ? await listPages(async (q) => (await call(listPrincipals, {}, q)) as PrincipalPage)

@@ -9,6 +9,7 @@ import { OPERATIONS } from '../ops/registry.js'
 import { remoteInvoke } from '../ops/remote.js'
 import { resolveWords } from './commands.js'
 import { didYouMean, type Io, UsageError } from './io.js'
+import { traceOfCommand } from './trace.js'
 
 /** How a flag's text becomes a value: as it is, a number, a switch, or JSON (inline or `@file`). */
 type Kind = 'string' | 'number' | 'boolean' | 'json'
@@ -48,6 +49,7 @@ export const COMMON_FLAGS = {
   'idempotency-key': 'makes a retry safe, for operations that accept one',
   body: 'the whole request body from a JSON file, or - for stdin; flags override its fields',
   json: 'print the wire body (compact JSON), errors included',
+  traceparent: 'W3C traceparent of the trace to continue (or TRACEPARENT, with TRACESTATE)',
 } as const
 
 const PREFIXES = new Set(['v1', 'services', 'admin', '.well-known'])
@@ -192,6 +194,7 @@ export function commonFlags(op: Operation): (keyof typeof COMMON_FLAGS)[] {
     ...(op.idempotencyKey ? (['idempotency-key'] as const) : []),
     ...(op.body ? (['body'] as const) : []),
     'json',
+    'traceparent',
   ]
 }
 
@@ -486,6 +489,7 @@ export async function runGenerated(c: CliCommand, argv: string[], io: Io): Promi
         }
       : {}),
   })
+  const trace = traceOfCommand(common('traceparent'))
   const abort = new AbortController()
   const wait = json ? undefined : waitSeconds(c, { ...parts.params, ...parts.query })
   const started = Date.now()
@@ -502,6 +506,7 @@ export async function runGenerated(c: CliCommand, argv: string[], io: Io): Promi
       { params: parts.params, query: parts.query, body },
       {
         signal: abort.signal,
+        trace,
         ...(token ? { token } : {}),
         ...(common('idempotency-key') ? { idempotencyKey: common('idempotency-key') } : {}),
       },
