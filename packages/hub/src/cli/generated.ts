@@ -9,6 +9,7 @@ import { OPERATIONS } from '../ops/registry.js'
 import { remoteInvoke } from '../ops/remote.js'
 import { resolveWords } from './commands.js'
 import { didYouMean, type Io, UsageError } from './io.js'
+import { labeled } from './labels.js'
 import { traceOfCommand } from './trace.js'
 
 /** How a flag's text becomes a value: as it is, a number, a switch, or JSON (inline or `@file`). */
@@ -511,6 +512,8 @@ export async function runGenerated(c: CliCommand, argv: string[], io: Io): Promi
         ...(common('idempotency-key') ? { idempotencyKey: common('idempotency-key') } : {}),
       },
     )
+    // A person reads agents by their labels: listings show them beside each did:key.
+    if (!json) result = await labeled(op, result, invoke, { signal: abort.signal, trace })
   } finally {
     if (timer) clearInterval(timer)
   }

@@ -4,7 +4,9 @@ import {
   BatonError,
   DISCOVERY_PATH,
   DiscoveryDocument,
+  LabelsView,
   MeView,
+  PrincipalList,
   PrincipalPageView,
   PrincipalView,
   SetLabelInput,
@@ -62,18 +64,22 @@ export const me = defineOperation({
   },
 })
 
-/** The signing agent names itself for people; a label is never used for authorization. */
+/**
+ * The signing agent names itself for people; a label is never used for authorization. A pending
+ * key may, so the operator deciding on it sees its name.
+ */
 export const setMyLabel = defineOperation({
   name: 'setMyLabel',
   summary:
-    'Give yourself a display label (1 to 64 printable characters) shown beside your did:key, replacing any before it',
+    'Give yourself a display label (1 to 64 printable characters) shown beside your did:key, replacing any before it; allowed while pending',
   tags: ['identity'],
   method: 'PUT',
   path: '/v1/me/label',
   auth: 'signature',
+  admissionExempt: true,
   body: SetLabelInput,
   output: PrincipalView,
-  errors: [],
+  errors: ['admission_rejected', 'principal_suspended'],
   tool: {
     name: 'set_my_label',
     title: 'Set my display label',
@@ -162,7 +168,33 @@ export const labelPrincipal = defineOperation({
   errors: ['principal_not_found'],
   tool: false,
   cli: ['principal', 'label'],
-  run: (ctx, _caller, { params, body }) => ctx.identity.setLabel(params.principal, body.label),
+  run: (ctx, _caller, { params, body }) =>
+    ctx.identity.setOperatorLabel(params.principal, body.label),
+})
+
+/** The labels of principals an agent sees (in its messages, grants, hops): names, never rights. */
+export const readLabels = defineOperation({
+  name: 'readLabels',
+  summary:
+    'The display labels of up to 100 principals (those that have one), to show beside their did:keys',
+  tags: ['identity'],
+  method: 'GET',
+  path: '/v1/labels',
+  auth: 'signature',
+  query: z.strictObject({
+    principals: PrincipalList.describe('The did:keys, comma-separated, at most 100'),
+  }),
+  output: LabelsView,
+  errors: [],
+  tool: {
+    name: 'read_agent_labels',
+    title: 'Read agent labels',
+    description:
+      'The display labels of up to 100 agents by did:key, to tell planner, coder and reviewer apart. A label names an agent; it grants nothing, and two agents may share one.',
+    annotations: { readOnlyHint: true },
+  },
+  cli: ['principal', 'labels'],
+  run: (ctx, _caller, { query }) => ctx.identity.readLabels(query.principals.split(',')),
 })
 
 /** Every identity operation, in the order they are documented. */
@@ -174,4 +206,5 @@ export const identityOperations = [
   readPrincipal,
   decidePrincipal,
   labelPrincipal,
+  readLabels,
 ]

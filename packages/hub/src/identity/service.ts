@@ -156,16 +156,27 @@ function toPrincipal(row: PrincipalRow): Principal {
   }
 }
 
+/** The labels of a principal as views show them: the operator's wins where both are set. */
+function labelsOf(row: Pick<PrincipalRow, 'label' | 'operator_label'> | undefined) {
+  const agentLabel = row?.label ?? null
+  const operatorLabel = row?.operator_label ?? null
+  return { label: operatorLabel ?? agentLabel, agentLabel, operatorLabel }
+}
+
 function toView(row: PrincipalRow): PrincipalView {
   const p = toPrincipal(row)
   return {
     principal: p.principal,
-    label: row.label ?? null,
+    ...labelsOf(row),
     state: p.state,
     enrolledAt: iso(p.enrolledAt)!,
     decidedAt: iso(p.decidedAt),
     ...traceFields(row),
   }
+}
+
+function notFoundPrincipal(principal: string): BatonError {
+  return new BatonError('principal_not_found', 'No such principal', { principal })
 }
 
 /** The refusal for a principal that is not approved, or undefined when it is. */
@@ -576,7 +587,7 @@ export class IdentityService {
     const row = await store.findPrincipal(db, p.principal)
     return {
       principal: p.principal,
-      label: row?.label ?? null,
+      ...labelsOf(row),
       state: p.state,
       enrolledAt: iso(p.enrolledAt)!,
       decidedAt: iso(p.decidedAt),
@@ -697,17 +708,41 @@ export class IdentityService {
   }
 
   /**
-   * Sets a principal's display label, by the agent itself (`carry` holds its signed
-   * request's admission) or by an operator. A label names; it never grants anything.
+   * The label an agent gives itself (`carry` holds its signed request's admission), kept beside
+   * the operator's, which wins where both are set. A pending key may name itself, so the
+   * operator deciding on it sees the name it chose; a rejected or suspended one may not. A label
+   * names; it never grants anything.
    */
   async setLabel(
     principal: string,
     label: AgentLabel,
     { carry }: Carrying = {},
   ): Promise<PrincipalView> {
+    return this.labelWith(principal, carry, async (db) => {
+      const updated = await store.setAgentLabel(db, principal, label)
+      if (updated) return updated
+      const row = await store.findPrincipal(db, principal)
+      throw (row && admissionError(toPrincipal(row))) ?? notFoundPrincipal(principal)
+    })
+  }
+
+  /** The label an operator gives a principal in any admission state; shown instead of its own. */
+  async setOperatorLabel(principal: string, label: AgentLabel): Promise<PrincipalView> {
+    return this.labelWith(principal, undefined, async (db) => {
+      const updated = await store.setOperatorLabel(db, principal, label)
+      if (!updated) throw notFoundPrincipal(principal)
+      return updated
+    })
+  }
+
+  private async labelWith(
+    principal: string,
+    carry: Carrying['carry'],
+    write: (db: Tx['db']) => Promise<PrincipalRow>,
+  ): Promise<PrincipalView> {
     const row = await this.deps.batcher.carrying(carry).run(async (tx) => {
       const now = this.deps.clock.now()
-      const updated = await store.setPrincipalLabel(tx.db, principal, label)
+      const updated = await write(tx.db)
       if (updated) {
         tx.afterCommit(() =>
           this.deps.bus?.publish({
@@ -721,7 +756,6 @@ export class IdentityService {
       }
       return updated
     })
-    if (!row) throw new BatonError('principal_not_found', 'No such principal', { principal })
     return toView(row)
   }
 
@@ -748,9 +782,15 @@ export class IdentityService {
     const out: Record<string, string> = {}
     if (principals.length === 0) return out
     for (const r of await store.labelsOf(this.deps.database.db, principals)) {
-      if (r.label) out[r.principal] = r.label
+      const shown = labelsOf(r).label
+      if (shown) out[r.principal] = shown
     }
     return out
+  }
+
+  /** `GET /v1/labels`: the labels of up to 100 principals, for an agent to show beside them. */
+  async readLabels(principals: string[]): Promise<{ labels: Record<string, string> }> {
+    return { labels: await this.labelsOf([...new Set(principals)]) }
   }
 }
 

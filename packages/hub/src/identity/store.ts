@@ -55,8 +55,11 @@ export async function setPrincipalState(
     .executeTakeFirst()
 }
 
-/** Sets a principal's display label; answers the updated row, or undefined if unknown. */
-export async function setPrincipalLabel(
+/**
+ * Sets the label an agent gives itself, only while it is pending or approved; answers the
+ * updated row, or undefined if it is unknown or in another state.
+ */
+export async function setAgentLabel(
   db: Kysely<Schema>,
   principal: string,
   label: string,
@@ -64,6 +67,21 @@ export async function setPrincipalLabel(
   return db
     .updateTable('principals')
     .set({ label })
+    .where('principal', '=', principal)
+    .where('state', 'in', ['pending', 'approved'])
+    .returningAll()
+    .executeTakeFirst()
+}
+
+/** Sets the label an operator gives a principal; answers the updated row, or undefined if unknown. */
+export async function setOperatorLabel(
+  db: Kysely<Schema>,
+  principal: string,
+  label: string,
+): Promise<PrincipalRow | undefined> {
+  return db
+    .updateTable('principals')
+    .set({ operator_label: label })
     .where('principal', '=', principal)
     .returningAll()
     .executeTakeFirst()
@@ -257,11 +275,13 @@ export async function readAdmission(
 export async function labelsOf(
   db: Kysely<Schema>,
   principals: string[],
-): Promise<{ principal: string; label?: string | null | undefined }[]> {
+): Promise<
+  { principal: string; label?: string | null | undefined; operator_label?: string | null }[]
+> {
   return db
     .selectFrom('principals')
-    .select(['principal', 'label'])
+    .select(['principal', 'label', 'operator_label'])
     .where('principal', 'in', principals)
-    .where('label', 'is not', null)
+    .where((eb) => eb.or([eb('label', 'is not', null), eb('operator_label', 'is not', null)]))
     .execute()
 }

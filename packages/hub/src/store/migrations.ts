@@ -590,6 +590,13 @@ const migrations: Record<string, Migration> = {
       }
     },
   },
+  '018_operator_labels': {
+    async up(db: Kysely<unknown>) {
+      // The operator's label beside the agent's own (015's column), so neither overwrites the
+      // other; the operator's is the one shown when set. A label 015 kept stays the agent's.
+      await db.schema.alterTable('principals').addColumn('operator_label', 'text').execute()
+    },
+  },
 }
 
 const provider: MigrationProvider = { getMigrations: async () => migrations }

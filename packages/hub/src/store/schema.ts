@@ -58,8 +58,10 @@ export interface PrincipalRow {
   state: string
   enrolled_at: number
   decided_at: number | null
-  /** The display label (migration 015); null when none. */
+  /** The display label the agent gave itself (migration 015); null when none. */
   label?: string | null
+  /** The display label an operator set (migration 018), shown instead of the agent's; null when none. */
+  operator_label?: string | null
   /** The W3C traceparent of the request that decided the principal's admission state (or enrolled it) (migration 017); null when none was carried. */
   trace?: string | null
   /** The W3C tracestate that came with `trace` (migration 017). */
