@@ -601,6 +601,9 @@ const migrations: Record<string, Migration> = {
 
 const provider: MigrationProvider = { getMigrations: async () => migrations }
 
+/** Every migration's name, in the order they apply: what a database written today holds. */
+export const MIGRATION_NAMES: readonly string[] = Object.keys(migrations).sort()
+
 /** Applies every migration not yet applied; safe to run from many instances at once. */
 export async function migrate(db: Kysely<unknown>): Promise<string[]> {
   // Each migration stands alone (it never edits what another made), so one that a database
