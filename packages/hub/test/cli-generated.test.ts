@@ -439,6 +439,8 @@ for (const store of testStores) {
       const byFlag = await handoff('--traceparent', flag)
       assert.equal(byFlag.code, 0, byFlag.stderr)
       assert.deepEqual(await read(byFlag), { traceparent: flag, tracestate: undefined })
+      const me = JSON.parse((await baton(['me', 'show', '--identity', identity, '--json'])).stdout)
+        .principal as string
       process.env.TRACEPARENT = env
       process.env.TRACESTATE = 'rojo=1'
       try {
@@ -459,8 +461,7 @@ for (const store of testStores) {
           '--identity',
           identity,
           '--recipient',
-          JSON.parse((await baton(['me', 'show', '--identity', identity, '--json'])).stdout)
-            .principal,
+          me,
           '--body',
           '{"n":1}',
           '--idempotency-key',
@@ -468,6 +469,21 @@ for (const store of testStores) {
           '--json',
         ])
         assert.equal(sent.code, 0, sent.stderr)
+        // The seed's signing client too.
+        const file = path.join(dir, 'message.json')
+        writeFileSync(
+          file,
+          JSON.stringify({ recipient: me, body: { n: 2 }, idempotencyKey: 'cli-trace-2' }),
+        )
+        const raw = await baton([
+          'request',
+          `${hub.url}/.well-known/agent-net`,
+          identity,
+          'POST',
+          '/v1/messages',
+          file,
+        ])
+        assert.equal(raw.code, 0, raw.stderr)
       } finally {
         delete process.env.TRACEPARENT
         delete process.env.TRACESTATE
@@ -481,10 +497,16 @@ for (const store of testStores) {
         identity,
         '--json',
       ])
-      const message = (
-        JSON.parse(inbox.stdout) as { messages: { traceparent?: string }[] }
-      ).messages.at(-1)
-      assert.equal(message?.traceparent, env)
+      const messages = (
+        JSON.parse(inbox.stdout) as { messages: { traceparent?: string; tracestate?: string }[] }
+      ).messages.slice(-2)
+      assert.deepEqual(
+        messages.map((m) => [m.traceparent, m.tracestate]),
+        [
+          [env, 'rojo=1'],
+          [env, 'rojo=1'],
+        ],
+      )
     })
 
     test('capabilities delete and grant revoke are one command: the same answer from the hub', async () => {
