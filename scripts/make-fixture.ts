@@ -1,8 +1,9 @@
 // Writes, with this release, the upgrade fixtures of packages/hub/test/fixtures/releases/<version>/:
 // a SQLite database (with the KEK file its keys are sealed under) and a PostgreSQL dump, each
 // holding one record of every feature, with the ids of those records. Tests open every release's
-// fixture with today's migrations and read each record back. Run it once per release:
-//   node --import tsx scripts/make-fixture.ts
+// fixture with today's migrations and read each record back, and check that this release's
+// fixture holds exactly today's migrations. Run it once per release, and again whenever a
+// migration is added before the release: npm run fixture
 import { execFileSync } from 'node:child_process'
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'

@@ -121,9 +121,11 @@ export function createMetrics() {
       registers: [registry],
       async collect() {
         if (!transferStates) return
-        const counts = await transferStates()
+        // A database that does not answer leaves the series out, so the scrape still answers
+        // and baton_up says why.
+        const counts = await transferStates().catch(() => undefined)
         this.reset()
-        for (const [state, n] of Object.entries(counts)) this.set({ state }, n)
+        if (counts) for (const [state, n] of Object.entries(counts)) this.set({ state }, n)
       },
     }),
     /**
@@ -207,6 +209,21 @@ function createEventMetrics(registry: Registry) {
     'Session transfer state changes, by the state entered',
     ['state'],
   )
+  const resources = counter(
+    'baton_resource_versions_total',
+    'Resource versions written, by change (created: version 1, updated: a later one)',
+    ['change'],
+  )
+  const grants = counter(
+    'baton_grant_changes_total',
+    'Grants issued, and grants revoked (a revocation counts every grant passed on from it)',
+    ['change'],
+  )
+  const home = counter(
+    'baton_home_file_changes_total',
+    'Home file revisions written, and home files deleted, by change',
+    ['change'],
+  )
   const state = (event: BatonEvent) => String(event.data.state ?? 'unknown')
   return {
     record(event: BatonEvent): void {
@@ -214,6 +231,13 @@ function createEventMetrics(registry: Registry) {
       if (type === 'message.created') messagesSent.inc()
       else if (type === 'message.acked') messagesAcked.inc()
       else if (type === 'handoff.created') handoffsCreated.inc()
+      else if (type === 'resource.created') resources.inc({ change: 'created' })
+      else if (type === 'resource.updated') resources.inc({ change: 'updated' })
+      else if (type === 'grant.created') grants.inc({ change: 'issued' })
+      else if (type === 'grant.revoked') {
+        grants.inc({ change: 'revoked' }, Number(event.data.revoked ?? 1))
+      } else if (type === 'home.written') home.inc({ change: 'written' })
+      else if (type === 'home.deleted') home.inc({ change: 'deleted' })
       else if (type === 'principal.enrolled' || type === 'principal.decided') {
         admissions.inc({ state: state(event) })
       } else if (type === 'a2a.task.changed') a2aTasks.inc({ state: state(event) })

@@ -69,6 +69,26 @@ async function inbox(hub: RunningHub, principal: string): Promise<Set<string>> {
   }
 }
 
+test('on a PostgreSQL hub (DATABASE_URL set) backup and restore refuse and name pg_dump and pg_restore', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'baton-backup-pg-'))
+  try {
+    // A SQLite file left in the data directory is not the hub's database: it is never copied.
+    writeFileSync(path.join(dir, 'baton.sqlite'), 'stale')
+    const pg = { DATABASE_URL: 'postgres://baton@127.0.0.1:1/baton' }
+    const out = path.join(dir, 'copy.sqlite')
+    const backup = await baton(['backup', '--out', out, '--data-dir', dir], pg)
+    assert.equal(backup.code, 1)
+    assert.match(backup.stderr, /DATABASE_URL.*PostgreSQL.*pg_dump.*docs\/operations\.md/s)
+    assert.equal(existsSync(out), false)
+    const restore = await baton(['restore', '--from', out, '--data-dir', dir], pg)
+    assert.equal(restore.code, 1)
+    assert.match(restore.stderr, /pg_restore/)
+    assert.equal(readFileSync(path.join(dir, 'baton.sqlite'), 'utf8'), 'stale')
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
 describe('baton backup and restore (sqlite)', { skip }, () => {
   let hub: TestHub
   let sender: SignedClient

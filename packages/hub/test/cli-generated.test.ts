@@ -425,6 +425,93 @@ for (const store of testStores) {
       }
     })
 
+    test('a command continues the trace it is given: --traceparent, else TRACEPARENT with TRACESTATE', async () => {
+      const T = '4bf92f3577b34da6a3ce929d0e0e4736'
+      const flag = `00-${T}-00f067aa0ba90001-01`
+      const env = `00-${T}-00f067aa0ba90002-01`
+      const handoff = (...more: string[]) =>
+        baton(['handoff', 'create', '--hub', hub.url, '--payload', '{"n":1}', '--json', ...more])
+      const read = async (created: Run) => {
+        const h = JSON.parse(created.stdout) as Record<string, string>
+        const res = await fetch(`${hub.url}/services/v1/handoff/${h.handoff_id}`, {
+          headers: { authorization: `Bearer ${h.owner_token}` },
+        })
+        const view = (await res.json()) as { traceparent?: string; tracestate?: string }
+        return { traceparent: view.traceparent, tracestate: view.tracestate }
+      }
+      const byFlag = await handoff('--traceparent', flag)
+      assert.equal(byFlag.code, 0, byFlag.stderr)
+      assert.deepEqual(await read(byFlag), { traceparent: flag, tracestate: undefined })
+      const me = JSON.parse((await baton(['me', 'show', '--identity', identity, '--json'])).stdout)
+        .principal as string
+      process.env.TRACEPARENT = env
+      process.env.TRACESTATE = 'rojo=1'
+      try {
+        const byEnv = await handoff()
+        assert.equal(byEnv.code, 0, byEnv.stderr)
+        assert.deepEqual(await read(byEnv), { traceparent: env, tracestate: 'rojo=1' })
+        // The flag wins over the environment; a flag that is not a traceparent is a usage error.
+        assert.equal((await read(await handoff('--traceparent', flag))).traceparent, flag)
+        const bad = await handoff('--traceparent', 'not-a-trace')
+        assert.equal(bad.code, 64)
+        assert.match(bad.stderr, /traceparent/)
+        // A signed command sends it too, through the identity's signed requests.
+        const sent = await baton([
+          'message',
+          'send',
+          '--hub',
+          hub.url,
+          '--identity',
+          identity,
+          '--recipient',
+          me,
+          '--body',
+          '{"n":1}',
+          '--idempotency-key',
+          'cli-trace-1',
+          '--json',
+        ])
+        assert.equal(sent.code, 0, sent.stderr)
+        // The seed's signing client too.
+        const file = path.join(dir, 'message.json')
+        writeFileSync(
+          file,
+          JSON.stringify({ recipient: me, body: { n: 2 }, idempotencyKey: 'cli-trace-2' }),
+        )
+        const raw = await baton([
+          'request',
+          `${hub.url}/.well-known/agent-net`,
+          identity,
+          'POST',
+          '/v1/messages',
+          file,
+        ])
+        assert.equal(raw.code, 0, raw.stderr)
+      } finally {
+        delete process.env.TRACEPARENT
+        delete process.env.TRACESTATE
+      }
+      const inbox = await baton([
+        'message',
+        'list',
+        '--hub',
+        hub.url,
+        '--identity',
+        identity,
+        '--json',
+      ])
+      const messages = (
+        JSON.parse(inbox.stdout) as { messages: { traceparent?: string; tracestate?: string }[] }
+      ).messages.slice(-2)
+      assert.deepEqual(
+        messages.map((m) => [m.traceparent, m.tracestate]),
+        [
+          [env, 'rojo=1'],
+          [env, 'rojo=1'],
+        ],
+      )
+    })
+
     test('capabilities delete and grant revoke are one command: the same answer from the hub', async () => {
       const signed = ['gr_nope', '--hub', hub.url, '--identity', identity, '--json']
       const now = await baton(['grant', 'revoke', ...signed])

@@ -28,6 +28,7 @@ const LIVE = {
   BATON_COMPUTE_RUNTIME_TTL_SECONDS: '2',
   BATON_COMPUTE_LEASE_SECONDS: '2',
 }
+const TRACEPARENT = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'
 const PROGRAM = { map: [{ var: 'xs' }, { '*': [{ var: '' }, 10] }] }
 let n = 0
 const key = () => `e2e-key-${process.pid}-${++n}`
@@ -275,15 +276,23 @@ for (const store of testStores) {
       await untilReady(proxy.url, true)
 
       const heldResult = proxy.arm()
-      const sub = await ask(owner, 'POST', '/v1/compute/jobs', {
-        language: 'json-expr-v1',
-        program: PROGRAM,
-        input: { xs: [4, 5] },
-        idempotencyKey: key(),
-      })
-      assert.equal(sub.status, 201)
-      const jobId = sub.body.jobId as string
+      const submitted = await owner.request<Body>(
+        'POST',
+        '/v1/compute/jobs',
+        {
+          language: 'json-expr-v1',
+          program: PROGRAM,
+          input: { xs: [4, 5] },
+          idempotencyKey: key(),
+        },
+        { traceparent: TRACEPARENT, tracestate: 'rojo=1' },
+      )
+      assert.equal(submitted.status, 201)
+      const jobId = submitted.body.jobId as string
       await heldResult
+      // The runtime sends its result in the trace of the submit that its claim handed on.
+      assert.equal(proxy.held[0]?.headers.traceparent, TRACEPARENT)
+      assert.equal(proxy.held[0]?.headers.tracestate, 'rojo=1')
       await stopAll([first])
       const running = await ask(owner, 'GET', `/v1/compute/jobs/${jobId}`)
       assert.equal(running.body.state, 'running')

@@ -1,11 +1,22 @@
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
 import { mkdirSync } from 'node:fs'
 import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { HopClient, type SignedClient } from '@baton/client'
+import { DEFAULT_MACHINE } from '@baton/protocol'
 import type { Browser, Page } from 'playwright-core'
 import { launchBrowser, signIn } from './browser.js'
-import { call, repoRoot, signedAgent, startTestHub, type TestHub, testStores } from './support.js'
+import {
+  batonBin,
+  call,
+  exited,
+  repoRoot,
+  signedAgent,
+  startTestHub,
+  type TestHub,
+  testStores,
+} from './support.js'
 
 // What an operator needs to tell agents and work apart: labels beside every did:key, an A2A
 // page, counts for A2A, compute and hops, and pages that hold their shape at 1280 and 390 px.
@@ -63,6 +74,7 @@ for (const store of testStores) {
     let hopDigest = ''
     let taskId = ''
     let transferId = ''
+    let resourceId = ''
     const errors: string[] = []
     const shots = store.name === 'sqlite'
 
@@ -141,6 +153,25 @@ for (const store of testStores) {
 
       // A handoff to list.
       await call(hub, 'POST', '/services/v1/handoff', { body: { payload: { step: 1 } } })
+
+      // A message from the planner to the coder, and the planner's resource granted to the coder.
+      await planner.request('POST', '/v1/messages', {
+        recipient: coder.principal,
+        body: { step: 1 },
+        idempotencyKey: 'ops-message-1',
+      })
+      const resource = await planner.request<Body>('POST', '/v1/resources', {
+        namespace: 'ops',
+        kind: 'note/v1',
+        data: { text: 'plan' },
+      })
+      resourceId = resource.body.id as string
+      await planner.request('POST', '/v1/capabilities', {
+        resourceId,
+        subject: coder.principal,
+        actions: ['resource:read'],
+        expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
+      })
 
       browser = await launchBrowser()
       const context = await browser.newContext({ viewport: SIZES.desktop })
@@ -230,6 +261,125 @@ for (const store of testStores) {
         els.map((e) => e.textContent),
       )
       assert.deepEqual(parties, ['planner', 'coder'])
+      assert.deepEqual(errors, [])
+    })
+
+    /** The labels drawn where a person sees them (not in a column hidden at this size), each with the did:key beside it. */
+    const visibleLabels = () =>
+      page.evaluate(() => {
+        const doc = (globalThis as unknown as Win).document
+        const shown = (el: El) => el.getBoundingClientRect().width > 0
+        return [...(doc.querySelectorAll('#view .who-label') as unknown as El[])]
+          .filter(shown)
+          .map((label) => {
+            const id = (label as unknown as { nextElementSibling: El | null }).nextElementSibling
+            return [label.textContent ?? '', id?.title ?? ''] as const
+          })
+      })
+
+    test('labels sit beside the did:key on the messages, grants, resources, transfers and compute pages', async () => {
+      const p = planner.principal
+      const c = coder.principal
+      // Each page, and the labels a person sees on it at each size: a column hidden on a phone
+      // (an owner in a listing) hides its label with it, never the did:key alone.
+      const pages: [string, string, string, Record<'desktop' | 'phone', [string, string][]>][] = [
+        [
+          'messages',
+          '#/messages',
+          `[data-label="coder"]`,
+          { desktop: [['coder', c]], phone: [['coder', c]] },
+        ],
+        [
+          'messages-of',
+          `#/messages/${encodeURIComponent(c)}`,
+          '[data-message]',
+          {
+            desktop: [
+              ['coder', c],
+              ['planner', p],
+            ],
+            phone: [
+              ['coder', c],
+              ['planner', p],
+            ],
+          },
+        ],
+        [
+          'resources-grants',
+          '#/resources',
+          `[data-label="coder"]`,
+          {
+            desktop: [
+              ['planner', p],
+              ['coder', c],
+            ],
+            phone: [['coder', c]],
+          },
+        ],
+        [
+          'resource',
+          `#/resources/${resourceId}`,
+          '.version',
+          {
+            desktop: [
+              ['planner', p],
+              ['coder', c],
+            ],
+            phone: [
+              ['planner', p],
+              ['coder', c],
+            ],
+          },
+        ],
+        [
+          'transfers',
+          '#/transfers',
+          `[data-label="planner"]`,
+          { desktop: [['planner', p]], phone: [] },
+        ],
+        [
+          'transfer',
+          `#/transfers/${transferId}`,
+          '#spent',
+          {
+            desktop: [
+              ['planner', p],
+              ['coder', c],
+            ],
+            phone: [
+              ['planner', p],
+              ['coder', c],
+            ],
+          },
+        ],
+        [
+          'compute',
+          '#/compute',
+          '[data-job]',
+          {
+            desktop: [
+              ['coder', c],
+              ['planner', p],
+            ],
+            phone: [],
+          },
+        ],
+      ]
+      for (const [name, hash, ready, want] of pages) {
+        await go(hash, ready)
+        await atBothSizes(`labels-${name}`, async (size) => {
+          const seen = await visibleLabels()
+          for (const pair of want[size as 'desktop' | 'phone']) {
+            assert.ok(
+              seen.some(([label, id]) => label === pair[0] && id === pair[1]),
+              `${name} at ${size}: ${pair[0]} beside ${pair[1]} in ${JSON.stringify(seen)}`,
+            )
+          }
+          // A label is never drawn without its did:key beside it.
+          for (const [label, id] of seen) assert.match(id, /^did:key:z/, `${name}: ${label}`)
+          assert.equal(await pageScrollsSideways(), false, `${name} at ${size}`)
+        })
+      }
       assert.deepEqual(errors, [])
     })
 
@@ -344,22 +494,48 @@ for (const store of testStores) {
         })
         assert.ok(f.needs <= f.room, `${size}: the placeholder needs ${f.needs}px of ${f.room}px`)
       })
-      const steps = await page.$$eval('#content tbody tr:first-child .mini-machine .step', (els) =>
-        els.map((e) => [e.textContent, e.classList.contains('current')]),
-      )
-      assert.deepEqual(steps.slice(0, 2), [
-        ['offered', true],
-        ['accepted', false],
-      ])
-      const rows = await page.$$eval('.mini-machine', (ols) =>
-        ols.map((ol) => {
-          const tops = new Set(
-            [...ol.children].map((li) => Math.round(li.getBoundingClientRect().top)),
-          )
-          return { lines: tops.size, overflow: ol.scrollWidth > ol.clientWidth + 1 }
-        }),
-      )
-      for (const r of rows) assert.equal(r.overflow, false, 'the steps stay in their cell')
+      await atBothSizes('handoffs-machine', async (size) => {
+        const steps = await page.$$eval(
+          '#content tbody tr:first-child .mini-machine .step',
+          (els) => els.map((e) => [e.textContent, e.classList.contains('current')]),
+        )
+        assert.deepEqual(
+          steps.slice(0, 2),
+          [
+            ['offered', true],
+            ['accepted', false],
+          ],
+          size,
+        )
+        const rows = await page.$$eval('.mini-machine', (ols) =>
+          ols.map((ol) => {
+            const steps = [...ol.children]
+            const tops = new Set(steps.map((li) => Math.round(li.getBoundingClientRect().top)))
+            return {
+              steps: steps.length,
+              lines: tops.size,
+              cut: steps.filter((li) => li.scrollWidth > li.clientWidth + 1).length,
+              overflow: ol.scrollWidth > ol.clientWidth + 1,
+            }
+          }),
+        )
+        assert.ok(rows.length > 0, size)
+        for (const r of rows) {
+          // Steps, not a line of text: one chip per state, each whole; wide, the default
+          // machine's chips fit on one line, and narrow they wrap onto lines of their own.
+          assert.equal(r.steps, DEFAULT_MACHINE.states.length, size)
+          assert.equal(r.cut, 0, `${size}: a step is cut`)
+          assert.equal(r.overflow, false, `${size}: the steps stay in their cell`)
+          if (size === 'desktop') assert.equal(r.lines, 1, `${size}: ${r.lines} lines`)
+          else assert.ok(r.lines > 1 && r.lines <= r.steps, `${size}: ${r.lines} lines`)
+        }
+        // The list holds its shape: no column pushed out of the table's own width.
+        const table = await page.$eval('#content .table-wrap', (el) => {
+          const wrap = el as unknown as El
+          return { scroll: wrap.scrollWidth, width: wrap.clientWidth }
+        })
+        assert.ok(table.scroll <= table.width + 1, `${size}: ${JSON.stringify(table)}`)
+      })
     })
 
     test('amounts carry their unit', async () => {
@@ -373,24 +549,35 @@ for (const store of testStores) {
       })
     })
 
-    test("compute's succeeded badge is green like other successes", async () => {
+    test("compute's succeeded badge is green like other successes, at both sizes", async () => {
       await go('#/compute', '.job-state .badge')
-      const [succeeded, approved] = await Promise.all([
-        page.$eval(
+      await atBothSizes('compute-badge', async (size) => {
+        const [succeeded, approved, failed] = await Promise.all([
+          page.$eval(
+            '.job-state .badge.s-succeeded',
+            (el) =>
+              (globalThis as unknown as Win).getComputedStyle(el as unknown as El).color ?? '',
+          ),
+          ...['approved', 'failed'].map((state) =>
+            page.evaluate((s) => {
+              const w = globalThis as unknown as Win & {
+                document: { body: { appendChild(e: unknown): void } }
+              }
+              const probe = w.document.createElement('span') as unknown as { className: string }
+              probe.className = `badge s-${s}`
+              w.document.body.appendChild(probe)
+              return w.getComputedStyle(probe as unknown as El).color
+            }, state),
+          ),
+        ])
+        assert.equal(succeeded, approved, size)
+        assert.notEqual(succeeded, failed, `${size}: the success colour is not the failure's`)
+        const visible = await page.$eval(
           '.job-state .badge.s-succeeded',
-          (el) => (globalThis as unknown as Win).getComputedStyle(el as unknown as El).color ?? '',
-        ),
-        page.evaluate(() => {
-          const w = globalThis as unknown as Win & {
-            document: { body: { appendChild(e: unknown): void } }
-          }
-          const probe = w.document.createElement('span') as unknown as { className: string }
-          probe.className = 'badge s-approved'
-          w.document.body.appendChild(probe)
-          return w.getComputedStyle(probe as unknown as El).color
-        }),
-      ])
-      assert.equal(succeeded, approved)
+          (el) => (el as unknown as El).getBoundingClientRect().width > 0,
+        )
+        assert.equal(visible, true, `${size}: the badge is drawn`)
+      })
     })
 
     test('under open admission the admission page says so', async () => {
@@ -401,21 +588,72 @@ for (const store of testStores) {
         assert.equal(await pageScrollsSideways(), false, size)
       })
     })
-
-    test('a used or wrong one-time link lands on a sign-in page that says why', async () => {
-      const fresh = await browser.newPage()
-      try {
-        await fresh.goto(`${hub.url}/dashboard/?link=used`)
-        assert.equal(
-          await fresh.textContent('#signin-error'),
-          'This sign-in link was already used; sign in with the operator token.',
-        )
-        assert.equal(await fresh.isVisible('#signin-error'), true)
-        await fresh.goto(`${hub.url}/dashboard/?link=<b>x</b>`)
-        assert.equal(await fresh.isVisible('#signin-error'), false)
-      } finally {
-        await fresh.close()
-      }
-    })
   })
 }
+
+// `baton dev`'s one-time sign-in link, as a person meets it: the first browser is signed in, a
+// second use of the same link lands on the sign-in page saying it was used, and a forged one
+// says it is not valid, at both sizes.
+describe('the one-time sign-in link of baton dev', () => {
+  let child: ReturnType<typeof spawn>
+  let browser: Browser
+  let link = ''
+  before(async () => {
+    child = spawn(process.execPath, [batonBin, 'dev', '--port', '0'], {
+      cwd: repoRoot,
+      env: { ...process.env, BATON_HOST: '127.0.0.1', DATABASE_URL: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    link = await new Promise<string>((resolve, reject) => {
+      let out = ''
+      child.stdout!.on('data', (chunk) => {
+        out += chunk
+        const m = /^\s+dashboard\s+(\S+)/m.exec(out)
+        if (m && /^\s+data\s/m.test(out)) resolve(m[1]!)
+      })
+      child.once('exit', (code) => reject(new Error(`baton dev exited ${code}: ${out}`)))
+    })
+    browser = await launchBrowser()
+  })
+  after(async () => {
+    await browser?.close()
+    child.kill('SIGTERM')
+    await exited(child)
+  })
+
+  test('used once it signs in; used again, or forged, the sign-in page says why', async () => {
+    const first = await browser.newPage({ viewport: SIZES.desktop })
+    await first.goto(link)
+    await first.waitForSelector('[data-nav][aria-current="page"]')
+    await first.close()
+    for (const [size, viewport] of Object.entries(SIZES)) {
+      const again = await browser.newPage({ viewport })
+      try {
+        await again.goto(link)
+        await again.waitForSelector('#signin-error')
+        assert.equal(new URL(again.url()).search, '?link=used', size)
+        assert.equal(
+          await again.textContent('#signin-error'),
+          'This sign-in link was already used; sign in with the operator token.',
+          size,
+        )
+        assert.equal(await again.isVisible('#signin-error'), true, size)
+        assert.equal(await again.isVisible('#token'), true, `${size}: the token form is there`)
+        const forged = link.replace(/[A-Za-z0-9_-]{32}$/, 'A'.repeat(32))
+        await again.goto(forged)
+        await again.waitForSelector('#signin-error')
+        assert.equal(
+          await again.textContent('#signin-error'),
+          'This sign-in link is not valid; sign in with the operator token.',
+          size,
+        )
+        // Anything else in ?link= says nothing, and is never drawn as markup.
+        await again.goto(`${new URL(link).origin}/dashboard/?link=<b>x</b>`)
+        await again.waitForSelector('#token')
+        assert.equal(await again.isVisible('#signin-error'), false, size)
+      } finally {
+        await again.close()
+      }
+    }
+  })
+})

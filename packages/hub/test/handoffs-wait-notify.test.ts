@@ -201,6 +201,36 @@ for (const store of testStores) {
       }
     })
 
+    test('a notify signal carries the trace context of the move it tells of', async () => {
+      const hook = await receiver()
+      try {
+        const h = await create(hub, { notify_url: hook.url })
+        const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'
+        const tracestate = 'rojo=00f067aa0ba902b7'
+        const first = hook.next()
+        await call(hub, 'POST', `${H}/${h.handoff_id}/accepted`, {
+          token: h.receiver_token,
+          body: { from: 'offered' },
+          headers: { traceparent, tracestate },
+        })
+        await first
+        const second = hook.next()
+        const untraced = await call(hub, 'POST', `${H}/${h.handoff_id}/done`, {
+          token: h.receiver_token,
+          body: { from: 'accepted' },
+        })
+        await second
+        const [a, b] = hook.got
+        assert.equal(a!.headers.traceparent, traceparent)
+        assert.equal(a!.headers.tracestate, tracestate)
+        // A move sent without trace context was put in a trace of the hub's own, its answer's.
+        assert.equal(b!.headers.traceparent, untraced.headers.get('traceresponse'))
+        assert.equal(b!.headers.tracestate, undefined)
+      } finally {
+        await hook.close()
+      }
+    })
+
     test('a failing receiver never blocks or undoes the move', async () => {
       const hook = await receiver(500)
       try {

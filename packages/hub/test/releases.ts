@@ -2,10 +2,17 @@
 // fixtures are made with it, by scripts/make-fixture.ts) and read back through the services of
 // whichever hub opens that data later.
 import assert from 'node:assert/strict'
-import { hopSigner } from '@baton/client'
+import { HopClient, hopSigner } from '@baton/client'
 import { signOffer } from '@baton/context'
 import type { RunningHub } from '../src/hub.js'
 import { signedAgent } from './support.js'
+
+/** The trace context the records are written in (migrations 014, 016, 017 keep it). */
+export const FIXTURE_TRACE = {
+  traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+  tracestate: 'baton=fixture',
+}
+const traced = { traceparent: FIXTURE_TRACE.traceparent, tracestate: FIXTURE_TRACE.tracestate }
 
 /** The ids of the records `seedRecords` made, kept beside a fixture as `records.json`. */
 export interface Records {
@@ -23,6 +30,10 @@ export interface Records {
   computeJob: string
   hop: string
   a2aTask: string
+  /** The labels of the two agents (migrations 015 and 018); absent in fixtures made before. */
+  labels?: { ownerAgent: string; otherOperator: string }
+  /** The trace context the writes carried; absent in fixtures made before it was kept. */
+  trace?: typeof FIXTURE_TRACE
 }
 
 /** Makes one record of each feature on a hub with open admission and compute enabled. */
@@ -30,36 +41,55 @@ export async function seedRecords(hub: RunningHub, version: string): Promise<Rec
   const madeAt = hub.ctx.clock.now()
   const owner = await signedAgent(hub)
   const other = await signedAgent(hub)
+  // Labels (015, 018): the owner names itself, the operator names the other agent.
+  await owner.call('PUT', '/v1/me/label', { label: 'fixture owner' })
+  await hub.ctx.identity.setOperatorLabel(other.principal, 'fixture other')
+  // Every write below carries the same trace context, kept with it (014, 016, 017).
+  const send = <T>(method: string, path: string, body: object) =>
+    owner.request<T>(method, path, body, traced).then((r) => {
+      assert.ok(r.status < 300, `${method} ${path}: ${JSON.stringify(r.body)}`)
+      return r.body
+    })
   const created = await fetch(`${hub.url}/services/v1/handoff`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...traced },
     body: JSON.stringify({ payload: { task: 'fixture' } }),
   })
   assert.equal(created.status, 201)
   const handoff = (await created.json()) as { handoff_id: string; owner_token: string }
-  const resource = await owner.call<{ id: string }>('POST', '/v1/resources', {
+  const moved = await fetch(`${hub.url}/services/v1/handoff/${handoff.handoff_id}/accepted`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      authorization: `Bearer ${handoff.owner_token}`,
+      ...traced,
+    },
+    body: JSON.stringify({ from: 'offered' }),
+  })
+  assert.equal(moved.status, 200)
+  const resource = await send<{ id: string }>('POST', '/v1/resources', {
     namespace: 'fixture',
     kind: 'note/v1',
     data: { text: 'kept across releases' },
   })
-  const grant = await owner.call<{ id: string }>('POST', '/v1/capabilities', {
+  const grant = await send<{ id: string }>('POST', '/v1/capabilities', {
     resourceId: resource.id,
     subject: other.principal,
     actions: ['resource:read'],
     delegable: false,
     expiresAt: new Date(madeAt + 3 * 3600_000).toISOString(),
   })
-  const message = await owner.call<{ id: string }>('POST', '/v1/messages', {
+  const message = await send<{ id: string }>('POST', '/v1/messages', {
     recipient: other.principal,
     body: { note: 'fixture' },
     idempotencyKey: 'fixture-message',
   })
-  await owner.call('PUT', '/v1/home/file', {
+  await send('PUT', '/v1/home/file', {
     path: 'fixture/state.json',
     expectedRevision: 0,
     content: '{"stage":"fixture"}',
   })
-  const transfer = await owner.call<{ transferId: string }>('POST', '/v1/transfers', {
+  const transfer = await send<{ transferId: string }>('POST', '/v1/transfers', {
     snapshot: {
       systemPrompt: 'You are a careful agent.',
       messages: [{ role: 'user', content: 'fixture' }],
@@ -67,12 +97,16 @@ export async function seedRecords(hub: RunningHub, version: string): Promise<Rec
       mcpConfig: { servers: [] },
     },
   })
-  const job = await hub.ctx.compute.submit(owner.principal, {
-    language: 'json-expr-v1',
-    program: { '+': [{ var: 'a' }, { var: 'b' }] },
-    input: { a: 2, b: 3 },
-    idempotencyKey: 'fixture-job',
-  } as Parameters<typeof hub.ctx.compute.submit>[1])
+  const job = await hub.ctx.compute.submit(
+    owner.principal,
+    {
+      language: 'json-expr-v1',
+      program: { '+': [{ var: 'a' }, { var: 'b' }] },
+      input: { a: 2, b: 3 },
+      idempotencyKey: 'fixture-job',
+    } as Parameters<typeof hub.ctx.compute.submit>[1],
+    { trace: traced },
+  )
   const offer = signOffer({
     signer: await hopSigner(owner.identity),
     aud: other.principal,
@@ -80,12 +114,25 @@ export async function seedRecords(hub: RunningHub, version: string): Promise<Rec
     ttlS: 300,
     now: () => hub.ctx.clock.now(),
   })
-  await owner.call('POST', '/v1/hops', { to: other.principal, handoff: { offer: offer.element } })
-  const task = await hub.ctx.a2a.send(owner.principal, {
-    tenant: other.principal,
-    message: { messageId: 'fixture-task', role: 'ROLE_USER', parts: [{ text: 'fixture' }] },
-    configuration: { returnImmediately: true },
+  await send('POST', '/v1/hops', { to: other.principal, handoff: { offer: offer.element } })
+  // The delegate's outcome (013) arrives after the delegator's cancel: the hop stays canceled,
+  // the outcome beside it.
+  const hops = new HopClient(owner)
+  await hops.answer(offer.element as string, 'canceled', { now: () => hub.ctx.clock.now() })
+  await new HopClient(other).answer(offer.element as string, 'completed', {
+    now: () => hub.ctx.clock.now(),
   })
+  const task = await hub.ctx.a2a.send(
+    owner.principal,
+    {
+      tenant: other.principal,
+      message: { messageId: 'fixture-task', role: 'ROLE_USER', parts: [{ text: 'fixture' }] },
+      configuration: { returnImmediately: true },
+    },
+    undefined,
+    undefined,
+    { trace: traced },
+  )
   return {
     version,
     madeAt,
@@ -100,6 +147,8 @@ export async function seedRecords(hub: RunningHub, version: string): Promise<Rec
     computeJob: job.jobId,
     hop: offer.digest,
     a2aTask: task.task.id,
+    labels: { ownerAgent: 'fixture owner', otherOperator: 'fixture other' },
+    trace: FIXTURE_TRACE,
   }
 }
 
@@ -133,4 +182,30 @@ export async function readRecords(hub: RunningHub, r: Records): Promise<void> {
   assert.equal(task.id ?? task.task?.id, r.a2aTask)
   // The hub key sealed by the release that wrote the data still opens.
   await ctx.identity.hubPrivateKey()
+  if (r.labels) {
+    const owner = await ctx.identity.get(r.owner)
+    assert.equal(owner.agentLabel, r.labels.ownerAgent)
+    const other = await ctx.identity.get(r.other)
+    assert.equal(other.operatorLabel, r.labels.otherOperator)
+    assert.equal(other.label, r.labels.otherOperator)
+  }
+  if (r.trace) {
+    // Whoever reads a record continues the trace it was written in, its tracestate with it.
+    const hop = await ctx.hops.read(r.owner, r.hop)
+    assert.equal(hop.state, 'canceled')
+    assert.equal(hop.outcome, 'completed')
+    const views: [string, unknown][] = [
+      ['handoff', handoff],
+      ['resource', resource],
+      ['grant', grants.capabilities.find((g) => g.id === r.grant)],
+      ['message', inbox.messages.find((m) => m.id === r.message)],
+      ['home file', home],
+      ['transfer', await ctx.transfers.get(r.owner, r.transfer)],
+      ['hop', hop],
+    ]
+    for (const [what, view] of views) {
+      const { traceparent, tracestate } = view as { traceparent?: string; tracestate?: string }
+      assert.deepEqual({ traceparent, tracestate }, r.trace, what)
+    }
+  }
 }

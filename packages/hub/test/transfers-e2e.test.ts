@@ -3,6 +3,7 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
+import { Writable } from 'node:stream'
 import { after, before, describe, test } from 'node:test'
 import {
   createIdentity,
@@ -12,6 +13,7 @@ import {
   TransferClient,
 } from '@baton/client'
 import type { TransferView } from '@baton/protocol'
+import { createLogger } from '../src/log.js'
 import { batonBin, repoRoot, startTestHub, type TestHub, testStores } from './support.js'
 
 const ADMIN = 'transfer-e2e-operator-token-0123456789abcdef'
@@ -37,14 +39,26 @@ for (const store of testStores) {
     let hub: TestHub
     let dir: string
     const runtimes: ChildProcess[] = []
+    /** The hub's request log lines. */
+    const requests: { msg?: string; route?: string; method?: string; traceId?: string }[] = []
 
     before(async () => {
-      hub = await startTestHub(store, {
-        BATON_ADMISSION: 'open',
-        BATON_ADMIN_TOKEN: ADMIN,
-        BATON_TRANSFER_GRACE_SECONDS: '1',
-        BATON_TRANSFER_REAP_INTERVAL_MS: '200',
+      const sink = new Writable({
+        write(chunk, _enc, done) {
+          for (const l of String(chunk).split('\n')) if (l) requests.push(JSON.parse(l))
+          done()
+        },
       })
+      hub = await startTestHub(
+        store,
+        {
+          BATON_ADMISSION: 'open',
+          BATON_ADMIN_TOKEN: ADMIN,
+          BATON_TRANSFER_GRACE_SECONDS: '1',
+          BATON_TRANSFER_REAP_INTERVAL_MS: '200',
+        },
+        { log: createLogger('info', sink) },
+      )
       dir = mkdtempSync(path.join(tmpdir(), 'baton-transfer-e2e-'))
     })
     after(async () => {
@@ -145,7 +159,9 @@ for (const store of testStores) {
         scope: 'provision',
         ...budget,
       })
-      await owner.provision(id, { ...budget, token: provisionToken })
+      const provisioned = await owner.provision(id, { ...budget, token: provisionToken })
+      const handedOn = provisioned.traceparent?.split('-')[1]
+      assert.ok(handedOn, 'the provisioning hands its trace on')
 
       startRuntime(identityFile, markers, log)
       const pushed = await until(owner, id, (t) => t.state === 'pushed', 30_000)
@@ -205,6 +221,12 @@ for (const store of testStores) {
         log.some((l) => l.includes('"event":"transfer.lease_held"')),
         'the second process found the lease held and did not start the agent',
       )
+      // Whatever the runtime sent about the transfer continued the trace the hub handed it.
+      for (const route of ['/v1/transfers/:id/push', '/v1/transfers/:id/usage']) {
+        const sent = requests.filter((r) => r.msg === 'request' && r.route === route)
+        assert.ok(sent.length > 0, route)
+        assert.deepEqual(new Set(sent.map((r) => r.traceId)), new Set([handedOn]), route)
+      }
     })
   })
 }

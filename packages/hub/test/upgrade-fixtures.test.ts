@@ -4,11 +4,13 @@ import assert from 'node:assert/strict'
 import { copyFileSync, readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { describe, test } from 'node:test'
+import SQLite from 'better-sqlite3'
 import pg from 'pg'
 import pino from 'pino'
 import { ManualClock } from '../src/clock.js'
 import { loadConfig } from '../src/config.js'
 import { startHub } from '../src/hub.js'
+import { MIGRATION_NAMES } from '../src/store/migrations.js'
 import { type Records, readRecords } from './releases.js'
 import { TEST_ADDRESS_LIMITS, testStores } from './support.js'
 
@@ -31,11 +33,42 @@ function hubOn(env: Record<string, string>, r: Records) {
   )
 }
 
+const { version: current } = JSON.parse(
+  readFileSync(path.join(import.meta.dirname, '../package.json'), 'utf8'),
+) as { version: string }
+const REGENERATE =
+  'regenerate it with `npm run fixture` (scripts/make-fixture.ts; docs/operations.md)'
+
 test('this release has its fixture (scripts/make-fixture.ts writes it)', () => {
-  const { version } = JSON.parse(
-    readFileSync(path.join(import.meta.dirname, '../package.json'), 'utf8'),
-  ) as { version: string }
-  assert.ok(versions.includes(version), `no fixture for ${version}`)
+  assert.ok(versions.includes(current), `no fixture for ${current}: ${REGENERATE}`)
+})
+
+test("this release's fixture holds exactly today's migrations, in both stores", () => {
+  const dir = path.join(releases, current)
+  const db = new SQLite(path.join(dir, 'baton.sqlite'), { readonly: true, fileMustExist: true })
+  const inSqlite = (
+    db.prepare('select name from kysely_migration order by name').all() as { name: string }[]
+  ).map((r) => r.name)
+  db.close()
+  const inDump = [
+    ...readFileSync(path.join(dir, 'postgres.sql'), 'utf8').matchAll(
+      /^INSERT INTO public\.kysely_migration VALUES \('([^']+)'/gm,
+    ),
+  ]
+    .map((m) => m[1]!)
+    .sort()
+  for (const [store, held] of [
+    ['SQLite', inSqlite],
+    ['PostgreSQL', inDump],
+  ] as const) {
+    const missing = MIGRATION_NAMES.filter((m) => !held.includes(m))
+    const unknown = held.filter((m) => !MIGRATION_NAMES.includes(m))
+    assert.deepEqual(
+      { missing, unknown },
+      { missing: [], unknown: [] },
+      `the ${current} ${store} fixture was written by other migrations than today's: ${REGENERATE}`,
+    )
+  }
 })
 
 for (const store of testStores) {

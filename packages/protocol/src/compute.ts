@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { DEFAULT_MAX_WAIT_SECONDS, waitSeconds, wholeNumber } from './codecs.js'
 import { jsonValue } from './json.js'
+import { handedTrace } from './trace.js'
 
 /** The states of a compute job; `succeeded`, `failed` and `canceled` are final. */
 export const COMPUTE_JOB_STATES = ['queued', 'running', 'succeeded', 'failed', 'canceled'] as const
@@ -133,12 +134,7 @@ export const ClaimedComputeJobView = z.object({
   leaseEndsAt: z.string(),
   /** The most steps this run may take: the hub's bound, or less of the owner's daily quota. */
   maxSteps: z.number().int(),
-  traceparent: z
-    .string()
-    .optional()
-    .describe(
-      'The W3C traceparent of the request that submitted the job, when it carried one: continue that trace',
-    ),
+  ...handedTrace('the request that submitted the job'),
 })
 /** A claimed compute job. */
 export type ClaimedComputeJobView = z.infer<typeof ClaimedComputeJobView>

@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { DEFAULT_MAX_WAIT_SECONDS } from './codecs.js'
 import { nonNullJson } from './json.js'
+import { handedTrace } from './trace.js'
 
 /** Seed 002 defaults: the machine every handoff uses unless it declares its own. */
 export const DEFAULT_MACHINE = {
@@ -112,12 +113,7 @@ export const HandoffView = z.object({
   created_at: z.iso.datetime(),
   updated_at: z.iso.datetime(),
   expires_at: z.iso.datetime(),
-  traceparent: z
-    .string()
-    .optional()
-    .describe(
-      'The W3C traceparent of the request that made the last move, when it carried one: continue that trace',
-    ),
+  ...handedTrace('the request that created the handoff or, once moved, made its last move'),
 })
 /** A handoff as read. */
 export type HandoffView = z.infer<typeof HandoffView>

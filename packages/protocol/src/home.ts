@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { wholeNumber, withCode } from './codecs.js'
+import { handedTrace } from './trace.js'
 
 /** Home file limits; the file size is overridable by the hub's configuration. */
 export const HOME_LIMITS = {
@@ -76,7 +77,10 @@ export const HomeFileWriteView = z.object({
 export type HomeFileWriteView = z.infer<typeof HomeFileWriteView>
 
 /** The answer of `GET /v1/home/file`. */
-export const HomeFileView = HomeFileWriteView.extend({ content: z.string() })
+export const HomeFileView = HomeFileWriteView.extend({
+  content: z.string(),
+  ...handedTrace('the request that wrote this revision'),
+})
 /** A file with its content. */
 export type HomeFileView = z.infer<typeof HomeFileView>
 

@@ -2,6 +2,7 @@ import { z } from 'zod'
 import { canonicalJson } from './canonical-json.js'
 import { wholeNumber } from './codecs.js'
 import type { GrantView } from './resources.js'
+import { handedTrace } from './trace.js'
 
 /**
  * The `typ` header of a hop receipt: a compact JWS signed with the hub's Ed25519 key, as a
@@ -163,6 +164,7 @@ export const HopView = z.object({
   exp: z.number(),
   createdAt: z.string(),
   updatedAt: z.string(),
+  ...handedTrace('the request that offered the hop'),
 })
 /** A hop view. */
 export type HopView = z.infer<typeof HopView>
@@ -203,12 +205,7 @@ export const HopDeliveryView = z.object({
   chain: z.array(z.string()).optional(),
   receipt: z.string(),
   createdAt: z.string(),
-  traceparent: z
-    .string()
-    .optional()
-    .describe(
-      'The W3C traceparent of the request that caused the delivery, when it carried one: continue that trace',
-    ),
+  ...handedTrace('the request that caused the delivery'),
 })
 /** One hop inbox entry. */
 export type HopDeliveryView = z.infer<typeof HopDeliveryView>

@@ -3,6 +3,7 @@ import { fromBase64url, toBase64url } from './base64.js'
 import { withCode } from './codecs.js'
 import { RuntimeAvailability } from './compute.js'
 import { ContractLimits } from './contract.js'
+import { handedTrace } from './trace.js'
 
 /** The protocol version a hub announces in discovery and a client expects. */
 export const PROTOCOL_VERSION = 'baton/1'
@@ -64,6 +65,38 @@ export const AgentLabel = z
 /** An agent's display label. */
 export type AgentLabel = z.infer<typeof AgentLabel>
 
+/** The labels of a principal: the one shown (the operator's when set), and each one's own. */
+const labels = {
+  label: z
+    .string()
+    .nullable()
+    .describe("The display label shown: the operator's when one is set, else the agent's own"),
+  agentLabel: z.string().nullable().describe('The label the agent gave itself; null when none'),
+  operatorLabel: z.string().nullable().describe('The label an operator set; null when none'),
+}
+
+const DID_KEY = 'did:key:z[1-9A-HJ-NP-Za-km-z]{1,128}'
+
+/**
+ * Up to 100 principals (did:keys), comma-separated, as a query parameter (or a tool argument)
+ * takes them. Answers the list.
+ *
+ * @example PrincipalList.parse('did:key:z6Mk…,did:key:z6Mk…') // ['did:key:z6Mk…', 'did:key:z6Mk…']
+ */
+export const PrincipalList = z
+  .string()
+  .regex(new RegExp(`^${DID_KEY}(?:,${DID_KEY}){0,99}$`), 'comma-separated did:keys, at most 100')
+  .transform((text) => text.split(','))
+
+/** The display labels of principals, by did:key: only those that have one. */
+export const LabelsView = z.object({
+  labels: z
+    .record(z.string(), z.string())
+    .describe("Each principal's label shown (the operator's when set, else its own), by did:key"),
+})
+/** Labels by did:key. */
+export type LabelsView = z.infer<typeof LabelsView>
+
 /** The body that sets a display label, replacing any before it. */
 export const SetLabelInput = z.strictObject({ label: AgentLabel })
 
@@ -111,11 +144,11 @@ export type QuotaUsage = z.infer<typeof QuotaUsage>
 /** The answer of `GET /v1/me`. */
 export const MeView = z.object({
   principal: z.string(),
-  /** The display label, set by the agent or an operator; null when none. */
-  label: z.string().nullable(),
+  ...labels,
   state: AdmissionState,
   enrolledAt: z.iso.datetime(),
   decidedAt: z.iso.datetime().nullable(),
+  ...handedTrace('the request that decided the admission state (or enrolled the key)'),
   quotas: z.object({
     requestsPerDay: QuotaUsage.extend({ resetsAt: z.iso.datetime() }),
     storedBytes: QuotaUsage,
@@ -128,11 +161,11 @@ export type MeView = z.infer<typeof MeView>
 /** A principal as the admin API shows it. */
 export const PrincipalView = z.object({
   principal: z.string(),
-  /** The display label, set by the agent or an operator; null when none. */
-  label: z.string().nullable(),
+  ...labels,
   state: AdmissionState,
   enrolledAt: z.iso.datetime(),
   decidedAt: z.iso.datetime().nullable(),
+  ...handedTrace('the request that decided the admission state (or enrolled the key)'),
 })
 /** A principal as the admin API shows it. */
 export type PrincipalView = z.infer<typeof PrincipalView>

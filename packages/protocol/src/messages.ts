@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { booleanFlag, DEFAULT_MAX_WAIT_SECONDS, waitSeconds, wholeNumber } from './codecs.js'
 import { nonNullJson } from './json.js'
+import { handedTrace } from './trace.js'
 
 /** Message limits; the body size is overridable by the hub's configuration. */
 export const MESSAGE_LIMITS = {
@@ -125,12 +126,7 @@ export const MessageView = z.object({
   body: z.unknown(),
   createdAt: z.iso.datetime(),
   ackedAt: z.iso.datetime().nullable(),
-  traceparent: z
-    .string()
-    .optional()
-    .describe(
-      'The W3C traceparent of the request that sent the message, when it carried one: continue that trace',
-    ),
+  ...handedTrace('the request that sent the message'),
 })
 /** An inbox message. */
 export type MessageView = z.infer<typeof MessageView>

@@ -2,6 +2,7 @@ import { z } from 'zod'
 import { isoInstant, wholeNumber } from './codecs.js'
 import { DID_KEY_PATTERN } from './did-key.js'
 import { jsonValue } from './json.js'
+import { handedTrace } from './trace.js'
 
 /** The resource and grant limits a hub uses by default; its operator may change each. */
 export const RESOURCE_LIMITS = {
@@ -83,6 +84,7 @@ export const ResourceView = z.object({
   createdAt: z.iso.datetime(),
   updatedAt: z.iso.datetime(),
   updatedBy: z.string(),
+  ...handedTrace('the request that wrote this version'),
 })
 /** A resource as answered. */
 export type ResourceView = z.infer<typeof ResourceView>
@@ -98,6 +100,7 @@ export const ResourceVersionView = z.object({
   data: z.unknown(),
   actor: z.string(),
   at: z.iso.datetime(),
+  ...handedTrace('the request that wrote this version'),
 })
 /** A version of a resource. */
 export type ResourceVersionView = z.infer<typeof ResourceVersionView>
@@ -131,6 +134,7 @@ export const GrantView = z.object({
   parentId: z.string().nullable(),
   createdAt: z.iso.datetime(),
   status: z.enum(['active', 'expired', 'revoked']),
+  ...handedTrace('the request that issued the grant or, once revoked, revoked it'),
 })
 /** A grant as answered. */
 export type GrantView = z.infer<typeof GrantView>

@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { DEFAULT_MAX_WAIT_SECONDS, waitSeconds, wholeNumber, withCode } from './codecs.js'
 import { jsonValue } from './json.js'
+import { handedTrace } from './trace.js'
 
 /** Session transfer defaults (seed 004); each is overridable by the hub's configuration. */
 export const TRANSFER_LIMITS = {
@@ -247,12 +248,7 @@ export const TransferView = z.object({
   /** Why a terminated transfer ended: `expired`, `insolvent` or `orchestrator`. */
   endReason: z.string().nullable(),
   events: z.array(TransferEventView),
-  traceparent: z
-    .string()
-    .optional()
-    .describe(
-      'The W3C traceparent of the request that staged or, later, provisioned the transfer, when it carried one: continue that trace',
-    ),
+  ...handedTrace('the request that staged or, later, provisioned the transfer'),
 })
 /** A transfer as read. */
 export type TransferView = z.infer<typeof TransferView>

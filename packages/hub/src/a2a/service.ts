@@ -42,6 +42,7 @@ import type {
   Schema,
 } from '../store/schema.js'
 import { type Carrying, type Tx, transaction, type WriteBatcher } from '../store/transaction.js'
+import { type HandedTrace, traceColumns, traceFields } from '../telemetry/trace-context.js'
 import * as store from './store.js'
 
 /** What the A2A service needs from the rest of the hub. */
@@ -582,7 +583,7 @@ export class A2aService {
     now: number,
     witnessed: unknown,
     push: A2aPushConfig | undefined,
-    trace: string | undefined,
+    trace: HandedTrace | undefined,
   ): Promise<A2aTaskRow> {
     const agent = await this.addressee(tx.db, params.tenant)
     if (params.message.role !== 'ROLE_USER') {
@@ -632,7 +633,7 @@ export class A2aService {
         body,
         at: now,
         artifact_id: null,
-        trace: trace ?? null,
+        ...traceColumns(trace),
       },
     ]
     await store.insertEvents(tx.db, events)
@@ -648,7 +649,7 @@ export class A2aService {
     expected: number | undefined,
     now: number,
     witnessed: unknown,
-    { push, trace }: { push: A2aPushConfig | undefined; trace: string | undefined },
+    { push, trace }: { push: A2aPushConfig | undefined; trace: HandedTrace | undefined },
   ): Promise<A2aTaskRow> {
     const row = await this.visible(tx.db, principal, params.message.taskId!, true)
     if (expected !== undefined && row.generation !== expected) throw mismatch(row.generation)
@@ -754,7 +755,7 @@ export class A2aService {
     author: string,
     changes: Change[],
     now: number,
-    { capped = false, trace }: { capped?: boolean; trace?: string | undefined } = {},
+    { capped = false, trace }: { capped?: boolean; trace?: HandedTrace | undefined } = {},
   ): Promise<A2aTaskRow> {
     let generation = row.generation
     let status = row.status
@@ -779,7 +780,7 @@ export class A2aService {
         body: stored,
         at: now,
         artifact_id: change.kind === 'artifact' ? change.artifact.artifactId : null,
-        trace: trace ?? null,
+        ...traceColumns(trace),
       })
     }
     const used = Number(row.stored_bytes)
@@ -946,6 +947,9 @@ export class A2aService {
             last_outcome: null,
             done_at: null,
             charged_to: to,
+            // The receiver continues the trace of the send that wrote the event.
+            trace: e.trace,
+            trace_state: e.trace_state,
           })
         })
       }
@@ -1057,7 +1061,7 @@ export class A2aService {
     // is a status), so the history read usually holds it already.
     const trace =
       talk[0]?.generation === row.generation
-        ? talk[0].trace
+        ? talk[0]
         : await store.traceAt(db, row.id, row.generation)
     return {
       id: row.id,
@@ -1068,7 +1072,7 @@ export class A2aService {
       generation: row.generation,
       metadata: relayMeta(row, row.generation, {
         ...(witnessed === undefined ? {} : { handoff: witnessed }),
-        ...(trace ? { traceparent: trace } : {}),
+        ...(trace ? traceFields(trace) : {}),
       }),
     }
   }
@@ -1304,7 +1308,7 @@ function toArtifact(r: A2aArtifactRow): A2aArtifact {
 export function toStreamEvent(row: A2aTaskRow, e: A2aEventRow): A2aStreamEvent {
   const body = JSON.parse(e.body)
   const base = { taskId: row.id, contextId: row.context_id }
-  const metadata = relayMeta(row, e.generation, e.trace ? { traceparent: e.trace } : undefined)
+  const metadata = relayMeta(row, e.generation, traceFields(e))
   switch (e.kind) {
     case 'created':
       return {

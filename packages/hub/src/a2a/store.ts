@@ -104,19 +104,18 @@ export async function talkBefore(
     .execute()
 }
 
-/** The trace one event of a task recorded, if it recorded one. */
+/** The trace context one event of a task recorded, if it recorded one. */
 export async function traceAt(
   db: Kysely<Schema>,
   taskId: string,
   generation: number,
-): Promise<string | null> {
-  const row = await db
+): Promise<{ trace: string | null; trace_state: string | null } | undefined> {
+  return db
     .selectFrom('a2a_events')
-    .select('trace')
+    .select(['trace', 'trace_state'])
     .where('task_id', '=', taskId)
     .where('generation', '=', generation)
     .executeTakeFirst()
-  return row?.trace ?? null
 }
 
 /**

@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util'
 import { ComputeClient, SignedClient } from '@baton/client'
 import { type ComputeJobView, DISCOVERY_PATH } from '@baton/protocol'
 import { EXIT, type Io, UsageError } from './io.js'
+import { continuing, traceOfCommand } from './trace.js'
 
 /** The flags `compute run` takes beyond the generated command's: for completion and help. */
 export const COMPUTE_RUN_FLAGS = ['--wait']
@@ -89,7 +90,8 @@ export async function computeRunCommand(argv: string[], io: Io): Promise<number 
   const identity = values.identity ?? process.env.BATON_IDENTITY
   if (!identity) throw new UsageError('--identity FILE is required (or set BATON_IDENTITY)')
   const client = await SignedClient.fromFile(new URL(DISCOVERY_PATH, hub).href, identity)
-  const compute = new ComputeClient(client)
+  // The trace it is started in (TRACEPARENT, TRACESTATE), if any, continues at the hub.
+  const compute = new ComputeClient(continuing(client, traceOfCommand(undefined)))
   let job: ComputeJobView = await compute.submit({
     language: values.language ?? 'json-expr-v1',
     program: program as never,

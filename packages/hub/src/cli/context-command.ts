@@ -1,6 +1,7 @@
 import type { JsonWebKey } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { parseArgs } from 'node:util'
+import { loadIdentity, SignedClient } from '@baton/client'
 import {
   ContextError,
   createDigestRef,
@@ -20,6 +21,7 @@ import {
   verifyStatus,
 } from '@baton/context'
 import { parseWholeNumber } from '@baton/protocol'
+import { didKeysIn, withLabels } from './labels.js'
 
 const USAGE = `baton context <command> [options]
 
@@ -31,7 +33,11 @@ const USAGE = `baton context <command> [options]
           Signs a status (accepted|rejected|completed|failed|canceled) and prints { status }.
   verify  --trust F --aud ID (--handoff-file F | --status-file F [--offer-file F])
           [--now SEC] [--dialog D] [--require-full-chain] [--skew SEC] [--max-lifetime SEC]
+          [--identity F] [--json]
           Runs the seven checks (no replay store) and prints { ok, reason?, ... }; exit 1 on refusal.
+          Each iss and aud is shown as its label beside its short did:key when one is known: from
+          a "label" beside a key in the trust file, or from the hub of --identity (GET /v1/labels,
+          signed as that identity). --json prints them bare.
   digest  <file|->
           Prints the handoff digest: of a JWS, of a Handoff's offer, of a { status }, else of the
           file's octets (a COSE_Sign1).
@@ -46,7 +52,7 @@ class UsageError extends Error {}
 /** `baton context offer|status|verify|digest`: the signed handoff context from a shell. */
 export async function contextCommand(
   argv: string[],
-  io: { stdout: (s: string) => void; stderr: (s: string) => void },
+  io: { stdout: (s: string) => void; stderr: (s: string) => void; json?: boolean },
 ): Promise<number> {
   try {
     return await run(argv, io)
@@ -66,7 +72,7 @@ export async function contextCommand(
 
 async function run(
   argv: string[],
-  io: { stdout: (s: string) => void; stderr: (s: string) => void },
+  io: { stdout: (s: string) => void; stderr: (s: string) => void; json?: boolean },
 ): Promise<number> {
   let parsed: ReturnType<typeof parse>
   try {
@@ -134,8 +140,15 @@ async function run(
       return 0
     }
     case 'verify': {
-      const trust = (await readJson(need(v.trust, 'trust'))) as TrustConfig
+      const { trust, labels: trusted } = splitTrust(await readJson(need(v.trust, 'trust')))
       const audience = need(v.aud, 'aud')
+      // A verdict is printed with the names people know the parties by, unless --json.
+      const printNamed = async (value: Record<string, unknown>) => {
+        if (v.json === true || io.json === true) return print(value)
+        const dids = [...didKeysIn(value)]
+        const labels = { ...(await hubLabels(v.identity, dids)), ...trusted }
+        print(withLabels(value, labels))
+      }
       if (v['status-file'] !== undefined) {
         const status = await readElementOrObject(v['status-file'], 'status')
         const offer =
@@ -147,7 +160,7 @@ async function run(
           ...(offer === undefined ? {} : { offer }),
           ...(v.skew === undefined ? {} : { skewMs: seconds(v.skew, 'skew') * 1000 }),
         })
-        print(r.ok ? { ok: true, digest: r.digest, ...r.claims } : r)
+        await printNamed(r.ok ? { ok: true, digest: r.digest, ...r.claims } : { ...r })
         return r.ok ? 0 : 1
       }
       const handoff = await readHandoffFile(
@@ -165,7 +178,7 @@ async function run(
           : { maxLifetimeMs: seconds(v['max-lifetime'], 'max-lifetime') * 1000 }),
       })
       if (r.ok) {
-        print({
+        await printNamed({
           ok: true,
           digest: r.digest,
           iss: r.claims.iss,
@@ -180,7 +193,7 @@ async function run(
         })
         return 0
       }
-      print(r)
+      await printNamed({ ...r })
       return 1
     }
     case 'digest': {
@@ -226,6 +239,8 @@ function parse(argv: string[]) {
       skew: { type: 'string' },
       'max-lifetime': { type: 'string' },
       'require-full-chain': { type: 'boolean' },
+      identity: { type: 'string' },
+      json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   })
@@ -240,6 +255,42 @@ function seconds(value: string, name: string): number {
   const n = parseWholeNumber(value)
   if (n === undefined) throw new UsageError(`--${name} must be whole seconds`)
   return n
+}
+
+/**
+ * The trust file without its labels, and the labels: an issuer's entry (`{ "key": JWK, "kid": K }`
+ * or a list of them) may carry a `label` to show beside its did:key. Labels are for people only;
+ * the verifier never sees them.
+ */
+function splitTrust(file: unknown): { trust: TrustConfig; labels: Record<string, string> } {
+  const trust: Record<string, unknown> = {}
+  const labels: Record<string, string> = {}
+  for (const [iss, entry] of Object.entries((file ?? {}) as Record<string, unknown>)) {
+    const strip = (e: unknown) => {
+      if (e === null || typeof e !== 'object' || !('label' in e)) return e
+      const { label, ...rest } = e as { label?: unknown }
+      if (typeof label === 'string') labels[iss] = label
+      return rest
+    }
+    trust[iss] = Array.isArray(entry) ? entry.map(strip) : strip(entry)
+  }
+  return { trust: trust as TrustConfig, labels }
+}
+
+/** The labels the hub of an identity file knows for `dids`, or none without one. */
+async function hubLabels(
+  identityFile: string | undefined,
+  dids: string[],
+): Promise<Record<string, string>> {
+  if (identityFile === undefined || dids.length === 0) return {}
+  const identity = await loadIdentity(identityFile)
+  const client = await SignedClient.connect(identity.hub, identity)
+  const q = encodeURIComponent(dids.slice(0, 100).join(','))
+  const answer = await client.call<{ labels: Record<string, string> }>(
+    'GET',
+    `/v1/labels?principals=${q}`,
+  )
+  return answer.labels
 }
 
 async function signerFrom(v: { key?: string; iss?: string; kid?: string }) {

@@ -9,6 +9,8 @@ import { OPERATIONS } from '../ops/registry.js'
 import { remoteInvoke } from '../ops/remote.js'
 import { resolveWords } from './commands.js'
 import { didYouMean, type Io, UsageError } from './io.js'
+import { labeled } from './labels.js'
+import { traceOfCommand } from './trace.js'
 
 /** How a flag's text becomes a value: as it is, a number, a switch, or JSON (inline or `@file`). */
 type Kind = 'string' | 'number' | 'boolean' | 'json'
@@ -53,6 +55,7 @@ export const COMMON_FLAGS = {
   all: "every page, following the answer's cursor, for listings that page",
   body: 'the whole request body from a JSON file, or - for stdin; flags override its fields',
   json: 'print the wire body (compact JSON), errors included',
+  traceparent: 'W3C traceparent of the trace to continue (or TRACEPARENT, with TRACESTATE)',
 } as const
 
 const PREFIXES = new Set(['v1', 'services', 'admin', '.well-known'])
@@ -200,6 +203,7 @@ export function commonFlags(op: Operation): (keyof typeof COMMON_FLAGS)[] {
     ...(op.idempotencyKey ? (['idempotency-key'] as const) : []),
     ...(op.body ? (['body'] as const) : []),
     'json',
+    'traceparent',
   ]
 }
 
@@ -512,6 +516,7 @@ export async function runGenerated(c: CliCommand, argv: string[], io: Io): Promi
         }
       : {}),
   })
+  const trace = traceOfCommand(common('traceparent'))
   const abort = new AbortController()
   const wait = json ? undefined : waitSeconds(c, { ...parts.params, ...parts.query })
   const started = Date.now()
@@ -526,10 +531,13 @@ export async function runGenerated(c: CliCommand, argv: string[], io: Io): Promi
     result = await everyPage(pages, input, (page) =>
       invoke(op, page, {
         signal: abort.signal,
+        trace,
         ...(token ? { token } : {}),
         ...(common('idempotency-key') ? { idempotencyKey: common('idempotency-key') } : {}),
       }),
     )
+    // A person reads agents by their labels: listings show them beside each did:key.
+    if (!json) result = await labeled(op, result, invoke, { signal: abort.signal, trace })
   } finally {
     if (timer) clearInterval(timer)
   }

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util'
-import { createIdentity, loadIdentity, saveIdentity } from '@baton/client'
+import { createIdentity, loadIdentity, SignedClient, saveIdentity } from '@baton/client'
 import { AgentLabel } from '@baton/protocol'
-import { type Io, UsageError } from './io.js'
+import { describe, type Io, UsageError } from './io.js'
 
 const USAGE = `baton identity <command>
 
@@ -10,8 +10,10 @@ const USAGE = `baton identity <command>
   show <file>                               print the principal and hub of an identity file (not the key)
 
 The principal is a did:key derived from the public key. The first signed request enrols it; an
-operator then approves it (baton admin), unless the hub runs in open admission. A name is set on
-the hub with \`baton me label --identity <file> --label <label>\` once the key is admitted.`
+operator then approves it (baton admin), unless the hub runs in open admission. With --name, init
+signs that first request itself: it gives the key its label on the hub at once (a pending key may
+name itself, so the operator deciding on it sees the name). If the hub cannot be reached, the
+file is kept and it says how to set the name later (baton me label).`
 
 /** A word as a POSIX shell reads it back unchanged. */
 const shellQuote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`
@@ -48,19 +50,28 @@ export async function identityCommand(argv: string[], io: Io): Promise<number> {
       }
       const identity = createIdentity(values.hub, new Date(), values.name)
       await saveIdentity(values.out, identity)
+      let named: { labelSet: true; state: string } | { labelSet: false; why: string } | undefined
+      if (identity.name !== undefined) {
+        // The key's first signed request enrols it and names it, pending or admitted.
+        named = await SignedClient.connect(values.hub, identity)
+          .then((client) => client.setLabel(identity.name!))
+          .then(
+            (view) => ({ labelSet: true as const, state: view.state }),
+            (error: unknown) => ({ labelSet: false as const, why: describe(error) }),
+          )
+      }
       io.stdout(
         JSON.stringify(
           {
             principal: identity.principal,
             hub: identity.hub,
             file: values.out,
-            ...(identity.name === undefined
-              ? {}
-              : {
-                  name: identity.name,
-                  // The hub learns the name from a signed request of the admitted key.
-                  setName: `baton me label --identity ${values.out} --label ${shellQuote(identity.name)}`,
-                }),
+            ...(identity.name === undefined ? {} : { name: identity.name, ...named }),
+            ...(named?.labelSet === false
+              ? {
+                  setName: `baton me label --identity ${values.out} --label ${shellQuote(identity.name!)}`,
+                }
+              : {}),
           },
           null,
           2,

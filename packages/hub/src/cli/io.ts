@@ -4,6 +4,8 @@ import { BatonError } from '@baton/protocol'
 export interface Io {
   stdout: (s: string) => void
   stderr: (s: string) => void
+  /** `--json` was given to a command that prints JSON anyway: print the wire form, bare. */
+  json?: boolean
 }
 
 /** The process's own streams. */

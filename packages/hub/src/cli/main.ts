@@ -61,7 +61,7 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
     if (command?.printsJson) {
       // These print JSON already; `--json` makes it the compact wire form, as everywhere else.
       const json = rest.includes('--json')
-      const out: Io = json ? { ...io, stdout: (s) => io.stdout(compactJson(s)) } : io
+      const out: Io = json ? { ...io, json, stdout: (s) => io.stdout(compactJson(s)) } : io
       return await command.run(
         rest.filter((a) => a !== '--json'),
         out,

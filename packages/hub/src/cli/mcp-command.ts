@@ -12,9 +12,11 @@ import type { Logger } from 'pino'
 import { pollWatch } from '../mcp/resources.js'
 import { createMcpServer } from '../mcp/server.js'
 import { sessionAuths } from '../ops/auth-kinds.js'
+import type { Invoke } from '../ops/mcp.js'
 import { remoteInvoke } from '../ops/remote.js'
 import { VERSION } from '../version.js'
 import { describe, type Io, UsageError } from './io.js'
+import { traceOfCommand } from './trace.js'
 
 /** `baton mcp --hub URL`: an MCP server over stdio whose tools call a hub through the SDK. */
 export async function mcpCommand(argv: string[], io: Io): Promise<number> {
@@ -64,7 +66,10 @@ export async function mcpCommand(argv: string[], io: Io): Promise<number> {
         hub,
       })
     })
-  const invoke = remoteInvoke({
+  // A tool call's _meta.traceparent is the trace it continues; without one, the trace this
+  // server was started in (TRACEPARENT), if any.
+  const started = traceOfCommand(undefined)
+  const send = remoteInvoke({
     plain: (method, path, body, headers, signal) =>
       reaching(method, path, signal, () =>
         requestJson(hub, method, path, body, { headers, signal }),
@@ -80,6 +85,8 @@ export async function mcpCommand(argv: string[], io: Io): Promise<number> {
         }
       : {}),
   })
+  const invoke: Invoke = (op, input, caller) =>
+    send(op, input, { ...caller, trace: caller.trace ?? started })
   const server = createMcpServer(
     {
       invoke,

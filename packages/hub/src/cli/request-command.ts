@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { SignedClient } from '@baton/client'
 import { EXIT, type Io, UsageError } from './io.js'
+import { traceHeaders, traceOfCommand } from './trace.js'
 
 const USAGE = `baton request <discovery-url> <identity-file> METHOD PATH [body-file]
 
@@ -9,7 +10,8 @@ hub the discovery document describes. PATH is sent exactly as given, query and p
 included, e.g. "/v1/messages?after=0&limit=20". The body file's bytes are sent unchanged as
 application/json. Prints the answer as JSON on stdout and "HTTP <status>" on stderr; exits 0 for
 2xx, 1 for 4xx, 2 for 5xx or a network failure. A 429 whose Retry-After is at most 5 seconds is
-retried once, signed afresh.`
+retried once, signed afresh. With TRACEPARENT (and TRACESTATE) set, the request continues that
+W3C trace.`
 
 const METHOD = /^(GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS)$/
 
@@ -40,7 +42,8 @@ export async function requestCommand(argv: string[], io: Io): Promise<number> {
     }
   }
   const client = await SignedClient.fromFile(discoveryUrl, identityFile)
-  const answer = await client.request(method, path, body)
+  // The trace it is started in (TRACEPARENT, TRACESTATE), if any, continues at the hub.
+  const answer = await client.request(method, path, body, traceHeaders(traceOfCommand(undefined)))
   if (answer.body !== undefined) io.stdout(JSON.stringify(answer.body, null, 2))
   io.stderr(`HTTP ${answer.status}`)
   if (answer.status >= 500) return EXIT.failed

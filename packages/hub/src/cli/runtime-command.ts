@@ -14,7 +14,9 @@ import {
 } from '@baton/protocol'
 import { createComputePool } from '../compute/pool.js'
 import { ComputeRunner } from '../compute/runner.js'
+import type { HandedTrace } from '../telemetry/trace-context.js'
 import { type Io, UsageError } from './io.js'
+import { continuing, traceHeaders, traceOfCommand, traceOfView } from './trace.js'
 
 const USAGE = `baton runtime --hub URL --identity FILE --tier T --exec "<command>" [options]
 baton runtime --hub URL --identity FILE --compute json-expr-v1 [--workers N]
@@ -123,7 +125,7 @@ export async function runtimeCommand(argv: string[], io: Io): Promise<number> {
     once: values.once ?? false,
   }
   const signed = await SignedClient.fromFile(new URL('/.well-known/agent-net', hub).href, identity)
-  const runtime = new Runtime(new TransferClient(signed), opts, io)
+  const runtime = new Runtime(signed, opts, io)
   const stop = () => runtime.shutdown()
   process.once('SIGTERM', stop)
   process.once('SIGINT', stop)
@@ -146,11 +148,16 @@ class Runtime {
   /** With --once: a transfer has been handled to its end. */
   private doneOnce = false
 
+  /** The claim loop's client, in the trace this process was started in (TRACEPARENT), if any. */
+  private readonly transfers: TransferClient
+
   constructor(
-    private readonly transfers: TransferClient,
+    private readonly signed: SignedClient,
     private readonly opts: Options,
     private readonly io: Io,
-  ) {}
+  ) {
+    this.transfers = new TransferClient(continuing(signed, traceOfCommand(undefined)))
+  }
 
   private log(event: string, data: Record<string, unknown> = {}): void {
     this.io.stderr(
@@ -210,17 +217,23 @@ class Runtime {
   private async runTransfer(initial: TransferView): Promise<void> {
     const id = initial.transferId
     const signal = this.abort.signal
+    // Everything this runtime sends about the transfer continues the trace the hub handed it
+    // (the provisioning's, else the staging's), so the owner's work and ours are one trace. A
+    // listing (a restart's resume) carries no events and so no trace: the transfer read has it.
+    const handed =
+      traceOfView(initial) ?? traceOfView(await this.transfers.get(id).catch(() => undefined))
+    const transfers = new TransferClient(continuing(this.signed, handed))
     let t = initial
     let snapshotFile: string | undefined
     let dir: string | undefined
     try {
       if (t.state === 'provisioned' || t.state === 'pushed' || t.state === 'active') {
         // Pull the snapshot and recompute its checksum here (seed 004: both sides re-hash).
-        const pulled = await this.transfers.fetchSnapshot(id)
+        const pulled = await transfers.fetchSnapshot(id)
         this.log('snapshot.pulled', { transferId: id, verified: pulled.verified })
         if (t.state === 'provisioned') {
           // A mismatch is pushed as computed, so the hub refuses it and records the refusal.
-          t = await this.transfers.push(id, pulled.computed)
+          t = await transfers.push(id, pulled.computed)
           this.log('transfer.pushed', { transferId: id })
         }
         if (!pulled.verified) return
@@ -229,14 +242,14 @@ class Runtime {
         await writeFile(snapshotFile, JSON.stringify(pulled.snapshot), { mode: 0o600 })
       }
       while (t.state === 'pushed' && !signal.aborted) {
-        t = await this.transfers.wait(id, 20, t.version)
+        t = await transfers.wait(id, 20, t.version)
       }
       if (t.state !== 'active' || signal.aborted || !snapshotFile) {
         this.log('transfer.not_started', { transferId: id, state: t.state })
         return
       }
       try {
-        await this.transfers.lease(id, this.instance)
+        await transfers.lease(id, this.instance)
       } catch (error) {
         if (error instanceof BatonError && error.code === 'transfer_lease_held') {
           // seed 004: started twice, the runtime does not run a transfer twice.
@@ -245,14 +258,18 @@ class Runtime {
         }
         throw error
       }
-      await this.meter(t, snapshotFile)
+      await this.meter(transfers, t, snapshotFile)
     } finally {
       if (dir) await rm(dir, { recursive: true, force: true })
     }
   }
 
   /** Runs the agent and meters it until it exits, the budget runs out or the transfer ends. */
-  private async meter(t: TransferView, snapshotFile: string): Promise<void> {
+  private async meter(
+    transfers: TransferClient,
+    t: TransferView,
+    snapshotFile: string,
+  ): Promise<void> {
     const id = t.transferId
     const rate = BigInt(t.rateMicrosPerSecond ?? 0)
     const child = spawn(this.opts.exec, {
@@ -297,7 +314,7 @@ class Runtime {
     const watcher = (async () => {
       while (running && !watch.signal.aborted) {
         try {
-          const w = await this.transfers.wait(id, 10, version)
+          const w = await transfers.wait(id, 10, version)
           version = w.version
           if (w.state === 'insolvent' || w.state === 'terminated') {
             ended = true
@@ -324,7 +341,7 @@ class Runtime {
       const key = `${id}:${this.instance}:${seq}`
       for (let attempt = 0; ; attempt++) {
         try {
-          const answer = await this.transfers.reportUsage(id, {
+          const answer = await transfers.reportUsage(id, {
             idempotencyKey: key,
             amountMicros: Number(amount),
           })
@@ -356,7 +373,7 @@ class Runtime {
           break
         }
         if (running) {
-          await this.transfers.lease(id, this.instance).catch((error) => {
+          await transfers.lease(id, this.instance).catch((error) => {
             this.log('lease.renew_failed', { transferId: id, error: describe(error) })
           })
         }
@@ -422,8 +439,17 @@ async function computeRuntime(
   if (languages.length === 0) throw new UsageError('--compute needs a language, e.g. json-expr-v1')
   const workers = count(str('workers'), 'workers', 2)
   const signed = await SignedClient.fromFile(new URL('/.well-known/agent-net', hub).href, identity)
-  const send = async <T>(method: string, path: string, body?: object): Promise<T> => {
-    const res = await signed.request<T>(method, path, body)
+  const own = traceOfCommand(undefined)
+  // A job's lease renewals and its result continue the trace of its submit, which its claim
+  // handed on; the runtime's own heartbeats and claims, the trace it was started in.
+  const jobTraces = new Map<string, HandedTrace | undefined>()
+  const send = async <T>(
+    method: string,
+    path: string,
+    body?: object,
+    trace: HandedTrace | undefined = own,
+  ): Promise<T> => {
+    const res = await signed.request<T>(method, path, body, traceHeaders(trace))
     if (res.status >= 400) throw BatonError.fromBody(res.body, res.status)
     return res.body as T
   }
@@ -444,11 +470,18 @@ async function computeRuntime(
         send<{ job: ClaimedComputeJobView | null }>(
           'POST',
           `/v1/compute/runtimes/${runtimeId}/claim`,
-        ).then((r) => r.job),
+        ).then(({ job }) => {
+          if (job) jobTraces.set(job.jobId, traceOfView(job) ?? own)
+          return job
+        }),
       renew: (jobId, leaseId) =>
-        send('POST', `/v1/compute/jobs/${jobId}/lease`, { leaseId }).then(() => {}),
+        send('POST', `/v1/compute/jobs/${jobId}/lease`, { leaseId }, jobTraces.get(jobId)).then(
+          () => {},
+        ),
       complete: (jobId, result) =>
-        send('POST', `/v1/compute/jobs/${jobId}/result`, result).then(() => {}),
+        send('POST', `/v1/compute/jobs/${jobId}/result`, result, jobTraces.get(jobId))
+          .then(() => {})
+          .finally(() => jobTraces.delete(jobId)),
       stop: (runtimeId) => send('DELETE', `/v1/compute/runtimes/${runtimeId}`).then(() => {}),
     },
     pool,

@@ -26,6 +26,7 @@ import { countStates } from '../store/operator-reads.js'
 import { consumeDailyQuota, quotaExceeded, utcDayStart } from '../store/quota.js'
 import type { ComputeJobRow } from '../store/schema.js'
 import type { Carrying, Tx, WriteBatcher } from '../store/transaction.js'
+import { traceColumns, traceFields } from '../telemetry/trace-context.js'
 import { checkJsonInput, compileJsonExpr, JSON_EXPR_V1 } from './json-expr.js'
 import { DEFAULT_COMPUTE_LIMITS } from './limits.js'
 import * as store from './store.js'
@@ -293,7 +294,7 @@ export class ComputeService {
       created_at: now,
       updated_at: now,
       finished_at: null,
-      trace: trace ?? null,
+      ...traceColumns(trace),
     }
     try {
       return await this.deps.batcher.carrying(carry).run(async (tx) => {
@@ -614,7 +615,7 @@ export class ComputeService {
       leaseId,
       leaseEndsAt: iso(until),
       maxSteps,
-      ...(row.trace ? { traceparent: row.trace } : {}),
+      ...traceFields(row),
     }
   }
 

@@ -14,6 +14,7 @@ import { onceByKey } from '../store/idempotency.js'
 import { iso as isoOrNull, parseStored } from '../store/operator-reads.js'
 import type { GrantRow, ResourceRow, Schema } from '../store/schema.js'
 import type { Carrying, WriteBatcher } from '../store/transaction.js'
+import { traceColumns, traceFields } from '../telemetry/trace-context.js'
 import * as store from './store.js'
 
 /** What the grant service needs from the rest of the hub. */
@@ -60,6 +61,7 @@ export function toGrantView(row: GrantRow, now: number): GrantView {
     parentId: row.parent_id,
     createdAt: iso(row.created_at),
     status: statusAt(row, now),
+    ...traceFields(row),
   }
 }
 
@@ -178,7 +180,7 @@ export class GrantService {
     principal: string,
     body: CreateGrantInput,
     idempotencyKey?: string,
-    { carry }: Carrying = {},
+    { carry, trace }: Carrying = {},
   ): Promise<GrantView> {
     // Stored in the protocol's order, so equal grants hold equal action lists.
     const actions = RESOURCE_ACTIONS.filter((a) => body.actions.includes(a))
@@ -236,6 +238,7 @@ export class GrantService {
           revoked_at: null,
           parent_id: parentId,
           created_at: now,
+          ...traceColumns(trace),
         }
         await store.insertGrant(tx.db, row)
         tx.afterCommit(() =>
@@ -262,7 +265,11 @@ export class GrantService {
    * Revokes a grant and everything passed on from it, at once; repeating answers the same
    * `revokedAt`. Only its issuer or the resource's owner may revoke.
    */
-  async revoke(principal: string, grantId: string, { carry }: Carrying = {}): Promise<GrantView> {
+  async revoke(
+    principal: string,
+    grantId: string,
+    { carry, trace }: Carrying = {},
+  ): Promise<GrantView> {
     return this.deps.batcher.carrying(carry).run(async (tx) => {
       const now = this.deps.clock.now()
       const grant = await store.findGrant(tx.db, grantId)
@@ -291,7 +298,7 @@ export class GrantService {
         frontier = await store.childGrantIds(tx.db, frontier)
         all.push(...frontier)
       }
-      await store.revokeGrants(tx.db, all, now)
+      await store.revokeGrants(tx.db, all, now, traceColumns(trace))
       tx.afterCommit(() =>
         this.deps.bus.publish({
           topic: `resource:${grant.resource_id}`,
@@ -300,7 +307,7 @@ export class GrantService {
           data: { grantId: grant.id, resourceId: grant.resource_id, revoked: all.length },
         }),
       )
-      return toGrantView({ ...grant, revoked_at: now }, now)
+      return toGrantView({ ...grant, revoked_at: now, ...traceColumns(trace) }, now)
     })
   }
 

@@ -56,11 +56,16 @@ export async function listGrantsOf(db: Kysely<Schema>, principal: string, limit:
 }
 
 /** Marks grants revoked at `at` unless already revoked; answers how many changed. */
-export async function revokeGrants(db: Kysely<Schema>, ids: string[], at: number): Promise<number> {
+export async function revokeGrants(
+  db: Kysely<Schema>,
+  ids: string[],
+  at: number,
+  trace: { trace: string | null; trace_state: string | null },
+): Promise<number> {
   if (ids.length === 0) return 0
   const res = await db
     .updateTable('grants')
-    .set({ revoked_at: at })
+    .set({ revoked_at: at, ...trace })
     .where('id', 'in', ids)
     .where('revoked_at', 'is', null)
     .executeTakeFirst()

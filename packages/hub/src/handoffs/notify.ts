@@ -17,6 +17,7 @@ import { type CheckedAddress, checkFetchUrl, isPublicAddress, resolvePublic } fr
 import type { Database } from '../store/database.js'
 import type { HandoffMoveRow, NotifyOutboxRow, Schema } from '../store/schema.js'
 import { transaction } from '../store/transaction.js'
+import { traceFields } from '../telemetry/trace-context.js'
 import * as outbox from './outbox-store.js'
 
 /** Whether a signal may be delivered to `address` (see `net/ssrf.ts`). */
@@ -77,6 +78,9 @@ export function toSignalRow(
     lease_owner: null,
     last_outcome: null,
     done_at: null,
+    // The receiver continues the trace of the move it is told of (W3C Trace Context headers).
+    trace: move.trace,
+    trace_state: move.trace_state,
   }
 }
 
@@ -330,9 +334,10 @@ export class Notifier {
   }
 
   private async extraHeaders(row: NotifyOutboxRow): Promise<Record<string, string> | undefined> {
-    if (this.headerSources.length === 0) return undefined
+    const trace = traceFields(row)
+    if (this.headerSources.length === 0) return trace.traceparent ? trace : undefined
     const all = await Promise.all(this.headerSources.map((source) => source(row)))
-    return Object.assign({}, ...all)
+    return Object.assign({}, trace, ...all)
   }
 
   /** Longer than any one attempt can take, so a live attempt never loses its lease. */

@@ -9,6 +9,7 @@ export const createHandoff = bind(contracts.createHandoff, (ctx, caller, { body 
     ip: caller.ip,
     idempotencyKey: caller.idempotencyKey,
     carry: caller.carry,
+    trace: caller.trace,
   }),
 )
 

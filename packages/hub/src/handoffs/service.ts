@@ -26,6 +26,7 @@ import {
   type Tx,
   type WriteBatcher,
 } from '../store/transaction.js'
+import { type HandedTrace, traceColumns, traceFields } from '../telemetry/trace-context.js'
 import { KnownHandoffs, type PredictedMove, predictMove } from './known.js'
 import { AutocommitLane } from './lane.js'
 import { allowedNext, isFinal, type Machine, parseMachine } from './machine.js'
@@ -153,6 +154,7 @@ export class HandoffService {
             created_at: now,
             updated_at: now,
             expires_at: now + config.ttlMs,
+            ...traceColumns(caller.trace),
           }
           await store.insertHandoff(tx.db, row)
           const view: CreatedHandoffView = {
@@ -246,7 +248,7 @@ export class HandoffService {
           nonce: m.body.nonce ?? null,
           note: m.body.note ?? null,
           ended: m.predicted.ended,
-          trace: m.trace ?? null,
+          ...traceColumns(m.trace),
         })),
         now,
       )
@@ -379,7 +381,7 @@ export class HandoffService {
       nonce: m.body.nonce ?? null,
       note: m.body.note ?? null,
       at: now,
-      trace: m.trace ?? null,
+      ...traceColumns(m.trace),
     }
   }
 
@@ -635,8 +637,8 @@ interface MoveRequest {
   to: string
   body: AdvanceInput
   token: string
-  /** The W3C traceparent of the request, recorded with the move. */
-  trace?: string | undefined
+  /** The W3C trace context of the request, recorded with the move. */
+  trace?: HandedTrace | undefined
 }
 
 /** A move predicted to commit, with what the prediction found. */
@@ -772,13 +774,9 @@ function toView(row: HandoffRow, moves: HandoffMoveRow[]): HandoffView {
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
     expires_at: iso(row.expires_at),
-    ...traceOfLast(moves),
+    // The trace of the latest write: the last move, or the creation until a move replaces it.
+    ...traceFields(moves.at(-1) ?? row),
   }
-}
-
-function traceOfLast(moves: HandoffMoveRow[]): { traceparent?: string } {
-  const trace = moves.at(-1)?.trace
-  return trace ? { traceparent: trace } : {}
 }
 
 /** seed 002: a handoff past its expiry is expired at once, whatever cleanup has done. */

@@ -97,7 +97,10 @@ export async function countByState(
 }
 
 /** A handoff row without its payload: what a move needs. */
-export type HandoffMoveState = Omit<HandoffRow, 'payload' | 'note' | 'created_at'>
+export type HandoffMoveState = Omit<
+  HandoffRow,
+  'payload' | 'note' | 'created_at' | 'trace' | 'trace_state'
+>
 
 /**
  * Reads the handoffs a batch of moves touches, in id order, locking them for the rest of the
@@ -238,6 +241,7 @@ const MOVE_COLUMNS = [
   'note',
   'at',
   'trace',
+  'trace_state',
 ] as const satisfies readonly (keyof HandoffMoveRow)[]
 
 /** Inserts many history rows in one statement. */
@@ -266,6 +270,7 @@ export interface PredictedMoveRow {
   note: string | null
   ended: boolean
   trace: string | null
+  trace_state: string | null
 }
 
 // One statement, committed on its own: it moves each handoff only if it is still in `from` and
@@ -281,8 +286,8 @@ const MOVE_IF_AT = namedStatement(
   'baton_move_if_at',
   `
 with v as (
-  select * from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::integer[], $9::text[])
-    as t (id, from_state, to_state, actor, nonce, note, ended, trace)
+  select * from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::integer[], $9::text[], $10::text[])
+    as t (id, from_state, to_state, actor, nonce, note, ended, trace, trace_state)
   order by id
 ),
 u as (
@@ -295,8 +300,8 @@ u as (
   returning h.id, h.version
 ),
 i as (
-  insert into handoff_moves (handoff_id, version, from_state, to_state, actor, nonce, note, at, trace)
-  select u.id, u.version, v.from_state, v.to_state, v.actor, v.nonce, v.note, $8::bigint, v.trace
+  insert into handoff_moves (handoff_id, version, from_state, to_state, actor, nonce, note, at, trace, trace_state)
+  select u.id, u.version, v.from_state, v.to_state, v.actor, v.nonce, v.note, $8::bigint, v.trace, v.trace_state
   from u join v on v.id = u.id
 )
 select id, version from u`,
@@ -311,12 +316,12 @@ select id, version from u`,
 const SQLITE_MOVES = `
   select value ->> 0 as id, value ->> 1 as from_state, value ->> 2 as to_state,
     value ->> 3 as actor, value ->> 4 as nonce, value ->> 5 as note, value ->> 6 as ended,
-    value ->> 7 as trace
+    value ->> 7 as trace, value ->> 8 as trace_state
   from json_each(?)`
 const SQLITE_MOVE_HISTORY = `
 with v as (${SQLITE_MOVES})
-insert into handoff_moves (handoff_id, version, from_state, to_state, actor, nonce, note, at, trace)
-select h.id, h.version + 1, v.from_state, v.to_state, v.actor, v.nonce, v.note, ?, v.trace
+insert into handoff_moves (handoff_id, version, from_state, to_state, actor, nonce, note, at, trace, trace_state)
+select h.id, h.version + 1, v.from_state, v.to_state, v.actor, v.nonce, v.note, ?, v.trace, v.trace_state
 from v join handoffs h on h.id = v.id
 where h.state = v.from_state and h.expires_at > ?
   and (v.nonce is null or not exists (
@@ -345,7 +350,17 @@ export async function moveIfAt(
 ): Promise<Map<string, number>> {
   if (dialect === 'sqlite') {
     const json = JSON.stringify(
-      moves.map((m) => [m.id, m.from, m.to, m.actor, m.nonce, m.note, m.ended ? 1 : 0, m.trace]),
+      moves.map((m) => [
+        m.id,
+        m.from,
+        m.to,
+        m.actor,
+        m.nonce,
+        m.note,
+        m.ended ? 1 : 0,
+        m.trace,
+        m.trace_state,
+      ]),
     )
     const result = await db.executeQuery(
       sqliteScript([
@@ -367,6 +382,7 @@ export async function moveIfAt(
       moves.map((m) => (m.ended ? 1 : 0)),
       at,
       moves.map((m) => m.trace),
+      moves.map((m) => m.trace_state),
     ]),
   )
   return new Map(result.rows.map((r) => [r.id, Number(r.version)]))

@@ -15,6 +15,7 @@ import type { Database } from '../store/database.js'
 import { changeStoredBytes } from '../store/quota.js'
 import type { HomeFileRow } from '../store/schema.js'
 import type { Carrying, Tx, WriteBatcher } from '../store/transaction.js'
+import { traceColumns, traceFields } from '../telemetry/trace-context.js'
 import * as store from './store.js'
 
 /** What the home service needs from the rest of the hub. */
@@ -48,7 +49,7 @@ export class HomeService {
   async write(
     principal: string,
     body: WriteHomeFileInput,
-    { carry }: Carrying = {},
+    { carry, trace }: Carrying = {},
   ): Promise<HomeFileWriteView> {
     const { path } = body
     const size = Buffer.byteLength(body.content, 'utf8')
@@ -83,6 +84,7 @@ export class HomeService {
           size,
           created_at: current?.created_at ?? now,
           updated_at: now,
+          ...traceColumns(trace),
         }
         if (!current) {
           await store.insertFile(tx.db, row)
@@ -94,6 +96,7 @@ export class HomeService {
             content: body.content,
             size,
             at: now,
+            trace: traceColumns(trace),
           }))
         ) {
           // Another instance committed in between; answer from what it committed.
@@ -112,7 +115,7 @@ export class HomeService {
   async read(principal: string, path: string): Promise<HomeFileView> {
     const row = await store.findFile(this.deps.database.db, principal, path)
     if (!row) throw notFound(path)
-    return { ...toWriteView(row), content: row.content }
+    return { ...toWriteView(row), content: row.content, ...traceFields(row) }
   }
 
   /** Lists the caller's files (no content) by path, optionally under a prefix. */

@@ -30,11 +30,18 @@ export async function casUpdate(
     content: string
     size: number
     at: number
+    trace: { trace: string | null; trace_state: string | null }
   },
 ): Promise<boolean> {
   const res = await db
     .updateTable('home_files')
-    .set({ revision: u.expectRevision + 1, content: u.content, size: u.size, updated_at: u.at })
+    .set({
+      revision: u.expectRevision + 1,
+      content: u.content,
+      size: u.size,
+      updated_at: u.at,
+      ...u.trace,
+    })
     .where('principal', '=', u.principal)
     .where('path', '=', u.path)
     .where('revision', '=', u.expectRevision)
@@ -65,7 +72,7 @@ export async function casDelete(
 export async function listFiles(
   db: Kysely<Schema>,
   q: { principal: string; prefix: string; after: string | undefined; limit: number },
-): Promise<Omit<HomeFileRow, 'content'>[]> {
+): Promise<Omit<HomeFileRow, 'content' | 'trace' | 'trace_state'>[]> {
   let query = db
     .selectFrom('home_files')
     .select(['principal', 'path', 'revision', 'size', 'created_at', 'updated_at'])

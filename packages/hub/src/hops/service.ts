@@ -44,6 +44,7 @@ import type { Database } from '../store/database.js'
 import { countStates } from '../store/operator-reads.js'
 import type { HopDeliveryRow, HopRow, HopStatusRow } from '../store/schema.js'
 import type { Carrying, Tx, WriteBatcher } from '../store/transaction.js'
+import { type HandedTrace, traceColumns, traceFields } from '../telemetry/trace-context.js'
 import * as store from './store.js'
 import { HubReplayStore } from './store.js'
 
@@ -84,8 +85,8 @@ interface Delivery {
   kind: HopDeliveryView['kind']
   offer: string
   element: string
-  /** The W3C traceparent of the request that caused it, for the recipient to continue. */
-  trace?: string | undefined
+  /** The W3C trace context of the request that caused it, for the recipient to continue. */
+  trace?: HandedTrace | undefined
 }
 
 /**
@@ -430,7 +431,7 @@ export class HopService {
         element: r.element,
         receipt: r.receipt,
         createdAt: iso(r.created_at),
-        ...(r.trace ? { traceparent: r.trace } : {}),
+        ...traceFields(r),
       }
       if (r.kind === 'offer') {
         const hop = await store.findHop(db, r.offer)
@@ -494,7 +495,7 @@ export class HopService {
     handoff: Handoff,
     verified: Extract<HandoffVerification, { ok: true }>,
     now: number,
-    trace: string | undefined,
+    trace: HandedTrace | undefined,
   ): Promise<HopRow> {
     const c = verified.claims
     const element = handoff.offer as string
@@ -523,6 +524,7 @@ export class HopService {
       exp: c.exp,
       created_at: now,
       updated_at: now,
+      ...traceColumns(trace),
     }
     await store.insertHop(tx.db, row)
     return row
@@ -626,7 +628,7 @@ export class HopService {
         element: d.element,
         receipt,
         created_at: now,
-        trace: d.trace ?? null,
+        ...traceColumns(d.trace),
       }
       await store.insertDelivery(tx.db, row)
       receipts.push({ receipt, sequence })
@@ -697,6 +699,7 @@ export class HopService {
       exp: row.exp,
       createdAt: iso(row.created_at),
       updatedAt: iso(row.updated_at),
+      ...traceFields(row),
     }
   }
 

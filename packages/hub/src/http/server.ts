@@ -90,7 +90,8 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
     // Errors the router raises before any route runs (bad URL encoding, over-long segments).
     frameworkErrors: (error, req, reply) => {
       const e = toBatonError(error)
-      void (reply as FastifyReply).header(REQUEST_ID_HEADER, req.id).code(e.status).send(e.toBody())
+      telemetry.answerUnrouted(req, reply as FastifyReply)
+      void (reply as FastifyReply).code(e.status).send(e.toBody())
     },
   })
 
@@ -99,7 +100,7 @@ export async function buildServer(ctx: AppContext): Promise<FastifyInstance> {
   )
 
   // First of all hooks, so every answer carries the request id, refusals before the body too.
-  registerRequestTelemetry(app, ctx.log, ctx.tracing, {
+  const telemetry = registerRequestTelemetry(app, ctx.log, ctx.tracing, {
     principal: (req) => req.signed?.principal.principal,
   })
 

@@ -5,6 +5,7 @@ import type { AppContext } from '../app.js'
 import type { Api } from '../http/api.js'
 import { AUTH_KINDS } from '../ops/auth-kinds.js'
 import type { Auth } from '../ops/operation.js'
+import { handOnTrace } from '../telemetry/http.js'
 import { BodyDigest } from './verify.js'
 
 /**
@@ -246,6 +247,7 @@ export function registerIdentityRoutes(api: Api, ctx: AppContext): void {
         const admission = {
           address: req.ip,
           admissionExempt: route.config.admissionExempt === true,
+          trace: handOnTrace(req),
         }
         let prepared = route.config.carriesAdmission
           ? await service.prepare(sig, admission)

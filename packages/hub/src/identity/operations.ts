@@ -26,12 +26,16 @@ export const readPrincipal = bind(contracts.readPrincipal, (ctx, _caller, { para
   ctx.identity.get(params.principal),
 )
 
-export const decidePrincipal = bind(contracts.decidePrincipal, (ctx, _caller, { params }) =>
-  ctx.identity.decide(params.principal, params.decision),
+export const decidePrincipal = bind(contracts.decidePrincipal, (ctx, caller, { params }) =>
+  ctx.identity.decide(params.principal, params.decision, caller),
 )
 
 export const labelPrincipal = bind(contracts.labelPrincipal, (ctx, _caller, { params, body }) =>
-  ctx.identity.setLabel(params.principal, body.label),
+  ctx.identity.setOperatorLabel(params.principal, body.label),
+)
+
+export const readLabels = bind(contracts.readLabels, (ctx, _caller, { query }) =>
+  ctx.identity.readLabels(query.principals),
 )
 
 /** Every identity operation, in the order they are documented. */
@@ -43,4 +47,5 @@ export const identityOperations = [
   readPrincipal,
   decidePrincipal,
   labelPrincipal,
+  readLabels,
 ]

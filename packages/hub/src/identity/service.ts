@@ -42,6 +42,7 @@ import {
   type Tx,
   type WriteBatcher,
 } from '../store/transaction.js'
+import { type HandedTrace, traceColumns, traceFields } from '../telemetry/trace-context.js'
 import * as store from './store.js'
 import {
   didKeyResolver,
@@ -122,6 +123,8 @@ export interface Admission {
   sig: VerifiedSignature
   address: string
   admissionExempt: boolean
+  /** The request's trace context, recorded with the enrolment it makes, if it makes one. */
+  trace?: HandedTrace | undefined
   /**
    * The enrolled principal `prepare` read before the body, not read again at commit: a decision
    * made meanwhile (a suspension) applies to requests judged after it, as for any request
@@ -157,15 +160,27 @@ function toPrincipal(row: PrincipalRow): Principal {
   }
 }
 
+/** The labels of a principal as views show them: the operator's wins where both are set. */
+function labelsOf(row: Pick<PrincipalRow, 'label' | 'operator_label'> | undefined) {
+  const agentLabel = row?.label ?? null
+  const operatorLabel = row?.operator_label ?? null
+  return { label: operatorLabel ?? agentLabel, agentLabel, operatorLabel }
+}
+
 function toView(row: PrincipalRow): PrincipalView {
   const p = toPrincipal(row)
   return {
     principal: p.principal,
-    label: row.label ?? null,
+    ...labelsOf(row),
     state: p.state,
     enrolledAt: iso(p.enrolledAt)!,
     decidedAt: iso(p.decidedAt),
+    ...traceFields(row),
   }
+}
+
+function notFoundPrincipal(principal: string): BatonError {
+  return new BatonError('principal_not_found', 'No such principal', { principal })
 }
 
 /** The refusal for a principal that is not approved, or undefined when it is. */
@@ -289,7 +304,7 @@ export class IdentityService {
   /** Signatures (keyid and nonce) prepared on this instance whose admission is not committed yet. */
   private readonly inFlight = new Set<string>()
 
-  private enrolment(keyid: string, now: number): PrincipalRow {
+  private enrolment(keyid: string, now: number, trace: HandedTrace | undefined): PrincipalRow {
     const open = this.deps.config.admission === 'open'
     return {
       principal: keyid,
@@ -297,6 +312,7 @@ export class IdentityService {
       state: open ? 'approved' : 'pending',
       enrolled_at: now,
       decided_at: open ? now : null,
+      ...traceColumns(trace),
     }
   }
 
@@ -342,8 +358,12 @@ export class IdentityService {
     const refusedKeys = new Set<string>()
     // A new key counts once against the address of the first request that brings it.
     const addressOf = new Map<string, string>()
-    for (const { sig, address } of inputs) {
-      if (!rows.has(sig.keyid) && !addressOf.has(sig.keyid)) addressOf.set(sig.keyid, address)
+    const traceOf = new Map<string, HandedTrace | undefined>()
+    for (const { sig, address, trace } of inputs) {
+      if (!rows.has(sig.keyid) && !addressOf.has(sig.keyid)) {
+        addressOf.set(sig.keyid, address)
+        traceOf.set(sig.keyid, trace)
+      }
     }
     if (addressOf.size > 0) {
       const uses = new Map<string, number>()
@@ -367,7 +387,7 @@ export class IdentityService {
     if (newcomers.length > 0) {
       await store.enrolPrincipals(
         db,
-        newcomers.map((k) => this.enrolment(k, now)),
+        newcomers.map((k) => this.enrolment(k, now, traceOf.get(k))),
       )
       for (const r of await store.findPrincipals(db, newcomers)) {
         rows.set(r.principal, r)
@@ -433,9 +453,14 @@ export class IdentityService {
   /** The durable half of `authenticate`, for a signature `verify` already accepted. */
   async admit(
     sig: VerifiedSignature,
-    input: { address: string; admissionExempt: boolean },
+    input: { address: string; admissionExempt: boolean; trace?: HandedTrace | undefined },
   ): Promise<Principal> {
-    const admission = { sig, address: input.address, admissionExempt: input.admissionExempt }
+    const admission = {
+      sig,
+      address: input.address,
+      admissionExempt: input.admissionExempt,
+      trace: input.trace,
+    }
     const outcome = await this.deps.batcher.commitCarry(new Carry(this.admissions, admission))
     const refusal = this.admissions.refusal(outcome, admission)
     if (refusal) throw refusal
@@ -456,7 +481,7 @@ export class IdentityService {
    */
   async prepare(
     sig: VerifiedSignature,
-    input: { address: string; admissionExempt: boolean },
+    input: { address: string; admissionExempt: boolean; trace?: HandedTrace | undefined },
   ): Promise<{ principal: Principal; carry: AdmissionCarry; enrols: boolean } | undefined> {
     const nonce = sig.nonce ?? ''
     const key = `${sig.keyid}\0${nonce}`
@@ -562,12 +587,15 @@ export class IdentityService {
             storedBytes: 0,
             messagesToday: 0,
           })
+    // The label and the trace of the admission decision, as stored (a read of the one row).
+    const row = await store.findPrincipal(db, p.principal)
     return {
       principal: p.principal,
-      label: (await store.findLabel(db, p.principal)) ?? null,
+      ...labelsOf(row),
       state: p.state,
       enrolledAt: iso(p.enrolledAt)!,
       decidedAt: iso(p.decidedAt),
+      ...traceFields(row ?? {}),
       quotas: {
         requestsPerDay: { limit: quotas.requestsPerDay, used: usage.requestsToday, resetsAt },
         storedBytes: { limit: quotas.storedBytes, used: usage.storedBytes },
@@ -657,12 +685,19 @@ export class IdentityService {
     return toView(row)
   }
 
-  /** An operator's decision: approve, reject or suspend a principal (any state to any). */
-  async decide(principal: string, decision: AdmissionDecision): Promise<PrincipalView> {
+  /**
+   * An operator's decision: approve, reject or suspend a principal (any state to any), recorded
+   * with the trace context of the request that made it.
+   */
+  async decide(
+    principal: string,
+    decision: AdmissionDecision,
+    { trace }: Carrying = {},
+  ): Promise<PrincipalView> {
     const state = { approve: 'approved', reject: 'rejected', suspend: 'suspended' }[decision]
     const row = await this.deps.batcher.run(async (tx) => {
       const now = this.deps.clock.now()
-      const updated = await store.setPrincipalState(tx.db, principal, state, now)
+      const updated = await store.setPrincipalState(tx.db, principal, state, now, trace)
       if (updated) {
         tx.afterCommit(() =>
           this.deps.bus?.publish({
@@ -680,17 +715,41 @@ export class IdentityService {
   }
 
   /**
-   * Sets a principal's display label, by the agent itself (`carry` holds its signed
-   * request's admission) or by an operator. A label names; it never grants anything.
+   * The label an agent gives itself (`carry` holds its signed request's admission), kept beside
+   * the operator's, which wins where both are set. A pending key may name itself, so the
+   * operator deciding on it sees the name it chose; a rejected or suspended one may not. A label
+   * names; it never grants anything.
    */
   async setLabel(
     principal: string,
     label: AgentLabel,
     { carry }: Carrying = {},
   ): Promise<PrincipalView> {
+    return this.labelWith(principal, carry, async (db) => {
+      const updated = await store.setAgentLabel(db, principal, label)
+      if (updated) return updated
+      const row = await store.findPrincipal(db, principal)
+      throw (row && admissionError(toPrincipal(row))) ?? notFoundPrincipal(principal)
+    })
+  }
+
+  /** The label an operator gives a principal in any admission state; shown instead of its own. */
+  async setOperatorLabel(principal: string, label: AgentLabel): Promise<PrincipalView> {
+    return this.labelWith(principal, undefined, async (db) => {
+      const updated = await store.setOperatorLabel(db, principal, label)
+      if (!updated) throw notFoundPrincipal(principal)
+      return updated
+    })
+  }
+
+  private async labelWith(
+    principal: string,
+    carry: Carrying['carry'],
+    write: (db: Tx['db']) => Promise<PrincipalRow>,
+  ): Promise<PrincipalView> {
     const row = await this.deps.batcher.carrying(carry).run(async (tx) => {
       const now = this.deps.clock.now()
-      const updated = await store.setPrincipalLabel(tx.db, principal, label)
+      const updated = await write(tx.db)
       if (updated) {
         tx.afterCommit(() =>
           this.deps.bus?.publish({
@@ -704,7 +763,6 @@ export class IdentityService {
       }
       return updated
     })
-    if (!row) throw new BatonError('principal_not_found', 'No such principal', { principal })
     return toView(row)
   }
 
@@ -731,9 +789,15 @@ export class IdentityService {
     const out: Record<string, string> = {}
     if (principals.length === 0) return out
     for (const r of await store.labelsOf(this.deps.database.db, principals)) {
-      if (r.label) out[r.principal] = r.label
+      const shown = labelsOf(r).label
+      if (shown) out[r.principal] = shown
     }
     return out
+  }
+
+  /** `GET /v1/labels`: the labels of up to 100 principals, for an agent to show beside them. */
+  async readLabels(principals: string[]): Promise<{ labels: Record<string, string> }> {
+    return { labels: await this.labelsOf([...new Set(principals)]) }
   }
 }
 

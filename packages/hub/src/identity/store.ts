@@ -1,6 +1,7 @@
 import { type Kysely, sql } from 'kysely'
 import { CompiledShapes } from '../store/compiled.js'
 import type { HubKeyRow, PrincipalRow, Schema } from '../store/schema.js'
+import { type HandedTrace, traceColumns } from '../telemetry/trace-context.js'
 
 /** SQL for principals, nonces and the hub key, in the subset both dialects share. */
 
@@ -44,17 +45,21 @@ export async function setPrincipalState(
   principal: string,
   state: string,
   at: number,
+  trace: HandedTrace | undefined,
 ): Promise<PrincipalRow | undefined> {
   return db
     .updateTable('principals')
-    .set({ state, decided_at: at })
+    .set({ state, decided_at: at, ...traceColumns(trace) })
     .where('principal', '=', principal)
     .returningAll()
     .executeTakeFirst()
 }
 
-/** Sets a principal's display label; answers the updated row, or undefined if unknown. */
-export async function setPrincipalLabel(
+/**
+ * Sets the label an agent gives itself, only while it is pending or approved; answers the
+ * updated row, or undefined if it is unknown or in another state.
+ */
+export async function setAgentLabel(
   db: Kysely<Schema>,
   principal: string,
   label: string,
@@ -63,21 +68,23 @@ export async function setPrincipalLabel(
     .updateTable('principals')
     .set({ label })
     .where('principal', '=', principal)
+    .where('state', 'in', ['pending', 'approved'])
     .returningAll()
     .executeTakeFirst()
 }
 
-/** A principal's display label, undefined when it has none or is not enrolled. */
-export async function findLabel(
+/** Sets the label an operator gives a principal; answers the updated row, or undefined if unknown. */
+export async function setOperatorLabel(
   db: Kysely<Schema>,
   principal: string,
-): Promise<string | undefined> {
-  const row = await db
-    .selectFrom('principals')
-    .select('label')
+  label: string,
+): Promise<PrincipalRow | undefined> {
+  return db
+    .updateTable('principals')
+    .set({ operator_label: label })
     .where('principal', '=', principal)
+    .returningAll()
     .executeTakeFirst()
-  return row?.label ?? undefined
 }
 
 /** Principals in enrolment order, after a position (keyset paging), optionally in one state. */
@@ -268,11 +275,13 @@ export async function readAdmission(
 export async function labelsOf(
   db: Kysely<Schema>,
   principals: string[],
-): Promise<{ principal: string; label?: string | null | undefined }[]> {
+): Promise<
+  { principal: string; label?: string | null | undefined; operator_label?: string | null }[]
+> {
   return db
     .selectFrom('principals')
-    .select(['principal', 'label'])
+    .select(['principal', 'label', 'operator_label'])
     .where('principal', 'in', principals)
-    .where('label', 'is not', null)
+    .where((eb) => eb.or([eb('label', 'is not', null), eb('operator_label', 'is not', null)]))
     .execute()
 }

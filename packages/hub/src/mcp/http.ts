@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import { BatonError } from '@baton/protocol'
 import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
+import type { Span } from '@opentelemetry/api'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AppContext } from '../app.js'
 import type { Api } from '../http/api.js'
@@ -14,6 +15,8 @@ import { localInvoke } from '../ops/local.js'
 import { carryingAuth, type Settling, tooDeepToolCall } from '../ops/mcp.js'
 import type { ExtraPath } from '../ops/openapi.js'
 import { OPERATIONS } from '../ops/registry.js'
+import { handOnTrace } from '../telemetry/http.js'
+import { type HandedTrace, handOn, parseTraceparent } from '../telemetry/trace-context.js'
 import { assertAllowedHostAndOrigin, hostPolicy } from './rebinding.js'
 import { SESSION_LIMITS, type SessionLimits, SessionTable } from './sessions.js'
 
@@ -68,14 +71,55 @@ function sessionNotFound(reply: FastifyReply) {
   return jsonRpcError(reply, 404, -32001, 'Session not found')
 }
 
-/** True for a JSON-RPC `tools/call` request: the only MCP request that can write. */
-function isToolCall(body: unknown): boolean {
+/** A JSON-RPC `tools/call` request: the only MCP request that can write. */
+interface ToolCall {
+  method: 'tools/call'
+  params?: { name?: unknown; _meta?: { traceparent?: unknown; tracestate?: unknown } }
+}
+
+function isToolCall(body: unknown): body is ToolCall {
   return (
     typeof body === 'object' &&
     body !== null &&
     !Array.isArray(body) &&
     (body as { method?: unknown }).method === 'tools/call'
   )
+}
+
+/**
+ * The trace context a tool call hands on. A call whose `_meta` carries a traceparent (how MCP
+ * requests carry W3C Trace Context) continues that trace: with tracing on, in a span of its own
+ * (`tools/call <tool>`), a child of the caller's context, which ends with the answer; off, the
+ * caller's context as sent, as for any request. A call without one is the HTTP request's work:
+ * its trace (the hub's span, the caller's header, or one the hub started).
+ */
+function toolCallTrace(
+  ctx: AppContext,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  call: ToolCall,
+): { trace: HandedTrace | undefined; span?: Span | undefined } {
+  const meta = call.params?._meta
+  const carried = meta ? parseTraceparent(meta.traceparent, meta.tracestate) : undefined
+  if (!carried) return { trace: handOnTrace(req) }
+  if (!ctx.tracing.enabled) return { trace: handOn(carried) }
+  const tool = typeof call.params?.name === 'string' ? call.params.name : 'unknown'
+  const span = ctx.tracing.startRequest(`tools/call ${tool}`, carried)
+  if (!span) return { trace: handOn(carried) }
+  span.setAttribute('mcp.method.name', 'tools/call')
+  span.setAttribute('gen_ai.tool.name', tool)
+  span.setAttribute('baton.request_id', req.id)
+  reply.raw.once('close', () => span.end())
+  const sc = span.spanContext()
+  return {
+    trace: handOn({
+      traceId: sc.traceId,
+      spanId: sc.spanId,
+      flags: sc.traceFlags,
+      state: carried.state,
+    }),
+    span,
+  }
 }
 
 /** Answers a tool call only once the pending admission of the request it serves is durable. */
@@ -184,16 +228,18 @@ export function registerMcpRoute(
     // first. A tool call the MCP SDK refuses before it reaches an operation (an unknown tool)
     // spends its nonce as its connection closes.
     const signed = req.signed
-    if (signed?.carry && isToolCall(req.body)) {
-      // The MCP SDK hands a request's `auth` to the tool handler it reaches, with the call.
-      ;(req.raw as IncomingMessage & { auth?: unknown }).auth = carryingAuth(
-        signed.principal.principal,
-        signed.carry,
-      )
-    } else if (signed?.carry) {
-      await ctx.identity.settle(signed.carry)
+    if (!isToolCall(req.body)) {
+      if (signed?.carry) await ctx.identity.settle(signed.carry)
+      return route(req, reply)
     }
-    return route(req, reply)
+    const { trace, span } = toolCallTrace(ctx, req, reply, req.body)
+    // The MCP SDK hands a request's `auth` to the tool handler it reaches, with the call.
+    ;(req.raw as IncomingMessage & { auth?: unknown }).auth = carryingAuth(
+      signed?.principal.principal ?? '',
+      signed?.carry,
+      trace,
+    )
+    return span ? ctx.tracing.within(span, () => route(req, reply)) : route(req, reply)
   }
 
   const route = async (req: FastifyRequest, reply: FastifyReply) => {

@@ -26,6 +26,7 @@ import { activitySeries, iso as isoOrNull, num, parseStored } from '../store/ope
 import { consumeDailyQuota } from '../store/quota.js'
 import type { MessageRow } from '../store/schema.js'
 import type { Carrying, WriteBatcher } from '../store/transaction.js'
+import { traceColumns, traceFields } from '../telemetry/trace-context.js'
 import * as store from './store.js'
 
 /** What the message service needs from the rest of the hub. */
@@ -175,7 +176,7 @@ export class MessageService {
           receipt,
           created_at: now,
           acked_at: null,
-          trace: trace ?? null,
+          ...traceColumns(trace),
         }
         await store.insertMessage(tx.db, row)
         tx.afterCommit(() =>
@@ -427,6 +428,6 @@ function toMessageView(row: MessageRow): MessageView {
     body: JSON.parse(row.body),
     createdAt: iso(row.created_at),
     ackedAt: row.acked_at === null ? null : iso(row.acked_at),
-    ...(row.trace ? { traceparent: row.trace } : {}),
+    ...traceFields(row),
   }
 }

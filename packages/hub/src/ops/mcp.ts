@@ -14,7 +14,7 @@ import { z } from 'zod'
 import { toBatonError } from '../http/errors.js'
 import { isDepthRefusal, refusedEnvelope } from '../http/json-guard.js'
 import { Carry } from '../store/transaction.js'
-import { formatTraceparent, parseTraceparent } from '../telemetry/trace-context.js'
+import { type HandedTrace, handOn, parseTraceparent } from '../telemetry/trace-context.js'
 import { AUTH_KINDS } from './auth-kinds.js'
 import { jsonSchema } from './openapi.js'
 import {
@@ -236,15 +236,20 @@ type ToolExtra = {
 }
 
 /**
- * The trace context of a tool call: `_meta.traceparent` (how MCP requests carry W3C Trace
- * Context), else the `traceparent` header of the HTTP request that carried the call.
+ * The trace context a tool call hands on. The hub's own /mcp decides it with the request that
+ * carried the call (`carryingAuth`): its span, so the work continues the hub's part of the
+ * trace. A face without a trace of its own (`baton mcp` over stdio) hands on the caller's:
+ * `_meta.traceparent` (how MCP requests carry W3C Trace Context), else the `traceparent` header
+ * of the HTTP request that carried the call.
  */
-function traceOf(extra: ToolExtra): string | undefined {
+function traceOf(extra: ToolExtra): HandedTrace | undefined {
+  const decided = extra.authInfo?.extra?.trace as HandedTrace | undefined
+  if (decided) return decided
   const headers = extra.requestInfo?.headers
   const trace =
     parseTraceparent(extra._meta?.traceparent, extra._meta?.tracestate) ??
     parseTraceparent(headers?.traceparent, headers?.tracestate)
-  return trace ? formatTraceparent(trace) : undefined
+  return trace ? handOn(trace) : undefined
 }
 
 function progressOf(extra: ToolExtra): Caller['progress'] {
@@ -261,15 +266,22 @@ function progressOf(extra: ToolExtra): Caller['progress'] {
 }
 
 /**
- * The MCP SDK's `authInfo` of a request whose signed admission rides on its tool call's first
- * write: the SDK hands it to the tool handler with the request, which passes the carry on to
- * the operation as `Caller.carry`.
+ * The MCP SDK's `authInfo` of a tool call's request: a signed request's admission, which rides
+ * on the call's first write, and the trace context the call hands on. The SDK hands it to the
+ * tool handler with the request, which passes both on to the operation as `Caller.carry` and
+ * `Caller.trace`.
  */
 export function carryingAuth(
   principal: string,
-  carry: Carry,
-): { token: string; clientId: string; scopes: string[]; extra: { carry: Carry } } {
-  return { token: '', clientId: principal, scopes: [], extra: { carry } }
+  carry: Carry | undefined,
+  trace: HandedTrace | undefined,
+): {
+  token: string
+  clientId: string
+  scopes: string[]
+  extra: { carry: Carry | undefined; trace: HandedTrace | undefined }
+} {
+  return { token: '', clientId: principal, scopes: [], extra: { carry, trace } }
 }
 
 function carryOf(extra: ToolExtra): Carry | undefined {

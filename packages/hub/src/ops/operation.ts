@@ -18,6 +18,7 @@ import { type Config, loadConfig } from '../config.js'
 import type { WaitSignal } from '../events/wait.js'
 import type { Principal } from '../identity/service.js'
 import type { Carry } from '../store/transaction.js'
+import type { HandedTrace } from '../telemetry/trace-context.js'
 
 export type { Auth, CliSpec, Declared, ToolSpec }
 
@@ -45,10 +46,11 @@ export interface Caller {
    */
   carry?: Carry | undefined
   /**
-   * The W3C traceparent of the request (the hub's span when tracing, else the caller's own),
-   * recorded with the work it hands on, so the agent that receives it continues the trace.
+   * The W3C trace context of the request (the hub's span when tracing, else the caller's own,
+   * else one the hub started), recorded with the work it hands on, so the agent that receives
+   * it continues the trace.
    */
-  trace?: string | undefined
+  trace?: HandedTrace | undefined
   /** Reports progress of long work (waits, uploads); faces that cannot carry it ignore it. */
   progress?: ((p: { progress: number; total?: number; message?: string }) => void) | undefined
 }

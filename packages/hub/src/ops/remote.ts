@@ -60,6 +60,11 @@ export function remoteInvoke(transport: Transport): Invoke {
     const path = requestPath(op, input)
     const headers: Record<string, string> = {}
     if (caller.idempotencyKey) headers['idempotency-key'] = caller.idempotencyKey
+    // W3C Trace Context: the hub continues the caller's trace (an MCP call's `_meta`, the CLI's).
+    if (caller.trace) {
+      headers.traceparent = caller.trace.traceparent
+      if (caller.trace.tracestate) headers.tracestate = caller.trace.tracestate
+    }
     const how = AUTH_KINDS[op.auth].remote
     if (how === 'bearer' && caller.token) headers.authorization = `Bearer ${caller.token}`
     const send = how === 'signed' ? transport.signed : transport.plain

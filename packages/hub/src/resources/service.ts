@@ -17,6 +17,7 @@ import { activitySeries, iso as isoOrNull, num, parseStored } from '../store/ope
 import { changeStoredBytes } from '../store/quota.js'
 import type { ResourceRow, Schema } from '../store/schema.js'
 import type { Carrying, WriteBatcher } from '../store/transaction.js'
+import { traceColumns, traceFields } from '../telemetry/trace-context.js'
 import { diffJson, type JsonChange } from './diff.js'
 import * as store from './store.js'
 
@@ -52,6 +53,7 @@ function toView(row: ResourceRow): ResourceView {
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at),
     updatedBy: row.updated_by,
+    ...traceFields(row),
   }
 }
 
@@ -86,7 +88,7 @@ export class ResourceService {
     owner: string,
     body: CreateResourceInput,
     idempotencyKey?: string,
-    { carry }: Carrying = {},
+    { carry, trace }: Carrying = {},
   ): Promise<ResourceView> {
     const { json, size } = this.measure(body.data)
     return this.deps.batcher.carrying(carry).run(async (tx) => {
@@ -111,6 +113,7 @@ export class ResourceService {
           created_at: now,
           updated_at: now,
           updated_by: owner,
+          ...traceColumns(trace),
         }
         await store.insertResource(tx.db, row)
         await store.insertVersion(tx.db, {
@@ -119,6 +122,7 @@ export class ResourceService {
           data: json,
           actor: owner,
           at: now,
+          ...traceColumns(trace),
         })
         tx.afterCommit(() =>
           this.deps.bus.publish({
@@ -159,6 +163,7 @@ export class ResourceService {
         data: JSON.parse(v.data),
         actor: v.actor,
         at: iso(v.at),
+        ...traceFields(v),
       })),
     }
   }
@@ -172,7 +177,7 @@ export class ResourceService {
     principal: string,
     id: string,
     body: UpdateResourceInput,
-    { carry }: Carrying = {},
+    { carry, trace }: Carrying = {},
   ): Promise<ResourceAnswer> {
     const { json, size } = this.measure(body.data)
     checkId(id)
@@ -201,6 +206,7 @@ export class ResourceService {
         size,
         at: now,
         actor: principal,
+        trace,
       })
       if (!moved) {
         const current = await store.findResource(tx.db, id)
@@ -217,6 +223,7 @@ export class ResourceService {
         data: json,
         actor: principal,
         at: now,
+        ...traceColumns(trace),
       })
       tx.afterCommit(() =>
         this.deps.bus.publish({
@@ -226,7 +233,15 @@ export class ResourceService {
           data: { resourceId: id, version, actor: principal },
         }),
       )
-      return toView({ ...row, data: json, size, version, updated_at: now, updated_by: principal })
+      return toView({
+        ...row,
+        data: json,
+        size,
+        version,
+        updated_at: now,
+        updated_by: principal,
+        ...traceColumns(trace),
+      })
     })
   }
 

@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely'
 import type { ResourceRow, ResourceVersionRow, Schema } from '../store/schema.js'
+import { type HandedTrace, traceColumns } from '../telemetry/trace-context.js'
 
 /** SQL for resources, in the subset both dialects share. */
 
@@ -30,7 +31,15 @@ export async function listVersions(db: Kysely<Schema>, id: string): Promise<Reso
 /** The compare-and-set: replaces data only if the resource is still at `expectVersion`. */
 export async function casUpdate(
   db: Kysely<Schema>,
-  u: { id: string; expectVersion: number; data: string; size: number; at: number; actor: string },
+  u: {
+    id: string
+    expectVersion: number
+    data: string
+    size: number
+    at: number
+    actor: string
+    trace: HandedTrace | undefined
+  },
 ): Promise<boolean> {
   const res = await db
     .updateTable('resources')
@@ -40,6 +49,7 @@ export async function casUpdate(
       version: u.expectVersion + 1,
       updated_at: u.at,
       updated_by: u.actor,
+      ...traceColumns(u.trace),
     })
     .where('id', '=', u.id)
     .where('version', '=', u.expectVersion)

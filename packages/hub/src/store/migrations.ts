@@ -570,7 +570,48 @@ const migrations: Record<string, Migration> = {
   '018_a2a_charges': a2aChargesMigration,
   '019_a2a_send_references': a2aSendReferencesMigration,
   '020_a2a_live_push_usage': a2aLivePushUsageMigration,
+  '021_trace_context_everywhere': {
+    async up(db: Kysely<unknown>) {
+      // The W3C tracestate that came with each traceparent 014 and 016 keep, handed on with it.
+      for (const table of [
+        'messages',
+        'hop_deliveries',
+        'handoff_moves',
+        'a2a_events',
+        'transfer_events',
+        'compute_jobs',
+      ]) {
+        await db.schema.alterTable(table).addColumn('trace_state', 'text').execute()
+      }
+      // Trace context on the rest of what requests write: a handoff's creation, a resource's
+      // current revision and each one kept, a grant, a home file, a principal's admission, a
+      // witnessed hop offer and a notify signal. Null: none was carried.
+      for (const table of [
+        'handoffs',
+        'resources',
+        'resource_versions',
+        'grants',
+        'home_files',
+        'principals',
+        'hops',
+        'notify_outbox',
+      ]) {
+        await db.schema.alterTable(table).addColumn('trace', 'text').execute()
+        await db.schema.alterTable(table).addColumn('trace_state', 'text').execute()
+      }
+    },
+  },
+  '022_operator_labels': {
+    async up(db: Kysely<unknown>) {
+      // The operator's label beside the agent's own (015's column), so neither overwrites the
+      // other; the operator's is the one shown when set. A label 015 kept stays the agent's.
+      await db.schema.alterTable('principals').addColumn('operator_label', 'text').execute()
+    },
+  },
 }
+
+/** Every migration's name, in the order they apply: what a database written today holds. */
+export const MIGRATION_NAMES: readonly string[] = Object.keys(migrations).sort()
 
 /**
  * Applies every migration not yet applied; safe to run from many instances at once. With

@@ -13,6 +13,10 @@ export interface HandoffRow {
   created_at: number
   updated_at: number
   expires_at: number
+  /** The W3C traceparent of the request that created the handoff, handed to its readers until a move (migration 021); null when none was carried. */
+  trace: string | null
+  /** The W3C tracestate that came with `trace` (migration 021). */
+  trace_state: string | null
 }
 
 export interface HandoffMoveRow {
@@ -26,6 +30,8 @@ export interface HandoffMoveRow {
   at: number
   /** The W3C traceparent of the request that made the move (migration 016), handed to readers. */
   trace: string | null
+  /** The W3C tracestate that came with `trace` (migration 021). */
+  trace_state: string | null
 }
 
 export interface QuotaCounterRow {
@@ -52,8 +58,14 @@ export interface PrincipalRow {
   state: string
   enrolled_at: number
   decided_at: number | null
-  /** The display label (migration 015); null when none. */
+  /** The display label the agent gave itself (migration 015); null when none. */
   label?: string | null
+  /** The display label an operator set (migration 022), shown instead of the agent's; null when none. */
+  operator_label?: string | null
+  /** The W3C traceparent of the request that decided the principal's admission state (or enrolled it) (migration 021); null when none was carried. */
+  trace?: string | null
+  /** The W3C tracestate that came with `trace` (migration 021). */
+  trace_state?: string | null
 }
 
 export interface SignatureNonceRow {
@@ -81,6 +93,10 @@ export interface ResourceRow {
   created_at: number
   updated_at: number
   updated_by: string
+  /** The W3C traceparent of the request that wrote the current version, handed to its readers (migration 021); null when none was carried. */
+  trace: string | null
+  /** The W3C tracestate that came with `trace` (migration 021). */
+  trace_state: string | null
 }
 
 export interface ResourceVersionRow {
@@ -89,6 +105,10 @@ export interface ResourceVersionRow {
   data: string
   actor: string
   at: number
+  /** The W3C traceparent of the request that wrote this version (migration 021); null when none was carried. */
+  trace: string | null
+  /** The W3C tracestate that came with `trace` (migration 021). */
+  trace_state: string | null
 }
 
 export interface GrantRow {
@@ -103,6 +123,10 @@ export interface GrantRow {
   revoked_at: number | null
   parent_id: string | null
   created_at: number
+  /** The W3C traceparent of the request that issued, then revoked, the grant, handed to its holder (migration 021); null when none was carried. */
+  trace: string | null
+  /** The W3C tracestate that came with `trace` (migration 021). */
+  trace_state: string | null
 }
 
 export interface MessageRow {
@@ -121,6 +145,8 @@ export interface MessageRow {
   acked_at: number | null
   /** The W3C traceparent of the sending request (migration 014), handed to the reader. */
   trace: string | null
+  /** The W3C tracestate that came with `trace` (migration 021). */
+  trace_state: string | null
 }
 
 export interface CounterRow {
@@ -136,6 +162,10 @@ export interface HomeFileRow {
   size: number
   created_at: number
   updated_at: number
+  /** The W3C traceparent of the request that wrote the current revision (migration 021); null when none was carried. */
+  trace: string | null
+  /** The W3C tracestate that came with `trace` (migration 021). */
+  trace_state: string | null
 }
 
 export interface TransferRow {
@@ -183,6 +213,8 @@ export interface TransferEventRow {
    * handed to the runtime; null for other events.
    */
   trace: string | null
+  /** The W3C tracestate that came with `trace` (migration 021). */
+  trace_state: string | null
 }
 
 export interface TransferUsageRow {
@@ -232,6 +264,10 @@ export interface NotifyOutboxRow {
   done_at: number | null
   /** The principal whose stored bytes this signal is charged to until it settles (migration 018). */
   charged_to?: string | null
+  /** The W3C traceparent of the move the signal tells of, sent as the signal's traceparent (migration 021); null when none was carried. */
+  trace: string | null
+  /** The W3C tracestate that came with `trace` (migration 021). */
+  trace_state: string | null
 }
 
 /** Stored bytes of one principal over its resources and home files (migration 008). */
@@ -272,6 +308,10 @@ export interface HopRow {
   exp: number
   created_at: number
   updated_at: number
+  /** The W3C traceparent of the request that offered the hop, handed to its delegate (migration 021); null when none was carried. */
+  trace: string | null
+  /** The W3C tracestate that came with `trace` (migration 021). */
+  trace_state: string | null
 }
 
 /** A signed status the hub accepted for a hop (migration 010). */
@@ -301,6 +341,8 @@ export interface HopDeliveryRow {
   created_at: number
   /** The W3C traceparent of the request that caused it (migration 014), handed to the reader. */
   trace: string | null
+  /** The W3C tracestate that came with `trace` (migration 021). */
+  trace_state: string | null
 }
 
 /** One (iss, hop) of the hub-backed replay store (migration 010). */
@@ -338,6 +380,8 @@ export interface ComputeJobRow {
   finished_at: number | null
   /** The W3C traceparent of the submitting request (migration 016), handed to the runtime. */
   trace: string | null
+  /** The W3C tracestate that came with `trace` (migration 021). */
+  trace_state: string | null
 }
 
 export interface ComputeRuntimeRow {
@@ -382,6 +426,8 @@ export interface A2aEventRow {
   artifact_id: string | null
   /** The W3C traceparent of the request that wrote the event (migration 016), handed on. */
   trace: string | null
+  /** The W3C tracestate that came with `trace` (migration 021). */
+  trace_state: string | null
 }
 
 /** The first answer to a principal's `messageId`, so a repeat answers the same. */

@@ -1,5 +1,6 @@
 import { type Kysely, type KyselyPlugin, type QueryId, sql } from 'kysely'
 import { inSpan } from '../telemetry/spans.js'
+import type { HandedTrace } from '../telemetry/trace-context.js'
 import type { Database } from './database.js'
 import type { Schema } from './schema.js'
 
@@ -188,8 +189,8 @@ export class Carry<I = unknown, T = unknown> {
  */
 export interface Carrying {
   carry?: Carry | undefined
-  /** The W3C traceparent the request hands on to the work it writes (`Caller.trace`). */
-  trace?: string | undefined
+  /** The W3C trace context the request hands on to the work it writes (`Caller.trace`). */
+  trace?: HandedTrace | undefined
 }
 
 /** Options of one write queued on the batcher. */

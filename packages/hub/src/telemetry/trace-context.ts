@@ -75,3 +75,62 @@ export function newSpanId(): string {
     if (id !== ZERO_SPAN) return id
   }
 }
+
+/** The trace context work carries on to whoever receives it: the headers its receiver sends. */
+export interface HandedTrace {
+  traceparent: string
+  tracestate?: string | undefined
+}
+
+/** The trace context a request hands on, as the headers its receiver sends. */
+export function handOn(trace: TraceContext): HandedTrace {
+  return {
+    traceparent: formatTraceparent(trace),
+    ...(trace.state ? { tracestate: trace.state } : {}),
+  }
+}
+
+/**
+ * A trace of the hub's own for a request that carried none (W3C Trace Context §4.2): a random
+ * trace id and an id for the request, flags 00 since nothing of it is recorded unless tracing
+ * is on. One read of 24 random bytes; no OpenTelemetry code.
+ */
+export function startTrace(): TraceContext {
+  for (;;) {
+    const bytes = randomBytes(24).toString('hex')
+    const traceId = bytes.slice(0, 32)
+    const spanId = bytes.slice(32)
+    if (traceId !== ZERO_TRACE && spanId !== ZERO_SPAN) return { traceId, spanId, flags: 0 }
+  }
+}
+
+/**
+ * The `traceresponse` header of a request (W3C Trace Context Level 2 §3.1): the trace the
+ * request belongs to and the id of the hub's part in it, sampled only when the hub recorded it.
+ */
+export function formatTraceresponse(
+  trace: TraceContext,
+  spanId: string,
+  recorded: boolean,
+): string {
+  return formatTraceparent({ traceId: trace.traceId, spanId, flags: recorded ? trace.flags : 0 })
+}
+
+/** The columns a write records its request's trace context in (null: none was carried). */
+export function traceColumns(trace: HandedTrace | undefined): {
+  trace: string | null
+  trace_state: string | null
+} {
+  return { trace: trace?.traceparent ?? null, trace_state: trace?.tracestate ?? null }
+}
+
+/** The trace context a stored write hands on to the agent that reads it, as view fields. */
+export function traceFields(row: {
+  trace?: string | null | undefined
+  trace_state?: string | null | undefined
+}): Partial<HandedTrace> {
+  if (!row.trace) return {}
+  return row.trace_state
+    ? { traceparent: row.trace, tracestate: row.trace_state }
+    : { traceparent: row.trace }
+}

@@ -18,6 +18,7 @@ import type {
   Tx,
   WriteBatcher,
 } from '../store/transaction.js'
+import { type HandedTrace, traceColumns } from '../telemetry/trace-context.js'
 import { refused, transition, WriteSet } from './machine.js'
 import { decideUsage, type UsageReport, usageKey } from './metering.js'
 import * as store from './store.js'
@@ -46,7 +47,7 @@ export type TransferWrite =
       canonical: string
       checksum: string
       bytes: number
-      trace?: string | undefined
+      trace?: HandedTrace | undefined
     }
   | {
       kind: 'provision'
@@ -54,7 +55,7 @@ export type TransferWrite =
       caller: string
       jti: string
       params: { tier: string; budgetMicros: number; rateMicrosPerSecond: number }
-      trace?: string | undefined
+      trace?: HandedTrace | undefined
     }
   | { kind: 'activate'; id: string; caller: string; jti: string }
   | { kind: 'claim'; id: string; runtime: string }
@@ -442,7 +443,7 @@ export class TransferLifecycle {
       actor: m.owner,
       data: JSON.stringify({ checksum: m.checksum, snapshotBytes: m.bytes }),
       at: w.now,
-      trace: m.trace ?? null,
+      ...traceColumns(m.trace),
     }
     w.created.push({ row, content: m.canonical })
     w.events.push(event)

@@ -1,5 +1,6 @@
 import { BatonError, type TransferState } from '@baton/protocol'
 import type { TransferEventRow, TransferRow, TransferUsageRow } from '../store/schema.js'
+import { type HandedTrace, traceColumns } from '../telemetry/trace-context.js'
 import { conflict } from './views.js'
 
 /**
@@ -82,8 +83,8 @@ export function transition(
     data: Record<string, unknown>
     patch?: Partial<TransferRow>
     wanted?: string
-    /** The traceparent the move hands on to the runtime (`TransferEventRow.trace`). */
-    trace?: string | undefined
+    /** The trace context the move hands on to the runtime (`TransferEventRow.trace`). */
+    trace?: HandedTrace | undefined
   },
 ): Applied | BatonError {
   const t = TRANSITIONS[name]
@@ -101,7 +102,7 @@ export function transition(
     actor: m.actor,
     data: JSON.stringify(m.data),
     at: w.now,
-    trace: m.trace ?? null,
+    ...traceColumns(m.trace),
   }
   w.events.push(event)
   w.logs.get(row.id)?.push(event)

@@ -54,6 +54,7 @@ const EVENT_COLUMNS = allColumns<TransferEventRow>()(
   'data',
   'at',
   'trace',
+  'trace_state',
 )
 const USAGE_COLUMNS = allColumns<TransferUsageRow>()(
   'transfer_id',

@@ -7,6 +7,7 @@ import {
   type UsageView,
 } from '@baton/protocol'
 import type { TransferEventRow, TransferRow } from '../store/schema.js'
+import { type HandedTrace, traceFields } from '../telemetry/trace-context.js'
 
 /** What callers see of a transfer, and the refusals every transfer write shares. */
 
@@ -102,8 +103,8 @@ export function toView(row: TransferRow, events: TransferEventRow[]): TransferVi
   }
 }
 
-/** The trace of the latest event that handed the transfer on (staged, then provisioned). */
-function handedOnTrace(events: TransferEventRow[]): { traceparent?: string } {
-  const trace = events.findLast((e) => e.trace)?.trace
-  return trace ? { traceparent: trace } : {}
+/** The trace context of the latest event that handed the transfer on (staged, then provisioned). */
+function handedOnTrace(events: TransferEventRow[]): Partial<HandedTrace> {
+  const handed = events.findLast((e) => e.trace)
+  return handed ? traceFields(handed) : {}
 }

@@ -21,6 +21,7 @@ import type { Operation } from '../ops/operation.js'
 import { operatorOverview } from '../overview/operations.js'
 import { operatorListResources, operatorReadResource } from '../resources/operations.js'
 import { SIGNOUT_TOPIC } from '../sessions/service.js'
+import { handOnTrace } from '../telemetry/http.js'
 import {
   operatorListTransfers,
   operatorReadTransfer,
@@ -389,7 +390,7 @@ export function registerDashboard(api: Api, ctx: AppContext): void {
       requireMutation(req)
       const view = await decidePrincipal.run(
         ctx,
-        { ip: req.ip, signal: NEVER_ABORTED },
+        { ip: req.ip, signal: NEVER_ABORTED, trace: handOnTrace(req) },
         parseOperationInput(decidePrincipal, { params: req.params }, HTTP_INPUT, ctx.config),
       )
       reply.header('cache-control', 'no-store')

@@ -6,9 +6,11 @@ import {
   AdmissionState,
   DISCOVERY_PATH,
   DiscoveryDocument,
+  LabelsView,
   MeView,
   PRINCIPAL_PAGE,
   PrincipalCursor,
+  PrincipalList,
   PrincipalPageView,
   PrincipalView,
   SetLabelInput,
@@ -57,14 +59,16 @@ export const me = defineContract({
 export const setMyLabel = defineContract({
   name: 'setMyLabel',
   summary:
-    'Give yourself a display label (1 to 64 printable characters) shown beside your did:key, replacing any before it',
+    'Give yourself a display label (1 to 64 printable characters) shown beside your did:key, replacing any before it; allowed while pending',
   tags: ['identity'],
   method: 'PUT',
   path: '/v1/me/label',
   auth: 'signature',
+  // A pending key may name itself, so the operator sees the name when deciding.
+  admissionExempt: true,
   body: SetLabelInput,
   output: PrincipalView,
-  errors: [],
+  errors: ['admission_rejected', 'principal_suspended'],
   tool: {
     name: 'set_my_label',
     title: 'Set my display label',
@@ -73,6 +77,30 @@ export const setMyLabel = defineContract({
     annotations: { destructiveHint: false, idempotentHint: true },
   },
   cli: ['me', 'label'],
+})
+
+/** The labels of some principals, to show beside their did:keys; never used for authorization. */
+export const readLabels = defineContract({
+  name: 'readLabels',
+  summary:
+    'The display labels of up to 100 principals (those that have one), to show beside their did:keys',
+  tags: ['identity'],
+  method: 'GET',
+  path: '/v1/labels',
+  auth: 'signature',
+  query: z.strictObject({
+    principals: PrincipalList.describe('The did:keys, comma-separated, at most 100'),
+  }),
+  output: LabelsView,
+  errors: [],
+  tool: {
+    name: 'read_agent_labels',
+    title: 'Read agent labels',
+    description:
+      'The display labels of up to 100 agents by did:key, to tell planner, coder and reviewer apart. A label names an agent; it grants nothing, and two agents may share one.',
+    annotations: { readOnlyHint: true },
+  },
+  cli: ['principal', 'labels'],
 })
 
 /** One page of enrolled principals (operator only). */
@@ -161,4 +189,5 @@ export const identityContracts = [
   readPrincipal,
   decidePrincipal,
   labelPrincipal,
+  readLabels,
 ]

@@ -512,15 +512,15 @@ function miniMachine(states, state) {
 function drawHandoffs({ handoffs }) {
   const rows = handoffs.map(
     (h) =>
-      `<tr><td><a href="#/handoffs/${enc(h.id)}" data-focus-key="h:${esc(h.id)}">${short(h.id)}</a></td><td>${badge(h.expired ? 'expired' : h.state)}</td><td class="num">${h.version}</td><td class="hide-narrow">${miniMachine(h.states, h.state)}</td><td>${time(h.updatedAt)}</td><td class="hide-narrow">${time(h.expiresAt)}</td></tr>`,
+      `<tr><td><a href="#/handoffs/${enc(h.id)}" data-focus-key="h:${esc(h.id)}">${short(h.id)}</a></td><td>${badge(h.expired ? 'expired' : h.state)}</td><td class="num hide-narrow">${h.version}</td><td>${miniMachine(h.states, h.state)}</td><td class="hide-narrow">${time(h.updatedAt)}</td><td class="hide-narrow">${time(h.expiresAt)}</td></tr>`,
   )
   return table(
     [
       '<th>Handoff</th>',
       '<th>State</th>',
-      '<th class="num">Version</th>',
-      '<th class="hide-narrow">Machine</th>',
-      '<th>Changed</th>',
+      '<th class="num hide-narrow">Version</th>',
+      '<th>Machine</th>',
+      '<th class="hide-narrow">Changed</th>',
       '<th class="hide-narrow">Expires</th>',
     ],
     rows,
