@@ -2,7 +2,7 @@
 //   npm run docs
 import { readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
-import { fillRouteTables } from '../packages/hub/src/ops/route-tables.js'
+import { fillRouteTables } from '../packages/hub/src/cli/route-tables.js'
 import { docFiles } from '../packages/hub/test/doc-blocks.js'
 
 const root = path.resolve(import.meta.dirname, '..')

@@ -146,7 +146,7 @@ export class SignedClient {
   async call(what: Contract | string, ...args: unknown[]): Promise<unknown> {
     if (typeof what !== 'string') {
       const [input, options] = args as [ContractInput<Contract> | undefined, ContractCallOptions?]
-      return callContract(this.sender, what, input, options)
+      return callContract((request) => this.sendContract(request), what, input, options)
     }
     const [path, body, options] = args as [string, SignedBody, RequestOptions?]
     const answer = await this.request(what, path, body, {}, options ?? {})
@@ -159,11 +159,21 @@ export class SignedClient {
     contract: C,
     ...[input, options]: CallArgs<C>
   ): Promise<RawAnswer<unknown>> {
-    return requestContract(this.sender, contract, input, options)
+    return requestContract((request) => this.sendContract(request), contract, input, options)
   }
 
-  /** How a contract call is sent: signed as this identity, or plain to the same hub. */
-  private readonly sender: SendRequest = ({ method, path, body, headers, signed, options }) => {
+  /**
+   * How a contract call is sent: signed as this identity (through `request`, so a client made
+   * from this one with its own `request` sends them its way), or plain to the same hub.
+   */
+  private sendContract({
+    method,
+    path,
+    body,
+    headers,
+    signed,
+    options,
+  }: Parameters<SendRequest>[0]): ReturnType<SendRequest> {
     if (signed) {
       return this.request(method, path, body as SignedBody, headers, {
         ...(options.signal ? { signal: options.signal } : {}),

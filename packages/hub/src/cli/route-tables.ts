@@ -1,9 +1,9 @@
 import { z } from 'zod'
-import { commandWords } from '../cli/generated.js'
-import { AUTH_KINDS } from './auth-kinds.js'
-import type { CompositeTool } from './mcp.js'
-import { defaultConfig, inputSchemas, type Operation } from './operation.js'
-import { COMPOSITE_TOOLS, OPERATIONS } from './registry.js'
+import { AUTH_KINDS } from '../ops/auth-kinds.js'
+import type { CompositeTool } from '../ops/mcp.js'
+import { defaultConfig, inputSchemas, type Operation } from '../ops/operation.js'
+import { COMPOSITE_TOOLS, OPERATIONS } from '../ops/registry.js'
+import { commandWords } from './generated.js'
 
 /**
  * The route tables of the docs, made from the contracts: a doc marks a table with
