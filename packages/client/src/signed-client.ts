@@ -8,6 +8,7 @@ import {
   type MeView,
   type PrincipalView,
   parseWholeNumber,
+  type SignatureProfile,
 } from '@baton/protocol'
 import {
   type CallArgs,
@@ -27,6 +28,13 @@ export interface SignedClientOptions {
   now?: () => number
   /** The longest Retry-After (ms) the client waits once on a 429 before answering it (default 5000). */
   maxRetryWaitMs?: number
+  /**
+   * Signs under Baton's profile (keyid the did:key, the default) or Web Bot Auth's (keyid the
+   * JWK thumbprint, `tag`, `expires`, `@authority`); the key must be enrolled for the latter.
+   */
+  profile?: SignatureProfile
+  /** Under the Web Bot Auth profile: the URL of the agent's key directory, sent as Signature-Agent. */
+  signatureAgent?: string
 }
 
 /** Per-request options: `onUploadProgress` streams the body in chunks and reports bytes sent. */
@@ -202,6 +210,8 @@ export class SignedClient {
       privateKey: this.identity.privateKey,
       keyid: this.identity.principal,
       ...(this.opts.now ? { created: this.opts.now() } : {}),
+      ...(this.opts.profile ? { profile: this.opts.profile } : {}),
+      ...(this.opts.signatureAgent ? { signatureAgent: this.opts.signatureAgent } : {}),
     })
     const report = options.onUploadProgress
     // The signature covers the digest of the whole body, so streaming it changes nothing signed.

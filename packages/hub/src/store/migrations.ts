@@ -1,5 +1,6 @@
 import { type Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely'
 import { a2aBoundsMigration, a2aTasksMigration } from '../a2a/migration.js'
+import { keyThumbprint } from '../crypto.js'
 
 // Numbered migrations, applied in order on start. A landed migration is never edited: add a new one.
 const migrations: Record<string, Migration> = {
@@ -557,6 +558,38 @@ const migrations: Record<string, Migration> = {
       await db.schema.alterTable('a2a_events').addColumn('trace', 'text').execute()
       await db.schema.alterTable('transfer_events').addColumn('trace', 'text').execute()
       await db.schema.alterTable('compute_jobs').addColumn('trace', 'text').execute()
+    },
+  },
+  '017_key_thumbprints': {
+    async up(db: Kysely<unknown>) {
+      // The RFC 7638 thumbprint of each enrolled key: the keyid a Web Bot Auth signature names
+      // it by. Keys enrolled before this migration get theirs here, in pages.
+      await db.schema.alterTable('principals').addColumn('thumbprint', 'text').execute()
+      const rows = db as unknown as Kysely<{
+        principals: { principal: string; public_key: string; thumbprint: string | null }
+      }>
+      for (;;) {
+        const page = await rows
+          .selectFrom('principals')
+          .select(['principal', 'public_key'])
+          .where('thumbprint', 'is', null)
+          .limit(500)
+          .execute()
+        if (page.length === 0) break
+        for (const row of page) {
+          await rows
+            .updateTable('principals')
+            .set({ thumbprint: keyThumbprint(row.public_key) })
+            .where('principal', '=', row.principal)
+            .execute()
+        }
+      }
+      await db.schema
+        .createIndex('principals_thumbprint')
+        .on('principals')
+        .column('thumbprint')
+        .unique()
+        .execute()
     },
   },
 }

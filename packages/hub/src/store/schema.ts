@@ -54,6 +54,8 @@ export interface PrincipalRow {
   decided_at: number | null
   /** The display label (migration 015); null when none. */
   label?: string | null
+  /** The RFC 7638 JWK thumbprint of the key (migration 017): a Web Bot Auth keyid names it. */
+  thumbprint?: string | null
 }
 
 export interface SignatureNonceRow {
