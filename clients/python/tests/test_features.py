@@ -132,3 +132,20 @@ def test_every_refusal_is_a_baton_error_with_code_fix_and_context(agent):
     with pytest.raises(BatonError) as bad:
         me.call("createResource", body={"namespace": "", "kind": "k", "data": 1})
     assert bad.value.code == "invalid_request" and bad.value.context.get("field")
+
+
+def test_an_enrolled_key_also_signs_under_the_web_bot_auth_profile(agent, discovery):
+    from baton_client import BatonClient
+
+    me = agent("web-bot")
+    web = BatonClient(me.identity, discovery, profile="web-bot-auth")
+    assert web.me()["principal"] == me.principal
+    made = web.resources.create("wba", "note/v1", {"profile": "web-bot-auth"})
+    assert made["owner"] == me.principal
+    # A key that never enrolled is named by no thumbprint the hub knows.
+    from baton_client import create_identity
+
+    stranger = BatonClient(create_identity("x"), discovery, profile="web-bot-auth")
+    with pytest.raises(BatonError) as refused:
+        stranger.me()
+    assert refused.value.code == "key_not_enrolled" and refused.value.status == 401

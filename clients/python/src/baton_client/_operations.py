@@ -56,6 +56,7 @@ OPERATIONS: dict[str, Operation] = {
     'revokeGrant': Operation('revokeGrant', 'DELETE', '/v1/capabilities/{id}', 'signature', ('id',), (), None, (), False),
     'sendMessage': Operation('sendMessage', 'POST', '/v1/messages', 'signature', (), (), ('recipient', 'body', 'idempotencyKey'), ('recipient', 'body', 'idempotencyKey'), False),
     'setMyLabel': Operation('setMyLabel', 'PUT', '/v1/me/label', 'signature', (), (), ('label',), ('label',), False),
+    'signatureDirectory': Operation('signatureDirectory', 'GET', '/.well-known/http-message-signatures-directory', 'none', (), (), None, (), False),
     'stopComputeRuntime': Operation('stopComputeRuntime', 'DELETE', '/v1/compute/runtimes/{runtimeId}', 'signature', ('runtimeId',), (), None, (), False),
     'submitComputeJob': Operation('submitComputeJob', 'POST', '/v1/compute/jobs', 'signature', (), (), ('language', 'program', 'input', 'inputResourceId', 'idempotencyKey', 'output'), ('language', 'program', 'idempotencyKey'), False),
     'updateResource': Operation('updateResource', 'PATCH', '/v1/resources/{id}', 'signature', ('id',), (), ('expectedVersion', 'data'), ('expectedVersion', 'data'), False),
