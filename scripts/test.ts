@@ -46,25 +46,38 @@ const files = args.length
   : [
       ...(await findTests(path.join(root, 'packages'))),
       ...(await findTests(path.join(root, 'examples'))),
+      ...(await findTests(path.join(root, 'clients'))),
+      ...(await findTests(path.join(root, 'conformance'))),
     ].sort()
 for (const f of files) if (!existsSync(f)) fail(`no such test file: ${f}`, 64)
 
 // Debian packages some tests need, never downloaded by other means: chromium for the dashboard's
-// browser tests, and python3-jwcrypto (with python3-cryptography) for the context library's
-// cross-language test. Only when a chosen file needs one, and only where we may install packages,
-// are the missing ones installed in one step; otherwise those tests fail and say why.
+// browser tests; python3-jwcrypto (with python3-cryptography) for the context library's
+// cross-language test; python3-pytest, python3-venv and python3-pip (pip installs from no index)
+// for the Python client's tests. Only when a chosen file needs one, and only where we may install
+// packages, are the missing ones installed in one step; otherwise those tests fail and say why.
 const sources = files.map((f) => readFileSync(f, 'utf8'))
 const needsBrowser = sources.some((s) => s.includes("from './browser.js'"))
 const needsPython = sources.some((s) => s.includes('BATON_PYTHON'))
 const chromiumPath = process.env.BATON_CHROMIUM ?? '/usr/bin/chromium'
 const pythonPath = process.env.BATON_PYTHON ?? '/usr/bin/python3'
+/** Each Python module a test imports, with the Debian package that brings it. */
+const PYTHON_MODULES: [string, string][] = [
+  ['cryptography', 'python3-cryptography'],
+  ['jwcrypto', 'python3-jwcrypto'],
+  ['pytest', 'python3-pytest'],
+  ['ensurepip', 'python3-venv'],
+  ['pip', 'python3-pip'],
+  ['setuptools', 'python3-setuptools'],
+]
 const missing: string[] = []
 if (needsBrowser && !existsSync(chromiumPath)) missing.push('chromium')
 if (needsPython) {
-  const ready = spawnSync(pythonPath, ['-I', '-c', 'import cryptography, jwcrypto'], {
-    stdio: 'ignore',
-  })
-  if (ready.status !== 0) missing.push('python3', 'python3-jwcrypto')
+  if (!existsSync(pythonPath)) missing.push('python3')
+  for (const [module, pkg] of PYTHON_MODULES) {
+    const ready = spawnSync(pythonPath, ['-I', '-c', `import ${module}`], { stdio: 'ignore' })
+    if (ready.status !== 0) missing.push(pkg)
+  }
 }
 if (missing.length > 0 && process.getuid?.() === 0 && existsSync('/usr/bin/apt-get')) {
   console.log(`# installing Debian ${missing.join(' ')} for the browser and cross-language tests`)

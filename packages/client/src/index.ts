@@ -75,6 +75,7 @@ export {
   componentValue,
   defaultComponents,
   type HttpMessage,
+  jwkThumbprint,
   newNonce,
   parseDictionary,
   type SfBareItem,
@@ -91,5 +92,7 @@ export {
   signatureBase,
   signMessage,
   signRequest,
+  WEB_BOT_AUTH_LIFETIME_S,
 } from './signing.js'
 export { snapshotChecksum, TransferAdminClient, TransferClient } from './transfers.js'
+export { type RequestVerifyOptions, type VerifiedRequest, verifySignedRequest } from './verify.js'

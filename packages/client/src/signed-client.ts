@@ -8,6 +8,7 @@ import {
   type MeView,
   type PrincipalView,
   parseWholeNumber,
+  type SignatureProfile,
 } from '@baton/protocol'
 import {
   type CallArgs,
@@ -29,6 +30,13 @@ export interface SignedClientOptions {
   maxRetryWaitMs?: number
   /** How a Retry-After is waited out (default a timer); tests pass one that moves their clock. */
   sleep?: (ms: number) => Promise<void>
+  /**
+   * Signs under Baton's profile (keyid the did:key, the default) or Web Bot Auth's (keyid the
+   * JWK thumbprint, `tag`, `expires`, `@authority`); the key must be enrolled for the latter.
+   */
+  profile?: SignatureProfile
+  /** Under the Web Bot Auth profile: the URL of the agent's key directory, sent as Signature-Agent. */
+  signatureAgent?: string
 }
 
 /** Per-request options: `onUploadProgress` streams the body in chunks and reports bytes sent. */
@@ -216,6 +224,8 @@ export class SignedClient {
       privateKey: this.identity.privateKey,
       keyid: this.identity.principal,
       ...(this.opts.now ? { created: this.opts.now() } : {}),
+      ...(this.opts.profile ? { profile: this.opts.profile } : {}),
+      ...(this.opts.signatureAgent ? { signatureAgent: this.opts.signatureAgent } : {}),
     })
     const report = options.onUploadProgress
     // The signature covers the digest of the whole body, so streaming it changes nothing signed.

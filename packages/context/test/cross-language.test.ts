@@ -500,7 +500,13 @@ if (unavailable !== undefined) {
 
   test('Python agrees with the planner-to-coder vector, JWS and COSE', () => {
     const v = JSON.parse(
-      readFileSync(path.join(import.meta.dirname, 'vectors', 'planner-coder.json'), 'utf8'),
+      readFileSync(
+        path.resolve(
+          import.meta.dirname,
+          '../../../conformance/handoff-context/planner-coder.json',
+        ),
+        'utf8',
+      ),
     )
     const trust = Object.fromEntries(
       Object.entries(v.agents).map(([id, a]) => [id, (a as { publicJwk: object }).publicJwk]),

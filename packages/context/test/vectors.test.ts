@@ -25,7 +25,7 @@ import {
   verifyStatus,
 } from '../src/index.js'
 
-const dir = path.join(import.meta.dirname, 'vectors')
+const dir = path.resolve(import.meta.dirname, '../../../conformance/handoff-context')
 const load = (name: string) => JSON.parse(readFileSync(path.join(dir, name), 'utf8'))
 
 describe('RFC 8037 Appendix A', () => {

@@ -1,7 +1,12 @@
 // The hub's node:crypto implementation of the operations @baton/protocol's primitives take as
 // parameters (hashing and Ed25519 signing), and its Ed25519 public keys.
 import { createHash, createPublicKey, type KeyObject, sign } from 'node:crypto'
-import type { DigestAlgorithm, DigestBytes, SignBytes } from '@baton/protocol'
+import {
+  type DigestAlgorithm,
+  type DigestBytes,
+  type SignBytes,
+  thumbprintInput,
+} from '@baton/protocol'
 
 const NODE_NAMES: Record<DigestAlgorithm, 'sha256' | 'sha512'> = {
   'sha-256': 'sha256',
@@ -27,4 +32,9 @@ export function publicKeyFromRaw(raw: Uint8Array): KeyObject {
     key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(raw).toString('base64url') },
     format: 'jwk',
   })
+}
+
+/** The RFC 7638 JWK thumbprint of an Ed25519 public key given as base64url `x` (RFC 8037 §A.3). */
+export function keyThumbprint(x: string): string {
+  return createHash('sha256').update(thumbprintInput(x)).digest('base64url')
 }

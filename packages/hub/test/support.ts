@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { createIdentity, SignedClient } from '@baton/client'
@@ -244,6 +245,17 @@ export async function serveProcess(
     child.once('exit', (code) => reject(new Error(`baton serve exited ${code}: ${out}`)))
   })
   return { url, child }
+}
+
+/** A TCP port free on loopback now, for a hub that must come back on the same port. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = createServer()
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port
+      srv.close(() => resolve(port))
+    })
+  })
 }
 
 /** Resolves with a child's exit code once it has exited. */

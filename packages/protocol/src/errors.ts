@@ -95,11 +95,15 @@ export const ERRORS = {
   },
   signature_malformed: {
     status: 401,
-    fix: 'Send one signature whose Signature-Input covers "@method", "@target-uri" (and "content-digest" and "content-type" with a body) with created, nonce and keyid parameters and alg="ed25519"; see /.well-known/agent-net.',
+    fix: 'Send one signature whose Signature-Input covers "@method", "@target-uri" (and "content-digest" and "content-type" with a body) with created, nonce and keyid parameters and alg="ed25519" (under tag="web-bot-auth" also expires, "@authority" and any Signature-Agent); see /.well-known/agent-net.',
   },
   unknown_key: {
     status: 401,
     fix: 'Use your principal (a did:key for an Ed25519 public key) as the keyid parameter.',
+  },
+  key_not_enrolled: {
+    status: 401,
+    fix: 'A web-bot-auth keyid (a JWK thumbprint) names a key only once it is enrolled: sign one request with your did:key as keyid first, and have the operator admit it.',
   },
   signature_invalid: {
     status: 401,

@@ -29,6 +29,37 @@ export const BODY_COMPONENTS = ['content-digest', 'content-type'] as const
 /** Fields a signed request covers whenever it carries them, so none can be added after signing. */
 export const PRESENT_COMPONENTS = ['idempotency-key'] as const
 
+/**
+ * The `tag` of a signature under the Web Bot Auth profile (draft-ietf-webbotauth-httpsig-protocol):
+ * its keyid is the JWK thumbprint (RFC 7638) of an enrolled key, and it carries `expires`.
+ */
+export const WEB_BOT_AUTH_TAG = 'web-bot-auth'
+
+/** Components a Web Bot Auth signature covers besides Baton's own. */
+export const WEB_BOT_AUTH_COMPONENTS = ['@authority'] as const
+
+/** The field where a Web Bot Auth agent names its key directory; covered whenever it is sent. */
+export const SIGNATURE_AGENT_FIELD = 'signature-agent'
+
+/** Where a hub serves its own keys as an HTTP Message Signatures directory (a JWKS). */
+export const SIGNATURE_DIRECTORY_PATH = '/.well-known/http-message-signatures-directory'
+
+/** The media type of that directory. */
+export const SIGNATURE_DIRECTORY_MEDIA_TYPE = 'application/http-message-signatures-directory+json'
+
+/** The `tag` of the signature over a directory response. */
+export const SIGNATURE_DIRECTORY_TAG = 'http-message-signatures-directory'
+
+/**
+ * The text whose SHA-256 is the RFC 7638 thumbprint of an Ed25519 public key (RFC 8037 §A.3):
+ * the required members in lexicographic order, no white space.
+ *
+ * @example thumbprintInput(jwk.x) // '{"crv":"Ed25519","kty":"OKP","x":"…"}'
+ */
+export function thumbprintInput(x: string): string {
+  return `{"crv":"Ed25519","kty":"OKP","x":"${x}"}`
+}
+
 /** Admission states of a principal: enrolled as pending, then decided by an operator. */
 export const AdmissionState = z.enum(['pending', 'approved', 'rejected', 'suspended'])
 

@@ -65,6 +65,11 @@ function serializeParams(params: SfParams): string {
   return out
 }
 
+/** Serializes an item with its parameters (RFC 8941 §4.1.3), as a component identifier is. */
+export function serializeItem(item: SfItem): string {
+  return serializeBareItem(item.value) + serializeParams(item.params)
+}
+
 /** Serializes an inner list with parameters (RFC 8941 §4.1.1.1), as in `@signature-params`. */
 export function serializeInnerList(list: SfInnerList): string {
   const items = list.items.map((i) => serializeBareItem(i.value) + serializeParams(i.params))

@@ -29,6 +29,7 @@ const SCHEMES: Record<UnauthorizedCode, Scheme> = {
   digest_mismatch: 'signature',
   signature_stale: 'signature',
   signature_replayed: 'signature',
+  key_not_enrolled: 'signature',
   // RFC 6750 bearer tokens in Authorization: the token handoffs' and the operator's.
   token_missing: 'bearer',
   admin_token_invalid: 'bearer',

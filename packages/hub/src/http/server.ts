@@ -1,4 +1,8 @@
-import { BatonError } from '@baton/protocol'
+import {
+  BatonError,
+  SIGNATURE_DIRECTORY_MEDIA_TYPE,
+  SIGNATURE_DIRECTORY_PATH,
+} from '@baton/protocol'
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyInstance,
@@ -39,6 +43,28 @@ export const DOCUMENTED_ROUTES: ExtraPath[] = [
       200: {
         description: 'Metrics in the Prometheus text format',
         content: { 'text/plain': { schema: { type: 'string' } } },
+      },
+    },
+  },
+  {
+    method: 'GET',
+    path: SIGNATURE_DIRECTORY_PATH,
+    operationId: 'signatureDirectory',
+    summary:
+      "The hub's own keys as an HTTP Message Signatures directory (a JWKS, kid the RFC 7638 thumbprint), the answer signed for the authority asked",
+    tags: ['identity'],
+    responses: {
+      200: {
+        description: 'The key directory',
+        content: {
+          [SIGNATURE_DIRECTORY_MEDIA_TYPE]: {
+            schema: {
+              type: 'object',
+              properties: { keys: { type: 'array', items: { type: 'object' } } },
+              required: ['keys'],
+            },
+          },
+        },
       },
     },
   },

@@ -1,11 +1,16 @@
 import { type Readable, Transform } from 'node:stream'
-import { BatonError } from '@baton/protocol'
+import {
+  BatonError,
+  SIGNATURE_DIRECTORY_MEDIA_TYPE,
+  SIGNATURE_DIRECTORY_PATH,
+} from '@baton/protocol'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AppContext } from '../app.js'
 import type { Api } from '../http/api.js'
 import { AUTH_KINDS } from '../ops/auth-kinds.js'
 import type { Auth } from '../ops/operation.js'
 import { handOnTrace } from '../telemetry/http.js'
+import { DIRECTORY_MAX_AGE_S } from './service.js'
 import { BodyDigest } from './verify.js'
 
 /**
@@ -204,6 +209,18 @@ function checkedBody(
  */
 export function registerIdentityRoutes(api: Api, ctx: AppContext): void {
   const service = ctx.identity
+
+  // The directory draft: the hub's keys, the answer signed over the authority it was asked at.
+  api.app.get(SIGNATURE_DIRECTORY_PATH, async (req, reply) => {
+    const origin = requestOrigin(ctx, req) ?? localOrigin(req)
+    const directory = await service.signatureDirectory(new URL(origin).host)
+    reply.header('content-type', SIGNATURE_DIRECTORY_MEDIA_TYPE)
+    reply.header('cache-control', `max-age=${DIRECTORY_MAX_AGE_S}`)
+    reply.header('signature-input', directory.signatureInput)
+    reply.header('signature', directory.signature)
+    // Bytes, so the media type goes out as declared, with no charset parameter added.
+    return Buffer.from(JSON.stringify(directory.body))
+  })
 
   // Every signed request is judged on its header section before one byte of its body is read:
   // the RFC 9421 signature covers Content-Digest (RFC 9530), so the body is checked against it as

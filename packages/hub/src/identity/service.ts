@@ -1,4 +1,4 @@
-import { createHash, createPrivateKey, type KeyObject, timingSafeEqual } from 'node:crypto'
+import { createHash, createPrivateKey, type KeyObject, sign, timingSafeEqual } from 'node:crypto'
 import { generateKeyPair } from '@baton/context'
 import {
   type AdmissionDecision,
@@ -7,6 +7,7 @@ import {
   BatonError,
   BODY_COMPONENTS,
   type ContractConfig,
+  checkSignatureHeaders,
   type DiscoveryDocument,
   type HttpMessage,
   type MeView,
@@ -18,10 +19,13 @@ import {
   type PublicJwk,
   REQUIRED_COMPONENTS,
   SIGNATURE_LABEL,
+  signDirectoryResponse,
   toPrincipalCursor,
+  WEB_BOT_AUTH_TAG,
 } from '@baton/protocol'
 import type { Clock } from '../clock.js'
 import type { Config } from '../config.js'
+import { keyThumbprint, publicKeyFromRaw } from '../crypto.js'
 import type { EventBus } from '../events/bus.js'
 import type { Database } from '../store/database.js'
 import { countStates } from '../store/operator-reads.js'
@@ -46,6 +50,7 @@ import { type HandedTrace, traceColumns, traceFields } from '../telemetry/trace-
 import * as store from './store.js'
 import {
   didKeyResolver,
+  type EnrolledKey,
   hubPolicy,
   type VerifiedSignature,
   verifySignedHeadersAsync,
@@ -115,6 +120,8 @@ export const REQUEST_QUOTA_SCOPE = 'principal.requests'
 export const ENROL_QUOTA_SCOPE = 'enrol.address'
 
 const HOUR_MS = 60 * 60 * 1000
+/** How long a key directory answer may be cached, and its signature's lifetime. */
+export const DIRECTORY_MAX_AGE_S = 86_400
 const HUB_KEY_SLOT = 'primary'
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
 
@@ -254,6 +261,35 @@ export class IdentityService {
     }
   }
 
+  /**
+   * The hub's keys as an HTTP Message Signatures directory (a JWKS whose `kid` is each key's
+   * RFC 7638 thumbprint), with the fields that sign the answer for the authority it was asked at.
+   */
+  async signatureDirectory(authority: string): Promise<{
+    body: { keys: (PublicJwk & { kid: string })[] }
+    signatureInput: string
+    signature: string
+  }> {
+    if (!this.hubJwk) throw new Error('The hub key is not initialised')
+    this.directoryKey ??= await this.hubPrivateKey()
+    const key = this.directoryKey
+    const created = Math.floor(this.deps.clock.now() / 1000)
+    const { kid, x } = this.hubJwk
+    const signed = signDirectoryResponse(
+      authority,
+      { keyid: kid, created, expires: created + DIRECTORY_MAX_AGE_S },
+      (data) => sign(null, data, key),
+    )
+    return {
+      body: { keys: [{ kty: 'OKP', crv: 'Ed25519', x, kid, alg: 'ed25519', use: 'sig' }] },
+      signatureInput: signed.signatureInput,
+      signature: signed.signature,
+    }
+  }
+
+  /** The hub's private key once loaded for the directory; it never changes while the hub runs. */
+  private directoryKey: KeyObject | undefined
+
   /** The hub's own private key, for signing receipts. */
   async hubPrivateKey(): Promise<KeyObject> {
     const row = await store.findHubKey(this.deps.database.db, HUB_KEY_SLOT)
@@ -277,11 +313,36 @@ export class IdentityService {
   /**
    * Verifies a signed request's header section without side effects; throws the failure's code.
    * The body, when `declaresBody`, is checked against its Content-Digest as it arrives. The
-   * Ed25519 verify runs off the event loop.
+   * Ed25519 verify runs off the event loop. A Web Bot Auth signature's keyid (a JWK thumbprint)
+   * is looked up among the enrolled keys, once its fields have passed every other check.
    */
-  verify(message: HttpMessage, declaresBody: boolean): Promise<VerifiedSignature> {
-    const policy = hubPolicy(this.deps.clock.now(), this.deps.config.skewMs, this.resolveKey)
+  async verify(message: HttpMessage, declaresBody: boolean): Promise<VerifiedSignature> {
+    const policy = hubPolicy(
+      this.deps.clock.now(),
+      this.deps.config.skewMs,
+      this.resolveKey,
+      (thumbprint) => this.enrolledKeys.get(thumbprint),
+    )
+    const input = message.headers['signature-input']
+    if (typeof input === 'string' && input.includes(WEB_BOT_AUTH_TAG)) {
+      const checked = checkSignatureHeaders(message, declaresBody, policy)
+      if (checked.profile === 'web-bot-auth') await this.loadEnrolledKey(checked.keyid)
+    }
     return verifySignedHeadersAsync(message, declaresBody, policy)
+  }
+
+  /** Enrolled keys by thumbprint; a thumbprint always names the same key, so none goes stale. */
+  private readonly enrolledKeys = new Map<string, EnrolledKey>()
+
+  private async loadEnrolledKey(thumbprint: string): Promise<void> {
+    if (this.enrolledKeys.has(thumbprint)) return
+    const row = await store.findPrincipalByThumbprint(this.deps.database.db, thumbprint)
+    if (!row) return
+    if (this.enrolledKeys.size >= 10_000) this.enrolledKeys.clear()
+    this.enrolledKeys.set(thumbprint, {
+      principal: row.principal,
+      key: publicKeyFromRaw(Buffer.from(row.public_key, 'base64url')),
+    })
   }
 
   /**
@@ -306,9 +367,11 @@ export class IdentityService {
 
   private enrolment(keyid: string, now: number, trace: HandedTrace | undefined): PrincipalRow {
     const open = this.deps.config.admission === 'open'
+    const x = (this.resolveKey(keyid)!.export({ format: 'jwk' }) as PublicJwk).x
     return {
       principal: keyid,
-      public_key: (this.resolveKey(keyid)!.export({ format: 'jwk' }) as PublicJwk).x,
+      public_key: x,
+      thumbprint: keyThumbprint(x),
       state: open ? 'approved' : 'pending',
       enrolled_at: now,
       decided_at: open ? now : null,

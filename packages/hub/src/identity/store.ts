@@ -28,6 +28,18 @@ export async function enrolPrincipal(db: Kysely<Schema>, row: PrincipalRow): Pro
     .execute()
 }
 
+/** The principal whose key has this RFC 7638 thumbprint, if one is enrolled. */
+export async function findPrincipalByThumbprint(
+  db: Kysely<Schema>,
+  thumbprint: string,
+): Promise<Pick<PrincipalRow, 'principal' | 'public_key'> | undefined> {
+  return db
+    .selectFrom('principals')
+    .select(['principal', 'public_key'])
+    .where('thumbprint', '=', thumbprint)
+    .executeTakeFirst()
+}
+
 export async function findPrincipal(
   db: Kysely<Schema>,
   principal: string,

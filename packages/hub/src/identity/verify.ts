@@ -2,40 +2,46 @@ import { createHash, type Hash, type KeyObject, timingSafeEqual, verify } from '
 import {
   BatonError,
   BODY_COMPONENTS,
+  checkSignatureHeaders,
   type HttpMessage,
   PRESENT_COMPONENTS,
   parseContentDigestField,
-  parseSignatureFields,
   publicKeyOfPrincipal,
   REQUIRED_COMPONENTS,
+  type SignaturePolicy,
+  type SignatureProfile,
   signatureBase,
 } from '@baton/protocol'
 import { nodeDigestName, publicKeyFromRaw } from '../crypto.js'
 
 /** What a request must satisfy; the hub's policy, or a looser one for the RFC examples. */
-export interface VerifyPolicy {
-  /** The verifier's time, epoch milliseconds. */
-  now: number
-  skewMs: number
-  /** Components every request covers. */
-  components: readonly string[]
-  /** Components a request with a body covers too. */
-  bodyComponents: readonly string[]
-  /** Fields covered whenever the request carries them (none when absent). */
-  presentComponents?: readonly string[]
-  requireNonce: boolean
+export interface VerifyPolicy extends SignaturePolicy {
   /** The public key of a keyid, or undefined when the keyid names no usable key. */
   resolveKey(keyid: string): KeyObject | undefined
+  /**
+   * The enrolled principal, and its key, that a Web Bot Auth keyid (a JWK thumbprint) names;
+   * undefined when none is enrolled (or the verifier knows of none).
+   */
+  resolveThumbprint?(thumbprint: string): EnrolledKey | undefined
+}
+
+/** An enrolled principal and its public key. */
+export interface EnrolledKey {
+  principal: string
+  key: KeyObject
 }
 
 /** A signature that verified: who signed, with which nonce and when. */
 export interface VerifiedSignature {
   label: string
+  /** The signer: its did:key principal, whichever profile named it. */
   keyid: string
   nonce: string | undefined
   /** Seconds since the epoch. */
   created: number
   base: string
+  /** Baton's profile (keyid a did:key) or Web Bot Auth's (keyid a JWK thumbprint). */
+  profile: SignatureProfile
 }
 
 function header(message: HttpMessage, name: string): string | undefined {
@@ -109,63 +115,31 @@ function checkSignedHeaders(
   declaresBody: boolean,
   policy: VerifyPolicy,
 ): CheckedHeaders {
-  const inputValue = header(message, 'signature-input')
-  const signatureValue = header(message, 'signature')
-  if (inputValue === undefined || signatureValue === undefined) {
-    throw new BatonError(
-      'signature_missing',
-      'The request is not signed (no Signature-Input or Signature)',
-    )
-  }
-  const parsed = parseSignatureFields(inputValue, signatureValue)
-  const { label, input: list, signature, created, keyid, nonce, expires } = parsed
-  if (policy.requireNonce && nonce === undefined) {
-    throw new BatonError('signature_malformed', 'The nonce parameter is required', {
-      reason: 'nonce',
-    })
-  }
-
-  const covered = new Set(list.items.map((i) => i.value))
-  const hasBody = declaresBody || message.headers['content-digest'] !== undefined
-  const required = [
-    ...policy.components,
-    ...(hasBody ? policy.bodyComponents : []),
-    ...(policy.presentComponents ?? []).filter((c) => message.headers[c] !== undefined),
-  ]
-  const missing = required.filter((c) => !covered.has(c))
-  if (missing.length > 0) {
-    throw new BatonError('signature_malformed', `The signature must cover ${missing.join(', ')}`, {
-      reason: 'components',
-      missing,
-    })
-  }
-
-  // RFC 9421 §3.2.1: the verifier decides how old a signature may be; here, the skew window.
-  const createdMs = created * 1000
-  if (
-    Math.abs(policy.now - createdMs) > policy.skewMs ||
-    (expires !== undefined && expires * 1000 < policy.now)
-  ) {
-    throw new BatonError(
-      'signature_stale',
-      'The signature was not created within the skew window',
-      {
-        created,
-        now: Math.floor(policy.now / 1000),
-        skew_seconds: policy.skewMs / 1000,
-      },
-    )
-  }
-
-  const key = policy.resolveKey(keyid)
-  if (!key) {
-    throw new BatonError('unknown_key', 'The keyid is not a did:key of an Ed25519 public key', {
-      keyid,
-    })
+  const checked = checkSignatureHeaders(message, declaresBody, policy)
+  const { label, input: list, signature, created, keyid, nonce, profile } = checked
+  let principal = keyid
+  let key: KeyObject | undefined
+  if (profile === 'web-bot-auth') {
+    // The thumbprint names a key only once that key enrolled (by signing with its did:key).
+    const enrolled = policy.resolveThumbprint?.(keyid)
+    if (!enrolled) {
+      throw new BatonError('key_not_enrolled', 'The keyid names no key enrolled on this hub', {
+        keyid,
+      })
+    }
+    principal = enrolled.principal
+    key = enrolled.key
+  } else {
+    key = policy.resolveKey(keyid)
+    if (!key) {
+      throw new BatonError('unknown_key', 'The keyid is not a did:key of an Ed25519 public key', {
+        keyid,
+      })
+    }
   }
   const base = signatureBase(message, list)
   return {
-    sig: { label, keyid, nonce, created, base },
+    sig: { label, keyid: principal, nonce, created, base, profile },
     key,
     data: Buffer.from(base, 'utf8'),
     signature,
@@ -233,11 +207,12 @@ export function didKeyResolver(extraKeys?: ReadonlyMap<string, KeyObject>) {
   }
 }
 
-/** Baton's own policy for a hub with this skew window, clock reading and key resolver. */
+/** Baton's own policy for a hub with this skew window, clock reading and key resolvers. */
 export function hubPolicy(
   now: number,
   skewMs: number,
   resolveKey: VerifyPolicy['resolveKey'],
+  resolveThumbprint?: VerifyPolicy['resolveThumbprint'],
 ): VerifyPolicy {
   return {
     now,
@@ -247,5 +222,6 @@ export function hubPolicy(
     presentComponents: PRESENT_COMPONENTS,
     requireNonce: true,
     resolveKey,
+    ...(resolveThumbprint ? { resolveThumbprint } : {}),
   }
 }

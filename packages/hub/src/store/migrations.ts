@@ -7,6 +7,7 @@ import {
   a2aSendReferencesMigration,
   a2aTasksMigration,
 } from '../a2a/migration.js'
+import { keyThumbprint } from '../crypto.js'
 
 // Numbered migrations, applied in order on start. A landed migration is never edited: add a new one.
 const migrations: Record<string, Migration> = {
@@ -606,6 +607,38 @@ const migrations: Record<string, Migration> = {
       // The operator's label beside the agent's own (015's column), so neither overwrites the
       // other; the operator's is the one shown when set. A label 015 kept stays the agent's.
       await db.schema.alterTable('principals').addColumn('operator_label', 'text').execute()
+    },
+  },
+  '023_key_thumbprints': {
+    async up(db: Kysely<unknown>) {
+      // The RFC 7638 thumbprint of each enrolled key: the keyid a Web Bot Auth signature names
+      // it by. Keys enrolled before this migration get theirs here, in pages.
+      await db.schema.alterTable('principals').addColumn('thumbprint', 'text').execute()
+      const rows = db as unknown as Kysely<{
+        principals: { principal: string; public_key: string; thumbprint: string | null }
+      }>
+      for (;;) {
+        const page = await rows
+          .selectFrom('principals')
+          .select(['principal', 'public_key'])
+          .where('thumbprint', 'is', null)
+          .limit(500)
+          .execute()
+        if (page.length === 0) break
+        for (const row of page) {
+          await rows
+            .updateTable('principals')
+            .set({ thumbprint: keyThumbprint(row.public_key) })
+            .where('principal', '=', row.principal)
+            .execute()
+        }
+      }
+      await db.schema
+        .createIndex('principals_thumbprint')
+        .on('principals')
+        .column('thumbprint')
+        .unique()
+        .execute()
     },
   },
 }

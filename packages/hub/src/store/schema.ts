@@ -66,6 +66,8 @@ export interface PrincipalRow {
   trace?: string | null
   /** The W3C tracestate that came with `trace` (migration 021). */
   trace_state?: string | null
+  /** The RFC 7638 JWK thumbprint of the key (migration 023): a Web Bot Auth keyid names it. */
+  thumbprint?: string | null
 }
 
 export interface SignatureNonceRow {

@@ -1,8 +1,8 @@
 // Writes planner-coder.json and negative.json from deterministic keys, hops and times. Ed25519 and
 // the deterministic CBOR encoding are deterministic, so running it again writes the same octets.
 //
-//   node --import tsx packages/context/test/vectors/generate.ts
-//   npx biome format --write packages/context/test/vectors
+//   node --import tsx packages/context/test/generate-vectors.ts
+//   npx biome format --write conformance/handoff-context
 import { writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import {
@@ -15,10 +15,11 @@ import {
   signOffer,
   signStatus,
   toHandoff,
-} from '../../src/index.js'
-import { agents, buildChain, hopOf, T0 } from '../fixtures.js'
+} from '../src/index.js'
+import { agents, buildChain, hopOf, T0 } from './fixtures.js'
 
-const dir = import.meta.dirname
+// The vectors are shared with every implementation: they live in the repository's conformance/.
+const dir = path.resolve(import.meta.dirname, '../../../conformance/handoff-context')
 
 const ASSISTANT = 'spiffe://a.example/agent/assistant'
 const PLANNER = 'spiffe://a.example/agent/planner'
