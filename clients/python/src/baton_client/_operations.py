@@ -50,6 +50,7 @@ OPERATIONS: dict[str, Operation] = {
     'readHomeFile': Operation('readHomeFile', 'GET', '/v1/home/file', 'signature', (), ('path',), None, (), False),
     'readHop': Operation('readHop', 'GET', '/v1/hops/{digest}', 'signature', ('digest',), (), None, (), False),
     'readHopChain': Operation('readHopChain', 'GET', '/v1/hops/{digest}/chain', 'signature', ('digest',), (), None, (), False),
+    'readLabels': Operation('readLabels', 'GET', '/v1/labels', 'signature', (), ('principals',), None, (), False),
     'readResource': Operation('readResource', 'GET', '/v1/resources/{id}', 'signature', ('id',), (), None, (), False),
     'renewComputeLease': Operation('renewComputeLease', 'POST', '/v1/compute/jobs/{id}/lease', 'signature', ('id',), (), ('leaseId',), ('leaseId',), False),
     'resourceHistory': Operation('resourceHistory', 'GET', '/v1/resources/{id}/history', 'signature', ('id',), (), None, (), False),
@@ -158,6 +159,8 @@ class CreateGrantOutput(TypedDict):
     parentId: str | None
     createdAt: str
     status: Literal["active", "expired", "revoked"]
+    traceparent: NotRequired[str]
+    tracestate: NotRequired[str]
 
 
 class CreateHandoffBody(TypedDict):
@@ -197,6 +200,8 @@ class CreateResourceOutput(TypedDict):
     createdAt: str
     updatedAt: str
     updatedBy: str
+    traceparent: NotRequired[str]
+    tracestate: NotRequired[str]
 
 
 class DeleteHomeFileOutput(TypedDict):
@@ -250,9 +255,13 @@ class ListResourcesOutput(TypedDict):
 class MeOutput(TypedDict):
     principal: str
     label: str | None
+    agentLabel: str | None
+    operatorLabel: str | None
     state: Literal["pending", "approved", "rejected", "suspended"]
     enrolledAt: str
     decidedAt: str | None
+    traceparent: NotRequired[str]
+    tracestate: NotRequired[str]
     quotas: dict[str, Any]
 
 
@@ -296,6 +305,7 @@ class ReadHandoffOutput(TypedDict):
     updated_at: str
     expires_at: str
     traceparent: NotRequired[str]
+    tracestate: NotRequired[str]
 
 
 class ReadHomeFileOutput(TypedDict):
@@ -304,6 +314,8 @@ class ReadHomeFileOutput(TypedDict):
     size: int
     updatedAt: str
     content: str
+    traceparent: NotRequired[str]
+    tracestate: NotRequired[str]
 
 
 class ReadHopOutput(TypedDict):
@@ -328,10 +340,16 @@ class ReadHopOutput(TypedDict):
     exp: float
     createdAt: str
     updatedAt: str
+    traceparent: NotRequired[str]
+    tracestate: NotRequired[str]
 
 
 class ReadHopChainOutput(TypedDict):
     hops: list[dict[str, Any]]
+
+
+class ReadLabelsOutput(TypedDict):
+    labels: dict[str, Any]
 
 
 class ReadResourceOutput(TypedDict):
@@ -344,6 +362,8 @@ class ReadResourceOutput(TypedDict):
     createdAt: str
     updatedAt: str
     updatedBy: str
+    traceparent: NotRequired[str]
+    tracestate: NotRequired[str]
 
 
 class RenewComputeLeaseBody(TypedDict):
@@ -371,6 +391,8 @@ class RevokeGrantOutput(TypedDict):
     parentId: str | None
     createdAt: str
     status: Literal["active", "expired", "revoked"]
+    traceparent: NotRequired[str]
+    tracestate: NotRequired[str]
 
 
 class SendMessageBody(TypedDict):
@@ -396,9 +418,13 @@ class SetMyLabelBody(TypedDict):
 class SetMyLabelOutput(TypedDict):
     principal: str
     label: str | None
+    agentLabel: str | None
+    operatorLabel: str | None
     state: Literal["pending", "approved", "rejected", "suspended"]
     enrolledAt: str
     decidedAt: str | None
+    traceparent: NotRequired[str]
+    tracestate: NotRequired[str]
 
 
 class StopComputeRuntimeOutput(TypedDict):
@@ -445,6 +471,8 @@ class UpdateResourceOutput(TypedDict):
     createdAt: str
     updatedAt: str
     updatedBy: str
+    traceparent: NotRequired[str]
+    tracestate: NotRequired[str]
     repeated: NotRequired[bool]
 
 
@@ -479,6 +507,7 @@ class WaitHandoffOutput(TypedDict):
     updated_at: str
     expires_at: str
     traceparent: NotRequired[str]
+    tracestate: NotRequired[str]
     changed: bool
 
 
