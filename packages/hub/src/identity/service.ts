@@ -53,6 +53,7 @@ import {
   type EnrolledKey,
   hubPolicy,
   type VerifiedSignature,
+  verifyPlacement,
   verifySignedHeadersAsync,
 } from './verify.js'
 
@@ -61,6 +62,8 @@ interface Usage {
   requestsToday: number
   storedBytes: number
   messagesToday: number
+  /** The request's admission, when it was read with the usage (its principal's row among it). */
+  admission?: store.AdmissionRead | undefined
 }
 
 /** A verified principal and its admission state, as feature routes see the caller. */
@@ -328,7 +331,7 @@ export class IdentityService {
       const checked = checkSignatureHeaders(message, declaresBody, policy)
       if (checked.profile === 'web-bot-auth') await this.loadEnrolledKey(checked.keyid)
     }
-    return verifySignedHeadersAsync(message, declaresBody, policy)
+    return verifySignedHeadersAsync(message, declaresBody, policy, verifyPlacement())
   }
 
   /** Enrolled keys by thumbprint; a thumbprint always names the same key, so none goes stale. */
@@ -637,8 +640,9 @@ export class IdentityService {
     const dayStart = utcDayStart(now)
     const resetsAt = new Date(dayStart + 24 * 60 * 60 * 1000).toISOString()
     const { db } = this.deps.database
+    const read = this.usageRead.get(p)
     const usage =
-      this.usageRead.get(p) ??
+      read ??
       (this.deps.usage
         ? await this.deps.usage(db, p.principal, dayStart)
         : {
@@ -650,8 +654,9 @@ export class IdentityService {
             storedBytes: 0,
             messagesToday: 0,
           })
-    // The label and the trace of the admission decision, as stored (a read of the one row).
-    const row = await store.findPrincipal(db, p.principal)
+    // The label and the trace of the admission decision, as stored: read with the request's
+    // admission when it was judged from one read, else a read of the one row.
+    const row = read?.admission?.principal ?? (await store.findPrincipal(db, p.principal))
     return {
       principal: p.principal,
       ...labelsOf(row),

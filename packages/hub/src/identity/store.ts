@@ -228,6 +228,10 @@ export interface AdmissionColumns {
   state: string
   enrolled_at: number
   decided_at: number | null
+  label: string | null
+  operator_label: string | null
+  trace: string | null
+  trace_state: string | null
 }
 
 /**
@@ -243,7 +247,8 @@ export function admissionColumns(q: {
   return sql`(select count(*) from signature_nonces where keyid = ${q.keyid} and nonce = ${q.nonce}) as used,
       (select count from quota_counters
         where scope = ${q.scope} and subject = ${q.keyid} and window_start = ${q.windowStart}) as requests,
-      p.principal, p.public_key, p.state, p.enrolled_at, p.decided_at`
+      p.principal, p.public_key, p.state, p.enrolled_at, p.decided_at, p.label, p.operator_label,
+      p.trace, p.trace_state`
 }
 
 /** The admission of the row `admissionColumns` selected. */
@@ -260,6 +265,10 @@ export function toAdmissionRead(row: AdmissionColumns): AdmissionRead {
             state: row.state,
             enrolled_at: Number(row.enrolled_at),
             decided_at: row.decided_at === null ? null : Number(row.decided_at),
+            label: row.label,
+            operator_label: row.operator_label,
+            trace: row.trace,
+            trace_state: row.trace_state,
           },
   }
 }

@@ -4,7 +4,14 @@ import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { describe, test } from 'node:test'
 import type { HttpMessage } from '@baton/protocol'
-import { BodyDigest, didKeyResolver, type VerifyPolicy, verifySignedRequest } from './verify.js'
+import {
+  BodyDigest,
+  didKeyResolver,
+  VerifyPlacement,
+  type VerifyPolicy,
+  verifySignedHeadersAsync,
+  verifySignedRequest,
+} from './verify.js'
 
 const vector = JSON.parse(
   readFileSync(
@@ -218,5 +225,48 @@ describe('the hub verifier on RFC 9421 Appendix B.2.6', () => {
     assert.throws(() => verifySignedRequest(rfcMessage(), body, policy), {
       code: 'signature_malformed',
     })
+  })
+})
+
+describe('where a verify runs', () => {
+  test('on the event loop while it has room, on the pool once it is busy, with a gap between', () => {
+    const placement = new VerifyPlacement(0.8, 0.6)
+    try {
+      assert.equal(placement.onPool, false)
+      placement.observe(0.7)
+      assert.equal(placement.onPool, false)
+      placement.observe(0.85)
+      assert.equal(placement.onPool, true)
+      // Between the two marks it stays where it is, so the place does not flap.
+      placement.observe(0.7)
+      assert.equal(placement.onPool, true)
+      placement.observe(0.5)
+      assert.equal(placement.onPool, false)
+    } finally {
+      placement.stop()
+    }
+  })
+
+  test('a signature verifies the same on the loop and on the pool, and a bad one fails on both', async () => {
+    // The RFC example covers its body's digest; judged from its headers alone, as the hub does.
+    for (const busy of [0, 1]) {
+      const placement = new VerifyPlacement(0.8, 0.6)
+      placement.observe(busy)
+      try {
+        assert.equal(placement.onPool, busy === 1)
+        const ok = await verifySignedHeadersAsync(rfcMessage(), true, rfcPolicy(), placement)
+        assert.equal(ok.keyid, 'test-key-ed25519')
+        const bad = rfcMessage()
+        // One byte of the signature changed (a character inside its base64).
+        const sig = String(bad.headers.signature)
+        const at = sig.indexOf(':') + 3
+        bad.headers.signature = sig.slice(0, at) + (sig[at] === 'A' ? 'B' : 'A') + sig.slice(at + 1)
+        await assert.rejects(verifySignedHeadersAsync(bad, true, rfcPolicy(), placement), {
+          code: 'signature_invalid',
+        })
+      } finally {
+        placement.stop()
+      }
+    }
   })
 })

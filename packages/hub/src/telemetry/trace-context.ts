@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto'
+import { randomFillSync } from 'node:crypto'
 
 /** A W3C Trace Context (traceparent and tracestate) as the hub received or made it. */
 export interface TraceContext {
@@ -68,10 +68,25 @@ export function formatTraceparent(trace: TraceContext): string {
   return `00-${trace.traceId}-${trace.spanId}-${(trace.flags & 0xff).toString(16).padStart(2, '0')}`
 }
 
+// Random ids are cut from one buffer of the system's randomness, filled again when used up: a
+// request's trace costs no call into the random source of its own.
+const POOL = Buffer.alloc(4096)
+let poolAt = POOL.length
+
+/** `n` random bytes as hex, from the pool. */
+function randomHex(n: number): string {
+  if (poolAt + n > POOL.length) {
+    randomFillSync(POOL)
+    poolAt = 0
+  }
+  poolAt += n
+  return POOL.toString('hex', poolAt - n, poolAt)
+}
+
 /** A fresh random span id (8 bytes, never all zero). */
 export function newSpanId(): string {
   for (;;) {
-    const id = randomBytes(8).toString('hex')
+    const id = randomHex(8)
     if (id !== ZERO_SPAN) return id
   }
 }
@@ -93,11 +108,11 @@ export function handOn(trace: TraceContext): HandedTrace {
 /**
  * A trace of the hub's own for a request that carried none (W3C Trace Context §4.2): a random
  * trace id and an id for the request, flags 00 since nothing of it is recorded unless tracing
- * is on. One read of 24 random bytes; no OpenTelemetry code.
+ * is on. 24 random bytes; no OpenTelemetry code.
  */
 export function startTrace(): TraceContext {
   for (;;) {
-    const bytes = randomBytes(24).toString('hex')
+    const bytes = randomHex(24)
     const traceId = bytes.slice(0, 32)
     const spanId = bytes.slice(32)
     if (traceId !== ZERO_TRACE && spanId !== ZERO_SPAN) return { traceId, spanId, flags: 0 }
