@@ -27,6 +27,7 @@ import { createMcpServer } from '../src/mcp/server.js'
 import { localInvoke } from '../src/ops/local.js'
 import type { Auth } from '../src/ops/operation.js'
 import { remoteInvoke } from '../src/ops/remote.js'
+import { countStatements } from '../src/store/transaction.js'
 import {
   call,
   restartableHub,
@@ -816,6 +817,75 @@ for (const store of testStores) {
       } finally {
         await running.stop()
         await drop()
+      }
+    })
+  })
+}
+
+for (const store of testStores) {
+  describe(`sends that arrive together are written as one (${store.name})`, () => {
+    let hub: TestHub
+    before(async () => {
+      hub = await startTestHub(store, { ...OPEN, BATON_QUOTA_MESSAGES_PER_DAY: '4' })
+    })
+    after(() => hub.close())
+
+    test('each send of a batch is answered as it would be alone', async () => {
+      const a = await agent(hub)
+      const b = await agent(hub)
+      const unknown = createIdentity('nobody').principal
+      const svc = hub.ctx.messages
+      const body = (n: number) => ({ n })
+      const counts = countStatements(hub.ctx.database)
+      const before = { ...counts }
+      // Started together, so the batcher takes them into one transaction.
+      const results = await Promise.allSettled([
+        svc.send(a.principal, { recipient: b.principal, body: body(1), idempotencyKey: 'batch-1' }),
+        svc.send(a.principal, { recipient: b.principal, body: body(1), idempotencyKey: 'batch-1' }),
+        svc.send(a.principal, { recipient: b.principal, body: body(9), idempotencyKey: 'batch-1' }),
+        svc.send(a.principal, { recipient: unknown, body: body(2), idempotencyKey: 'batch-2' }),
+        svc.send(a.principal, { recipient: b.principal, body: body(3), idempotencyKey: 'batch-3' }),
+        svc.send(a.principal, { recipient: b.principal, body: body(4), idempotencyKey: 'batch-4' }),
+        svc.send(a.principal, { recipient: b.principal, body: body(5), idempotencyKey: 'batch-5' }),
+        svc.send(a.principal, { recipient: b.principal, body: body(6), idempotencyKey: 'batch-6' }),
+      ])
+      // Set-based: a handful of statements for the eight sends, not five or six for each.
+      assert.ok(
+        counts.statements - before.statements <= 12,
+        `${counts.statements - before.statements} statements`,
+      )
+      const outcome = results.map((r) =>
+        r.status === 'fulfilled' ? r.value.id : (r.reason as { code: string }).code,
+      )
+      // The same key and send answer the same message; another body under it is a conflict.
+      assert.equal(outcome[1], outcome[0])
+      assert.equal(outcome[2], 'idempotency_conflict')
+      assert.equal(outcome[3], 'recipient_unknown')
+      // Four messages a day: the first four fresh sends pass, the fifth is refused.
+      assert.deepEqual(
+        outcome.slice(4).map((o) => o.startsWith('msg_')),
+        [true, true, true, false],
+      )
+      assert.equal(outcome[7], 'rate_limited')
+      const sent = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []))
+      const sequences = [...new Set(sent.map((m) => m.sequence))].sort((x, y) => x - y)
+      assert.equal(sequences.length, 4)
+      assert.deepEqual(
+        sequences,
+        sequences.map((_, i) => sequences[0]! + i),
+        'one step of the sequence, no gap',
+      )
+      // Only what was sent counts: the refused send left the day's count at the limit.
+      assert.equal((await a.client.me()).quotas.messagesPerDay.used, 4)
+      const inbox = await readAll(b)
+      assert.deepEqual(inbox.map((m) => (m.body as { n: number }).n).sort(), [1, 3, 4, 5])
+      for (const m of sent) {
+        const check = a.messages.verifyReceipt(m.receipt, {
+          messageId: m.id,
+          sender: a.principal,
+          recipient: b.principal,
+        })
+        assert.equal(check.valid, true)
       }
     })
   })

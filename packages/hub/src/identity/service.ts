@@ -840,9 +840,15 @@ export class IdentityService {
   }
 
   /**
-   * A principal's row, read with `db` (a transaction's, when the caller decides inside one), for
-   * other features that address an agent: they check its admission state here, not in our table.
+   * The rows of some principals (those enrolled), read with `db` (a transaction's, when the
+   * caller decides inside one), for other features that address agents: they check admission
+   * states here, not in our table.
    */
+  async findPrincipals(db: Tx['db'], principals: string[]): Promise<PrincipalRow[]> {
+    return store.findPrincipals(db, principals)
+  }
+
+  /** A principal's row as the transaction `db` sees it, for a feature checking an addressee. */
   async findPrincipal(db: Tx['db'], principal: string): Promise<PrincipalRow | undefined> {
     return store.findPrincipal(db, principal)
   }

@@ -23,13 +23,22 @@ import type { HubSigner } from '../identity/hub-key.js'
 import type { IdentityService } from '../identity/service.js'
 import type { Database } from '../store/database.js'
 import { activitySeries, iso as isoOrNull, num, parseStored } from '../store/operator-reads.js'
-import { consumeDailyQuota } from '../store/quota.js'
+import { consumeDailyQuotasUpTo, quotaExceeded } from '../store/quota.js'
 import type { MessageRow } from '../store/schema.js'
-import type { Carrying, WriteBatcher } from '../store/transaction.js'
+import type { BatchGroup, Carrying, GroupOutcome, Tx, WriteBatcher } from '../store/transaction.js'
 import { traceColumns, traceFields } from '../telemetry/trace-context.js'
 import * as store from './store.js'
 
 /** What the message service needs from the rest of the hub. */
+/** A send as `sendMany` writes it: checked, its body made canonical and digested. */
+interface PendingSend {
+  sender: string
+  msg: SendMessageInput
+  canonical: string
+  digest: string
+  trace: Carrying['trace']
+}
+
 export interface MessageDeps {
   database: Database
   batcher: WriteBatcher
@@ -43,7 +52,7 @@ export interface MessageDeps {
   /** Every long poll of the hub; answers waiters when the hub begins shutting down. */
   waits: WaitRegistry
   /** Whose admission decides whether a recipient may be sent to. */
-  identity: Pick<IdentityService, 'findPrincipal'>
+  identity: Pick<IdentityService, 'findPrincipals'>
 }
 
 /** The quota scope counting a principal's sent messages. */
@@ -124,74 +133,173 @@ export class MessageService {
       )
     }
     const digest = createMessageBodyDigest(msg.body, nodeDigest)
-    return this.deps.batcher.carrying(carry).run(
-      async (tx) => {
-        const prior = await store.findBySenderKey(tx.db, sender, msg.idempotencyKey)
-        if (prior) {
-          if (prior.recipient === msg.recipient && prior.body_digest === digest)
-            return toSent(prior)
-          throw new BatonError(
-            'idempotency_conflict',
-            'This idempotencyKey already sent a different message (another recipient or body)',
-            { id: prior.id, field: 'idempotencyKey' },
-          )
-        }
-        const recipient = await this.deps.identity.findPrincipal(tx.db, msg.recipient)
-        if (recipient?.state !== 'approved') {
-          // Pending, rejected and suspended keys answer like unknown ones: no probing of admission.
-          throw new BatonError('recipient_unknown', 'No admitted agent has this principal', {
-            field: 'recipient',
-          })
-        }
-        // The counter row is taken before any quota row, so concurrent batches lock in one order.
-        const sequence = await store.nextSequence(tx.db)
-        const now = this.deps.clock.now()
-        await consumeDailyQuota(tx.db, {
-          scope: MESSAGE_QUOTA_SCOPE,
-          subject: sender,
-          limit: this.deps.messagesPerDay,
-          now,
-        })
-        const id = `msg_${randomBytes(16).toString('base64url')}`
-        const receipt = createMessageReceipt(
-          {
-            v: RECEIPT_VERSION,
-            messageId: id,
-            sequence,
-            sender,
-            recipient: msg.recipient,
-            bodyDigest: digest,
-            createdAt: iso(now),
-          },
-          { kid: this.deps.signer.kid, sign: ed25519Signer(this.deps.signer.privateKey) },
+    return this.deps.batcher.runIn(
+      this.sends,
+      { sender, msg, canonical, digest, trace },
+      // Two sends raced on one key (another instance): the loser rolled back; now it finds the winner.
+      { rerunOnUniqueViolation: true, ...(carry ? { carry } : {}) },
+    )
+  }
+
+  /** Sends that arrive together, written set-based in one transaction (`sendMany`). */
+  private readonly sends: BatchGroup<PendingSend, SentMessageView> = {
+    many: (db, inputs) => this.sendMany(db, inputs),
+  }
+
+  /**
+   * Writes many sends at once: one read of the keys already used, one of the recipients, one
+   * step of the global sequence for all, the daily quotas counted per sender as far as each
+   * allows, and one insert of every message; each answered in order as its own send would be.
+   */
+  private async sendMany(
+    db: Tx['db'],
+    inputs: PendingSend[],
+  ): Promise<GroupOutcome<SentMessageView>[]> {
+    const now = this.deps.clock.now()
+    const keyOf = (sender: string, key: string) => `${sender}\0${key}`
+    const prior = new Map(
+      (
+        await store.findBySenderKeys(
+          db,
+          inputs.map((i) => ({ sender: i.sender, idempotencyKey: i.msg.idempotencyKey })),
         )
-        const row: MessageRow = {
-          id,
+      ).map((r) => [keyOf(r.sender, r.idempotency_key), r]),
+    )
+    const admitted = new Set(
+      (
+        await this.deps.identity.findPrincipals(db, [
+          ...new Set(inputs.map((i) => i.msg.recipient)),
+        ])
+      )
+        .filter((r) => r.state === 'approved')
+        .map((r) => r.principal),
+    )
+    // What each input is: a repeat of a stored (or earlier in this batch) send, a refusal, or new.
+    type Plan =
+      | { repeat: MessageRow }
+      | { error: BatonError }
+      | { fresh: true }
+      | { sameAs: number }
+    const firstOfKey = new Map<string, number>()
+    const plans: Plan[] = inputs.map((input, i) => {
+      const key = keyOf(input.sender, input.msg.idempotencyKey)
+      const stored = prior.get(key)
+      if (stored) return this.repeatOf(stored, input)
+      const earlier = firstOfKey.get(key)
+      if (earlier !== undefined) return { sameAs: earlier }
+      firstOfKey.set(key, i)
+      if (!admitted.has(input.msg.recipient)) {
+        // Pending, rejected and suspended keys answer like unknown ones: no probing of admission.
+        return {
+          error: new BatonError('recipient_unknown', 'No admitted agent has this principal', {
+            field: 'recipient',
+          }),
+        }
+      }
+      return { fresh: true }
+    })
+    const uses = new Map<string, number>()
+    inputs.forEach((input, i) => {
+      if ('fresh' in plans[i]!) uses.set(input.sender, (uses.get(input.sender) ?? 0) + 1)
+    })
+    const counted = await consumeDailyQuotasUpTo(db, {
+      scope: MESSAGE_QUOTA_SCOPE,
+      uses,
+      limit: this.deps.messagesPerDay,
+      now,
+    })
+    const nth = new Map<string, number>()
+    inputs.forEach((input, i) => {
+      if (!('fresh' in plans[i]!)) return
+      const k = (nth.get(input.sender) ?? 0) + 1
+      nth.set(input.sender, k)
+      if (k > counted.get(input.sender)!) {
+        plans[i] = { error: quotaExceeded(MESSAGE_QUOTA_SCOPE, this.deps.messagesPerDay, now) }
+      }
+    })
+    const fresh = inputs.flatMap((_input, i) => ('fresh' in plans[i]! ? [i] : []))
+    let sequence = fresh.length > 0 ? await store.nextSequences(db, fresh.length) : 0
+    const rows = new Map<number, MessageRow>()
+    for (const i of fresh) {
+      const { sender, msg, canonical, digest, trace } = inputs[i]!
+      const id = `msg_${randomBytes(16).toString('base64url')}`
+      const receipt = createMessageReceipt(
+        {
+          v: RECEIPT_VERSION,
+          messageId: id,
           sequence,
           sender,
           recipient: msg.recipient,
-          body: canonical,
-          body_digest: digest,
-          idempotency_key: msg.idempotencyKey,
-          receipt,
-          created_at: now,
-          acked_at: null,
-          ...traceColumns(trace),
+          bodyDigest: digest,
+          createdAt: iso(now),
+        },
+        { kid: this.deps.signer.kid, sign: ed25519Signer(this.deps.signer.privateKey) },
+      )
+      rows.set(i, {
+        id,
+        sequence: sequence++,
+        sender,
+        recipient: msg.recipient,
+        body: canonical,
+        body_digest: digest,
+        idempotency_key: msg.idempotencyKey,
+        receipt,
+        created_at: now,
+        acked_at: null,
+        ...traceColumns(trace),
+      })
+    }
+    await store.insertMessages(db, [...rows.values()])
+    return inputs.map((input, i): GroupOutcome<SentMessageView> => {
+      const row = rows.get(i)
+      if (row) {
+        return {
+          ok: true,
+          value: toSent(row),
+          after: () =>
+            this.deps.bus.publish({
+              topic: inboxTopic(row.recipient),
+              type: 'message.created',
+              at: now,
+              data: { id: row.id, sequence: row.sequence },
+            }),
         }
-        await store.insertMessage(tx.db, row)
-        tx.afterCommit(() =>
-          this.deps.bus.publish({
-            topic: inboxTopic(msg.recipient),
-            type: 'message.created',
-            at: now,
-            data: { id, sequence },
-          }),
-        )
-        return toSent(row)
-      },
-      // Two sends raced on one key (another instance): the loser rolled back; now it finds the winner.
-      { rerunOnUniqueViolation: true },
-    )
+      }
+      const plan = plans[i]!
+      if ('repeat' in plan) return { ok: true, value: toSent(plan.repeat) }
+      if ('error' in plan) return { ok: false, error: plan.error }
+      if ('fresh' in plan) throw new Error('a fresh send has its row')
+      // A repeat of a send earlier in this batch: answered as that send is.
+      const earlier = rows.get(plan.sameAs)
+      const first = plans[plan.sameAs]!
+      if (!earlier)
+        return {
+          ok: false,
+          error:
+            'error' in first
+              ? first.error
+              : quotaExceeded(MESSAGE_QUOTA_SCOPE, this.deps.messagesPerDay, now),
+        }
+      const again = this.repeatOf(earlier, input)
+      return 'repeat' in again ? { ok: true, value: toSent(again.repeat) } : { ok: false, ...again }
+    })
+  }
+
+  /** A send under a key already used: the stored answer when it is the same send, else a conflict. */
+  private repeatOf(
+    stored: MessageRow,
+    input: PendingSend,
+  ): { repeat: MessageRow } | { error: BatonError } {
+    if (stored.recipient === input.msg.recipient && stored.body_digest === input.digest) {
+      return { repeat: stored }
+    }
+    return {
+      error: new BatonError(
+        'idempotency_conflict',
+        'This idempotencyKey already sent a different message (another recipient or body)',
+        { id: stored.id, field: 'idempotencyKey' },
+      ),
+    }
   }
 
   /**

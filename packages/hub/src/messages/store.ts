@@ -20,8 +20,41 @@ export async function nextSequence(db: Kysely<Schema>): Promise<number> {
   return Number(row.value)
 }
 
-export async function insertMessage(db: Kysely<Schema>, row: MessageRow): Promise<void> {
-  await db.insertInto('messages').values(row).execute()
+/** Takes `n` numbers of the global sequence at once; answers the first of them. */
+export async function nextSequences(db: Kysely<Schema>, n: number): Promise<number> {
+  const row = await db
+    .updateTable('counters')
+    .set((eb) => ({ value: eb('value', '+', n) }))
+    .where('name', '=', SEQUENCE_COUNTER)
+    .returning('value')
+    .executeTakeFirstOrThrow()
+  return Number(row.value) - n + 1
+}
+
+export async function insertMessages(db: Kysely<Schema>, rows: MessageRow[]): Promise<void> {
+  if (rows.length > 0) await db.insertInto('messages').values(rows).execute()
+}
+
+/** The messages some senders sent under some idempotency keys, one read for many sends. */
+export async function findBySenderKeys(
+  db: Kysely<Schema>,
+  keys: { sender: string; idempotencyKey: string }[],
+): Promise<MessageRow[]> {
+  if (keys.length === 0) return []
+  const bySender = new Map<string, string[]>()
+  for (const k of keys)
+    bySender.set(k.sender, [...(bySender.get(k.sender) ?? []), k.idempotencyKey])
+  return db
+    .selectFrom('messages')
+    .selectAll()
+    .where((eb) =>
+      eb.or(
+        [...bySender].map(([sender, list]) =>
+          eb.and([eb('sender', '=', sender), eb('idempotency_key', 'in', list)]),
+        ),
+      ),
+    )
+    .execute()
 }
 
 export async function findBySenderKey(

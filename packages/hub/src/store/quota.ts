@@ -47,6 +47,34 @@ export function consumeDailyQuotas(
   return consumeWindowQuotas(db, { ...q, windowMs: DAY_MS })
 }
 
+/**
+ * Counts many uses against per-UTC-day quotas at once, only as far as each subject's `limit`:
+ * answers how many of each subject's uses were counted (its first ones), the rest refused and
+ * not counted. One statement when nobody reaches a limit; one more for subjects that do.
+ */
+export async function consumeDailyQuotasUpTo(
+  db: Kysely<Schema>,
+  q: { scope: string; uses: Map<string, number>; limit: number; now: number },
+): Promise<Map<string, number>> {
+  const after = await consumeDailyQuotas(db, q)
+  const counted = new Map<string, number>()
+  const windowStart = utcDayStart(q.now)
+  for (const [subject, uses] of q.uses) {
+    const over = Math.min(uses, Math.max(0, after.get(subject)! - q.limit))
+    counted.set(subject, uses - over)
+    if (over > 0) {
+      await db
+        .updateTable('quota_counters')
+        .set((eb) => ({ count: eb('count', '-', over) }))
+        .where('scope', '=', q.scope)
+        .where('subject', '=', subject)
+        .where('window_start', '=', windowStart)
+        .execute()
+    }
+  }
+  return counted
+}
+
 /** Deletes counters of days before `now`'s day. */
 export async function pruneQuotaCounters(db: Kysely<Schema>, now: number): Promise<number> {
   const res = await db
