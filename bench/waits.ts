@@ -7,7 +7,7 @@
 // from /proc). Rounds interleave the servers; figures are medians. The packages are built first.
 // Run alone: node --import tsx bench/waits.ts
 import { type ChildProcess, execSync, spawn, spawnSync } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
@@ -175,6 +175,15 @@ interface Pass {
 async function pass(kind: Kind, store: Store, topics: number): Promise<Pass> {
   const child = await startChild(kind, store)
   try {
+    return await round(child, kind, topics)
+  } finally {
+    await child.stop()
+  }
+}
+
+/** `WAITERS` waiters over `topics` topics on a running server, the moves, the answers. */
+async function round(child: Child, kind: Kind, topics: number): Promise<Pass> {
+  {
     // Targets: what each waiter asks for, and what moves them.
     const targets: { wait: string; token: string; move: () => Promise<number> }[] = []
     for (let t = 0; t < topics; t++) {
@@ -258,8 +267,54 @@ async function pass(kind: Kind, store: Store, topics: number): Promise<Pass> {
     await new Promise((r) => setTimeout(r, SETTLE_MS))
     const afterRss = memoryOf(child.pid).rss
     return { openMs, wakeMs, startRss, openRss, openHeap, peakRss, afterRss }
+  }
+}
+
+/**
+ * `rounds` rounds of `WAITERS` waits on one handoff on ONE hub (issue 27: memory a finished wait
+ * leaves behind): its peak in each round, and its resident memory `SETTLE_MS` after each.
+ */
+async function sameHub(store: Store, rounds: number): Promise<Result[]> {
+  const child = await startChild('hub', store)
+  const passes: Pass[] = []
+  try {
+    for (let r = 1; r <= rounds; r++) {
+      // Each round's peak is its own: the kernel's high-water mark is reset between rounds.
+      resetPeak(child.pid)
+      const p = await round(child, 'hub', 1)
+      passes.push(p)
+      const heap = (await child.memory()).heap
+      log(
+        `${store} same hub, round ${r}: peak ${p.peakRss.toFixed(0)} MiB, after ${p.afterRss.toFixed(0)} MiB (heap ${heap.toFixed(0)} MiB)`,
+      )
+    }
   } finally {
     await child.stop()
+  }
+  const first = passes[0]!.afterRss
+  const last = passes.at(-1)!.afterRss
+  return [
+    {
+      name: `hub RSS ${SETTLE_MS / 1000} s after the last of ${rounds} rounds of ${WAITERS} waits on one hub ÷ after the first (goal <= 1.2, ${store})`,
+      baseline: first,
+      value: last,
+      ratio: last / first,
+      unit: 'MiB',
+      detail: {
+        peaks_mib: passes.map((p) => p.peakRss.toFixed(0)).join(' '),
+        after_mib: passes.map((p) => p.afterRss.toFixed(0)).join(' '),
+        loadavg1: Number(os.loadavg()[0]!.toFixed(2)),
+      },
+    },
+  ]
+}
+
+/** Resets a process's VmHWM to its current RSS (Linux: writing 5 to clear_refs). */
+function resetPeak(pid: number): void {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5')
+  } catch {
+    // Without it the peaks are the run's, not each round's.
   }
 }
 
@@ -285,6 +340,12 @@ export async function run(): Promise<Result[]> {
   build()
   const stores = (env.BENCH_STORES?.split(',') as Store[] | undefined) ?? ['sqlite']
   const results: Result[] = []
+  // BENCH_WAITS_SAME_HUB=5: that many rounds on one hub instead (its memory across rounds).
+  const sameHubRounds = intEnv('BENCH_WAITS_SAME_HUB', 0)
+  if (sameHubRounds > 0) {
+    for (const store of stores) results.push(...(await sameHub(store, sameHubRounds)))
+    return results
+  }
   for (const store of stores) {
     const shapes = [
       { label: 'one handoff', topics: 1 },
