@@ -195,7 +195,9 @@ function writeBody(req: ClientRequest, request: OutgoingRequest): void {
   const next = () => {
     while (offset < body.length) {
       const end = Math.min(body.length, offset + UPLOAD_CHUNK)
-      const flushed = req.write(body.subarray(offset, end), () => report(end, body.length))
+      const flushed = req.write(body.subarray(offset, end), (error) => {
+        if (!error) report(end, body.length)
+      })
       offset = end
       if (!flushed) {
         req.once('drain', next)
