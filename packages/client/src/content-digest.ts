@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
-import { createContentDigest, parseContentDigestField } from '@baton/protocol'
+import { createContentDigest, parseContentDigestField } from '@baton/protocol/primitives'
 import { nodeDigest, nodeDigestName } from './node-crypto.js'
 
 /**

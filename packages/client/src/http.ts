@@ -1,17 +1,15 @@
-import { BatonError } from '@baton/protocol'
+import { BatonError } from '@baton/protocol/primitives'
+import { type FetchLike, type RawAnswer, sendRequest } from './transport.js'
+
+export type { RawAnswer } from './transport.js'
 
 /** Options every SDK call accepts. */
 export interface CallOptions {
   /** Extra headers, e.g. `Idempotency-Key`. */
   headers?: Record<string, string>
   signal?: AbortSignal
-}
-
-/** A raw answer: status, headers and the parsed JSON body. */
-export interface RawAnswer<T = unknown> {
-  status: number
-  headers: Headers
-  body: T
+  /** Sends through this `fetch` instead of the SDK's keep-alive connections. */
+  fetch?: FetchLike | undefined
 }
 
 /**
@@ -19,7 +17,7 @@ export interface RawAnswer<T = unknown> {
  *
  * @example const { status, body } = await requestJson('https://hub.example', 'GET', '/healthz')
  */
-export async function requestJson<T = unknown>(
+export function requestJson<T = unknown>(
   baseUrl: string,
   method: string,
   path: string,
@@ -27,25 +25,21 @@ export async function requestJson<T = unknown>(
   options: CallOptions = {},
 ): Promise<RawAnswer<T>> {
   const headers: Record<string, string> = { accept: 'application/json', ...options.headers }
-  let payload: string | undefined
+  let payload: Uint8Array | undefined
   if (body !== undefined) {
-    payload = JSON.stringify(body)
+    payload = Buffer.from(JSON.stringify(body), 'utf8')
     headers['content-type'] = 'application/json'
   }
-  const res = await fetch(new URL(path, baseUrl), {
-    method,
-    headers,
-    ...(payload !== undefined ? { body: payload } : {}),
-    ...(options.signal ? { signal: options.signal } : {}),
-  })
-  const text = await res.text()
-  let parsed: unknown
-  try {
-    parsed = text === '' ? undefined : JSON.parse(text)
-  } catch {
-    parsed = { error: text, code: 'internal' }
-  }
-  return { status: res.status, headers: res.headers, body: parsed as T }
+  return sendRequest<T>(
+    {
+      url: new URL(path, baseUrl).href,
+      method,
+      headers,
+      body: payload,
+      signal: options.signal,
+    },
+    options.fetch,
+  )
 }
 
 /** Sends a request and answers its body, or throws the hub's error as a BatonError. */

@@ -35,7 +35,13 @@ export {
 } from './call.js'
 export { ComputeClient, type ComputeWaitOptions } from './compute.js'
 export { contentDigest, matchContentDigest, parseContentDigest } from './content-digest.js'
-export { fetchDiscovery, resolveApiUrl } from './discovery.js'
+export {
+  type CachedDiscovery,
+  type DiscoveryCache,
+  type DiscoveryOptions,
+  fetchDiscovery,
+  resolveApiUrl,
+} from './discovery.js'
 export { HandoffClient } from './handoffs.js'
 export { HomeClient, type HomeListQuery } from './home.js'
 export { HopClient, hopSigner, type OfferOptions } from './hops.js'
@@ -64,13 +70,15 @@ export {
   verifyMessageReceipt,
 } from './messages.js'
 export { GrantClient, ResourceClient } from './resources.js'
+export { SignedClient } from './signed-client.js'
+export { type FetchLike, type SignedFetchOptions, signedFetch } from './signed-fetch.js'
 export {
   type RequestOptions,
   type SignedBody,
-  SignedClient,
   type SignedClientOptions,
-} from './signed-client.js'
-export { type FetchLike, type SignedFetchOptions, signedFetch } from './signed-fetch.js'
+  type Signer,
+  sendSigned,
+} from './signed-request.js'
 export {
   componentValue,
   defaultComponents,
@@ -95,4 +103,10 @@ export {
   WEB_BOT_AUTH_LIFETIME_S,
 } from './signing.js'
 export { snapshotChecksum, TransferAdminClient, TransferClient } from './transfers.js'
+export {
+  exchange,
+  type OutgoingRequest,
+  sendRequest,
+  type TextAnswer,
+} from './transport.js'
 export { type RequestVerifyOptions, type VerifiedRequest, verifySignedRequest } from './verify.js'

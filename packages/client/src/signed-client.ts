@@ -7,9 +7,8 @@ import {
   type DiscoveryDocument,
   type MeView,
   type PrincipalView,
-  parseWholeNumber,
-  type SignatureProfile,
 } from '@baton/protocol'
+import { DISCOVERY_PATH } from '@baton/protocol/primitives'
 import {
   type CallArgs,
   type ContractCallOptions,
@@ -19,66 +18,16 @@ import {
 } from './call.js'
 import { fetchDiscovery, resolveApiUrl } from './discovery.js'
 import { type RawAnswer, requestJson } from './http.js'
-import { type Identity, loadIdentity } from './identity.js'
-import { signRequest } from './signing.js'
+import { type Identity, loadIdentity } from './identity-file.js'
+import {
+  type RequestOptions,
+  type SignedBody,
+  type SignedClientOptions,
+  type Signer,
+  sendSigned,
+} from './signed-request.js'
 
-/** Options of a signed client. */
-export interface SignedClientOptions {
-  /** Seconds since the epoch for `created`; tests pass a fixed clock. */
-  now?: () => number
-  /** The longest Retry-After (ms) the client waits once on a 429 before answering it (default 5000). */
-  maxRetryWaitMs?: number
-  /** How a Retry-After is waited out (default a timer); tests pass one that moves their clock. */
-  sleep?: (ms: number) => Promise<void>
-  /**
-   * Signs under Baton's profile (keyid the did:key, the default) or Web Bot Auth's (keyid the
-   * JWK thumbprint, `tag`, `expires`, `@authority`); the key must be enrolled for the latter.
-   */
-  profile?: SignatureProfile
-  /** Under the Web Bot Auth profile: the URL of the agent's key directory, sent as Signature-Agent. */
-  signatureAgent?: string
-}
-
-/** Per-request options: `onUploadProgress` streams the body in chunks and reports bytes sent. */
-export interface RequestOptions {
-  onUploadProgress?: (sent: number, total: number) => void
-  /** Aborts the request (and a retry after a 429) when signalled. */
-  signal?: AbortSignal
-}
-
-const UPLOAD_CHUNK = 256 * 1024
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
-
-/** The body as a stream of chunks that reports how much of it has been handed to the socket. */
-function progressStream(
-  body: Uint8Array,
-  report: (sent: number, total: number) => void,
-): ReadableStream<Uint8Array> {
-  let offset = 0
-  return new ReadableStream({
-    pull(controller) {
-      if (offset >= body.length) {
-        controller.close()
-        return
-      }
-      const end = Math.min(body.length, offset + UPLOAD_CHUNK)
-      controller.enqueue(body.subarray(offset, end))
-      offset = end
-      report(offset, body.length)
-    },
-  })
-}
-
-/** The body of a signed call: bytes sent as they are, a string as UTF-8, anything else as JSON. */
-export type SignedBody = Uint8Array | string | object | undefined
-
-function toBytes(body: SignedBody): Uint8Array | undefined {
-  if (body === undefined) return undefined
-  if (body instanceof Uint8Array) return body
-  if (typeof body === 'string') return Buffer.from(body, 'utf8')
-  return Buffer.from(JSON.stringify(body), 'utf8')
-}
+export type { RequestOptions, SignedBody, SignedClientOptions } from './signed-request.js'
 
 /**
  * Calls any route of a Baton hub with a fresh RFC 9421 signature per request.
@@ -87,11 +36,11 @@ function toBytes(body: SignedBody): Uint8Array | undefined {
  * const client = await SignedClient.connect(discoveryUrl, await loadIdentity('agent.identity.json'))
  * const me = await client.call(contracts.me)
  */
-export class SignedClient {
+export class SignedClient implements Signer {
   private constructor(
     readonly discovery: DiscoveryDocument,
     readonly identity: Identity,
-    private readonly opts: SignedClientOptions,
+    readonly options: SignedClientOptions,
   ) {}
 
   /** Reads discovery and answers a client for the identity. */
@@ -100,7 +49,8 @@ export class SignedClient {
     identity: Identity,
     opts: SignedClientOptions = {},
   ): Promise<SignedClient> {
-    return new SignedClient(await fetchDiscovery(discoveryUrl), identity, opts)
+    const discovery = await fetchDiscovery(discoveryUrl, opts.fetch ? { fetch: opts.fetch } : {})
+    return new SignedClient(discovery, identity, opts)
   }
 
   /** Like `connect`, loading the identity file first (refusing a file others can read). */
@@ -121,21 +71,23 @@ export class SignedClient {
    * Sends one signed request and answers status, headers and parsed body whatever the status. A
    * 429 whose Retry-After is at most `maxRetryWaitMs` is retried once, signed afresh.
    */
-  async request<T = unknown>(
+  request<T = unknown>(
     method: string,
     path: string,
     body?: SignedBody,
     headers: Record<string, string> = {},
     options: RequestOptions = {},
   ): Promise<RawAnswer<T>> {
-    const first = await this.send<T>(method, path, body, headers, options)
-    if (first.status !== 429) return first
-    // A 429 that says no wait (or one that is no whole number of seconds) is answered as it is.
-    const seconds = parseWholeNumber(first.headers.get('retry-after'))
-    const waitMs = seconds === undefined ? Number.POSITIVE_INFINITY : seconds * 1000
-    if (waitMs > (this.opts.maxRetryWaitMs ?? 5000)) return first
-    await (this.opts.sleep ?? sleep)(waitMs)
-    return this.send<T>(method, path, body, headers, options)
+    return sendSigned<T>(this, method, path, body, headers, options)
+  }
+
+  /**
+   * Reads the hub's discovery document afresh, past every cache: its live parts, such as
+   * `runtimeAvailability`. The client goes on signing for the document it connected with.
+   */
+  refreshDiscovery(): Promise<DiscoveryDocument> {
+    const url = new URL(DISCOVERY_PATH, resolveApiUrl(this.discovery, '/')).href
+    return fetchDiscovery(url, { fresh: true, fetch: this.options.fetch })
   }
 
   /**
@@ -190,6 +142,7 @@ export class SignedClient {
     }
     return requestJson(this.discovery.apiBase, method, path, body, {
       headers,
+      fetch: this.options.fetch,
       ...(options.signal ? { signal: options.signal } : {}),
     })
   }
@@ -207,43 +160,5 @@ export class SignedClient {
    */
   setLabel(label: string): Promise<PrincipalView> {
     return this.call(contracts.setMyLabel, { body: { label } })
-  }
-
-  private async send<T>(
-    method: string,
-    path: string,
-    body: SignedBody,
-    headers: Record<string, string>,
-    options: RequestOptions,
-  ): Promise<RawAnswer<T>> {
-    const signed = signRequest({
-      method: method.toUpperCase(),
-      url: resolveApiUrl(this.discovery, path),
-      body: toBytes(body),
-      headers: { accept: 'application/json', ...headers },
-      privateKey: this.identity.privateKey,
-      keyid: this.identity.principal,
-      ...(this.opts.now ? { created: this.opts.now() } : {}),
-      ...(this.opts.profile ? { profile: this.opts.profile } : {}),
-      ...(this.opts.signatureAgent ? { signatureAgent: this.opts.signatureAgent } : {}),
-    })
-    const report = options.onUploadProgress
-    // The signature covers the digest of the whole body, so streaming it changes nothing signed.
-    const payload = signed.body && report ? progressStream(signed.body, report) : signed.body
-    const res = await fetch(signed.url, {
-      method: signed.method,
-      headers: signed.headers,
-      ...(payload ? { body: payload } : {}),
-      ...(payload instanceof ReadableStream ? { duplex: 'half' } : {}),
-      ...(options.signal ? { signal: options.signal } : {}),
-    } as RequestInit)
-    const text = await res.text()
-    let parsed: unknown
-    try {
-      parsed = text === '' ? undefined : JSON.parse(text)
-    } catch {
-      parsed = { error: text, code: 'internal' }
-    }
-    return { status: res.status, headers: res.headers, body: parsed as T }
   }
 }

@@ -1,8 +1,8 @@
-import type { Identity } from './identity.js'
+import type { Identity } from './identity-file.js'
 import { signRequest } from './signing.js'
+import type { FetchLike } from './transport.js'
 
-/** A `fetch` with the signature of the global one. */
-export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>
+export type { FetchLike } from './transport.js'
 
 /** Options of {@link signedFetch}. */
 export interface SignedFetchOptions {

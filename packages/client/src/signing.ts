@@ -10,7 +10,7 @@ import {
   type SignedFields,
   thumbprintInput,
   WEB_BOT_AUTH_TAG,
-} from '@baton/protocol'
+} from '@baton/protocol/primitives'
 import { contentDigest } from './content-digest.js'
 import { ed25519Signer } from './node-crypto.js'
 
@@ -30,7 +30,7 @@ export {
   StructuredFieldError,
   serializeInnerList,
   signatureBase,
-} from '@baton/protocol'
+} from '@baton/protocol/primitives'
 
 /** What `signMessage` needs: the key, the keyid, and optionally every parameter. */
 export interface SignOptions {

@@ -31,6 +31,7 @@ const ADAPTERS = [
   'src/ops/remote.ts',
   'src/ops/local.ts',
   'src/cli/generated.ts',
+  'src/cli/run-command.ts',
   'src/cli/completion.ts',
 ]
 
@@ -124,6 +125,7 @@ const AUTH_FACES = [
   'src/ops/mcp.ts',
   'src/ops/remote.ts',
   'src/cli/generated.ts',
+  'src/cli/run-command.ts',
   'src/mcp/http.ts',
   'src/cli/mcp-command.ts',
 ]

@@ -118,12 +118,14 @@ describe('npm pack and install', () => {
       }
       assert.equal(existsSync(path.join(root, 'src')), false, `${p} ships its sources`)
       assert.equal(existsSync(path.join(root, 'dist/.tsbuildinfo')), false)
-      // Every file an export condition names is in the tarball (no condition for sources).
-      const targets = JSON.stringify(manifest.exports).match(/"\.\/[^"]+"/g) ?? []
-      for (const target of targets.map((t: string) => t.slice(1, -1))) {
-        if (target !== './package.json') {
-          assert.ok(existsSync(path.join(root, target)), `${p} exports ${target}, not shipped`)
-        }
+      // Every file an export condition names is in the tarball (no condition for sources); the
+      // keys are subpaths (`./primitives`), the values the files.
+      const targets = (value: unknown): string[] =>
+        typeof value === 'string'
+          ? [value]
+          : Object.values(value as Record<string, unknown>).flatMap(targets)
+      for (const target of targets(manifest.exports)) {
+        assert.ok(existsSync(path.join(root, target)), `${p} exports ${target}, not shipped`)
       }
     }
   })
@@ -133,7 +135,11 @@ describe('npm pack and install', () => {
       import { BatonError, createIdentity } from '@baton/client'
       import { BatonError as ProtocolError } from '@baton/protocol'
       import { createSigner } from '@baton/context'
+      import { BatonError as PrimitiveError } from '@baton/protocol/primitives'
+      import { loadIdentity } from '@baton/client/requests'
       if (BatonError !== ProtocolError) throw new Error('@baton/client re-exports another BatonError')
+      if (PrimitiveError !== ProtocolError) throw new Error('the primitives hold another BatonError')
+      if (typeof loadIdentity !== 'function') throw new Error('@baton/client/requests is empty')
       import { generateKeyPairSync } from 'node:crypto'
       const id = createIdentity('http://127.0.0.1:1/.well-known/agent-net')
       const { privateKey } = generateKeyPairSync('ed25519')

@@ -182,6 +182,12 @@ export interface Contract<
   idempotencyKey?: boolean
   /** Whether the operation may hold its answer (a long poll). */
   longPoll?: boolean
+  /**
+   * How long a client may keep the answer (RFC 9111 `max-age`, private to it) before it asks
+   * again with the answer's `ETag` (`If-None-Match`, answered 304 while unchanged): for a `GET`
+   * whose answer changes rarely and whose live parts may be this many seconds old.
+   */
+  cache?: { maxAgeSeconds: number }
   /** How it appears as an MCP tool, or `false` for never. */
   tool: ToolSpec | false
   /** Its `baton` command's words, or more; derived when absent. */

@@ -1,7 +1,7 @@
 // HTTP Message Signatures (RFC 9421) for Ed25519: the signature base, the covered components
 // Baton uses, and creating and reading the Signature-Input and Signature fields. The signing
 // and verifying step itself takes the caller's key operation (see platform.ts).
-import { BatonError } from './errors.js'
+
 import {
   BODY_COMPONENTS,
   PRESENT_COMPONENTS,
@@ -12,7 +12,8 @@ import {
   SIGNATURE_LABEL,
   WEB_BOT_AUTH_COMPONENTS,
   WEB_BOT_AUTH_TAG,
-} from './identity.js'
+} from './constants.js'
+import { BatonError } from './errors.js'
 import type { SignBytes } from './platform.js'
 import {
   parseDictionary,

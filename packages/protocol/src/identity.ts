@@ -3,62 +3,26 @@ import { fromBase64url, toBase64url } from './base64.js'
 import { withCode } from './codecs.js'
 import { RuntimeAvailability } from './compute.js'
 import { ContractLimits } from './contract.js'
+import { AGENT_LABEL_MAX_CHARS, AGENT_LABEL_PATTERN, JWK_KEY_MEMBER } from './identity-file.js'
 import { handedTrace } from './trace.js'
 
-/** The protocol version a hub announces in discovery and a client expects. */
-export const PROTOCOL_VERSION = 'baton/1'
-
-/** Seed 000's discovery path: where a hub describes itself. */
-export const DISCOVERY_PATH = '/.well-known/agent-net'
-
-/** The label of Baton's request signature in Signature-Input and Signature (RFC 9421 §4). */
-export const SIGNATURE_LABEL = 'sig1'
-
-/** The one signature algorithm Baton accepts (RFC 9421 §3.3.6). */
-export const SIGNATURE_ALGORITHM = 'ed25519'
-
-/** Default seconds a signature's `created` may be away from the hub's clock, either way. */
-export const DEFAULT_SKEW_SECONDS = 60
-
-/** Components every signed request covers (RFC 9421 §2.2); a request with a body adds DIGEST_COMPONENTS. */
-export const REQUIRED_COMPONENTS = ['@method', '@target-uri'] as const
-
-/** Components a signed request with a body covers too (RFC 9530 §2, RFC 9421 §2.1). */
-export const BODY_COMPONENTS = ['content-digest', 'content-type'] as const
-
-/** Fields a signed request covers whenever it carries them, so none can be added after signing. */
-export const PRESENT_COMPONENTS = ['idempotency-key'] as const
-
-/**
- * The `tag` of a signature under the Web Bot Auth profile (draft-ietf-webbotauth-httpsig-protocol):
- * its keyid is the JWK thumbprint (RFC 7638) of an enrolled key, and it carries `expires`.
- */
-export const WEB_BOT_AUTH_TAG = 'web-bot-auth'
-
-/** Components a Web Bot Auth signature covers besides Baton's own. */
-export const WEB_BOT_AUTH_COMPONENTS = ['@authority'] as const
-
-/** The field where a Web Bot Auth agent names its key directory; covered whenever it is sent. */
-export const SIGNATURE_AGENT_FIELD = 'signature-agent'
-
-/** Where a hub serves its own keys as an HTTP Message Signatures directory (a JWKS). */
-export const SIGNATURE_DIRECTORY_PATH = '/.well-known/http-message-signatures-directory'
-
-/** The media type of that directory. */
-export const SIGNATURE_DIRECTORY_MEDIA_TYPE = 'application/http-message-signatures-directory+json'
-
-/** The `tag` of the signature over a directory response. */
-export const SIGNATURE_DIRECTORY_TAG = 'http-message-signatures-directory'
-
-/**
- * The text whose SHA-256 is the RFC 7638 thumbprint of an Ed25519 public key (RFC 8037 §A.3):
- * the required members in lexicographic order, no white space.
- *
- * @example thumbprintInput(jwk.x) // '{"crv":"Ed25519","kty":"OKP","x":"…"}'
- */
-export function thumbprintInput(x: string): string {
-  return `{"crv":"Ed25519","kty":"OKP","x":"${x}"}`
-}
+export {
+  BODY_COMPONENTS,
+  DEFAULT_SKEW_SECONDS,
+  DISCOVERY_PATH,
+  PRESENT_COMPONENTS,
+  PROTOCOL_VERSION,
+  REQUIRED_COMPONENTS,
+  SIGNATURE_AGENT_FIELD,
+  SIGNATURE_ALGORITHM,
+  SIGNATURE_DIRECTORY_MEDIA_TYPE,
+  SIGNATURE_DIRECTORY_PATH,
+  SIGNATURE_DIRECTORY_TAG,
+  SIGNATURE_LABEL,
+  thumbprintInput,
+  WEB_BOT_AUTH_COMPONENTS,
+  WEB_BOT_AUTH_TAG,
+} from './constants.js'
 
 /** Admission states of a principal: enrolled as pending, then decided by an operator. */
 export const AdmissionState = z.enum(['pending', 'approved', 'rejected', 'suspended'])
@@ -87,8 +51,8 @@ export type AdmissionDecision = z.infer<typeof AdmissionDecision>
 export const AgentLabel = z
   .string()
   .min(1)
-  .max(64)
-  .regex(/^[^\p{C}\p{Z}](?:[^\p{C}\p{Zl}\p{Zp}]*[^\p{C}\p{Z}])?$/u, {
+  .max(AGENT_LABEL_MAX_CHARS)
+  .regex(AGENT_LABEL_PATTERN, {
     message: 'a label is printable text without control characters or spaces at either end',
   })
   .describe('A display label, 1 to 64 printable characters; never used for authorization')
@@ -138,7 +102,7 @@ export type SetLabelInput = z.infer<typeof SetLabelInput>
 export const PublicJwk = z.object({
   kty: z.literal('OKP'),
   crv: z.literal('Ed25519'),
-  x: z.string().regex(/^[A-Za-z0-9_-]{43}$/),
+  x: z.string().regex(JWK_KEY_MEMBER),
   kid: z.string().optional(),
   alg: z.string().optional(),
   use: z.string().optional(),
@@ -148,7 +112,7 @@ export const PublicJwk = z.object({
 export type PublicJwk = z.infer<typeof PublicJwk>
 
 /** An Ed25519 private key as a JWK (RFC 8037): the public `x` and the secret `d`. */
-export const PrivateJwk = PublicJwk.extend({ d: z.string().regex(/^[A-Za-z0-9_-]{43}$/) })
+export const PrivateJwk = PublicJwk.extend({ d: z.string().regex(JWK_KEY_MEMBER) })
 
 /** An Ed25519 private key as a JWK. */
 export type PrivateJwk = z.infer<typeof PrivateJwk>

@@ -1,9 +1,11 @@
+import { type CommandIndex, loadCommandIndex } from './command-index.js'
 import { ADMISSION } from './commands.js'
-import { commandTree, runGroup } from './generated.js'
 import { type Io, UsageError } from './io.js'
+import { runGroup, treeOf } from './run-command.js'
 
-const USAGE =
-  () => `baton admin <command> (--hub URL [--admin-token T] | --data-dir D | --database-url U)
+const USAGE = (
+  index: CommandIndex,
+) => `baton admin <command> (--hub URL [--admin-token T] | --data-dir D | --database-url U)
 
   list [--state pending|approved|rejected|suspended]   enrolled principals, oldest first: every
        [--limit N] [--cursor C] [--all]                page, or with --limit or --cursor one page
@@ -19,7 +21,7 @@ BATON_ADMIN_TOKEN). With --data-dir (SQLite) or --database-url (PostgreSQL) the 
 the hub's database directly, through the same operation. Admission is never an MCP tool.
 
 Every operator operation of the admin API is a command of its own:
-${[...commandTree().admin].map(([group, list]) => `  baton admin ${group} ${list.map((c) => c.words[1]).join('|')}`).join('\n')}`
+${index.admin.map(([group, actions]) => `  baton admin ${group} ${actions.join('|')}`).join('\n')}`
 
 /** `--token`, the flag these words took before the generated commands, is `--admin-token`. */
 const renamed = (argv: string[]) =>
@@ -43,11 +45,12 @@ function firstArgument(args: string[]): number {
  */
 export async function adminCommand(argv: string[], io: Io): Promise<number> {
   const [first, ...rest] = argv
+  const index = await loadCommandIndex()
   if (!first || first === '--help' || first === '-h') {
-    io.stdout(USAGE())
+    io.stdout(USAGE(index))
     return first ? 0 : 64
   }
-  const tree = commandTree()
+  const tree = treeOf(index.commands)
   const alias = (ADMISSION as Record<string, { words: readonly string[]; decision?: string }>)[
     first
   ]
@@ -61,9 +64,9 @@ export async function adminCommand(argv: string[], io: Io): Promise<number> {
     // `list` reads every page unless the caller names one.
     const onePage = args.some((a) => /^--(limit|cursor)(=|$)/.test(a))
     if (first === 'list' && !onePage && !args.includes('--all')) args.push('--all')
-    return (await runGroup(tree.admin, [...alias.words, ...args], io, true)) ?? 64
+    return (await runGroup(tree.admin, [...alias.words, ...args], io, true, undefined, index)) ?? 64
   }
-  const code = await runGroup(tree.admin, argv, io, true)
+  const code = await runGroup(tree.admin, argv, io, true, undefined, index)
   if (code !== undefined) return code
-  throw new UsageError(`unknown admin command ${JSON.stringify(first)}\n\n${USAGE()}`)
+  throw new UsageError(`unknown admin command ${JSON.stringify(first)}\n\n${USAGE(index)}`)
 }

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { parseArgs } from 'node:util'
-import { ComputeClient, SignedClient } from '@baton/client'
+import { ComputeClient, fetchDiscovery, SignedClient } from '@baton/client'
 import { type ComputeJobView, DISCOVERY_PATH } from '@baton/protocol'
+import { discoveryCache } from './discovery-cache.js'
 import { EXIT, type Io, UsageError } from './io.js'
 import { continuing, traceOfCommand } from './trace.js'
 
@@ -89,7 +90,10 @@ export async function computeRunCommand(argv: string[], io: Io): Promise<number 
   if (!hub) throw new UsageError('--hub URL is required (or set BATON_HUB)')
   const identity = values.identity ?? process.env.BATON_IDENTITY
   if (!identity) throw new UsageError('--identity FILE is required (or set BATON_IDENTITY)')
-  const client = await SignedClient.fromFile(new URL(DISCOVERY_PATH, hub).href, identity)
+  // seed 000: live discovery before submitting compute, so it is revalidated, not taken as kept.
+  const discovery = new URL(DISCOVERY_PATH, hub).href
+  await fetchDiscovery(discovery, { cache: discoveryCache(), fresh: true })
+  const client = await SignedClient.fromFile(discovery, identity)
   // The trace it is started in (TRACEPARENT, TRACESTATE), if any, continues at the hub.
   const compute = new ComputeClient(continuing(client, traceOfCommand(undefined)))
   let job: ComputeJobView = await compute.submit({

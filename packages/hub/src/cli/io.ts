@@ -1,4 +1,4 @@
-import { BatonError } from '@baton/protocol'
+import { BatonError } from '@baton/protocol/primitives'
 
 /** Where a command writes; tests pass their own. */
 export interface Io {

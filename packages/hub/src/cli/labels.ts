@@ -1,6 +1,6 @@
-import { readLabels } from '../identity/operations.js'
 import type { Invoke } from '../ops/mcp.js'
-import type { Operation } from '../ops/operation.js'
+import type { RemoteOperation } from '../ops/remote.js'
+import type { CommandEntry } from './command-index.js'
 
 /**
  * The commands whose human output (without `--json`) shows each agent's label beside its
@@ -67,6 +67,9 @@ function labelsInPrincipals(result: unknown): Record<string, string> {
   return labels
 }
 
+/** The operation that reads labels, as its command is found in the index. */
+const READ_LABELS = 'readLabels'
+
 /**
  * A command's answer as a person reads it: for a listing or chain view, each did:key with its
  * label beside it, the labels read from the hub (`GET /v1/labels`, signed as the command is)
@@ -74,9 +77,14 @@ function labelsInPrincipals(result: unknown): Record<string, string> {
  * stays beside it, since two agents may share one. Without labels the answer is unchanged.
  */
 export async function labeled(
-  op: Operation,
+  op: Pick<CommandEntry, 'name' | 'auth'>,
   result: unknown,
-  invoke: Invoke,
+  commands: readonly CommandEntry[],
+  invoke: (
+    op: RemoteOperation,
+    input: Parameters<Invoke>[1],
+    caller: Parameters<Invoke>[2],
+  ) => Promise<unknown>,
   caller: Parameters<Invoke>[2],
 ): Promise<unknown> {
   if (!LABELED.has(op.name)) return result
@@ -84,7 +92,8 @@ export async function labeled(
   if (op.auth === 'operator') labels = labelsInPrincipals(result)
   else {
     const dids = [...didKeysIn(result)].slice(0, 100)
-    if (dids.length === 0) return result
+    const readLabels = commands.find((c) => c.name === READ_LABELS)
+    if (dids.length === 0 || !readLabels) return result
     const answer = (await invoke(
       readLabels,
       { params: {}, query: { principals: dids.join(',') }, body: undefined },

@@ -1,8 +1,9 @@
 import { aliasLines, HANDWRITTEN as commands } from './commands.js'
 import type { Io } from './io.js'
 
-// Each hand-written subcommand, the generated commands (which load the operation registry) and
-// the error reporting are imported only when needed, so `baton --version` loads only this file.
+// Each hand-written subcommand, the generated commands (found and run from the index the build
+// writes, without the operation registry) and the error reporting are imported only when
+// needed, so `baton --version` loads only this file.
 const stdio: Io = {
   stdout: (s) => process.stdout.write(s.endsWith('\n') ? s : `${s}\n`),
   stderr: (s) => process.stderr.write(s.endsWith('\n') ? s : `${s}\n`),
@@ -73,9 +74,13 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
       const ran = await (await import('./compute-command.js')).computeRunCommand(rest.slice(1), io)
       if (ran !== undefined) return ran
     }
-    const { commandTree, runGroup } = await import('./generated.js')
-    const tree = commandTree()
-    const code = await runGroup(tree.groups, argv, io, false, tree.admin)
+    const [{ loadCommandIndex }, { runGroup, treeOf }] = await Promise.all([
+      import('./command-index.js'),
+      import('./run-command.js'),
+    ])
+    const index = await loadCommandIndex()
+    const tree = treeOf(index.commands)
+    const code = await runGroup(tree.groups, argv, io, false, tree.admin, index)
     if (code !== undefined) return code
     const { didYouMean } = await import('./io.js')
     const known = [...Object.keys(commands), ...tree.groups.keys(), 'admin', 'version']
@@ -84,7 +89,7 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
     )
     return 64
   } catch (error) {
-    const { rephraseParseError } = await import('./generated.js')
+    const { rephraseParseError } = await import('./run-command.js')
     const { reportError } = await import('./io.js')
     return reportError(rephraseParseError(name, error, []), io, rest.includes('--json'))
   }

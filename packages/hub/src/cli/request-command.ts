@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises'
-import { SignedClient } from '@baton/client'
+import { fetchDiscovery, loadIdentity, sendSigned } from '@baton/client/requests'
+import { discoveryCache } from './discovery-cache.js'
 import { EXIT, type Io, UsageError } from './io.js'
 import { traceHeaders, traceOfCommand } from './trace.js'
 
@@ -41,9 +42,20 @@ export async function requestCommand(argv: string[], io: Io): Promise<number> {
       throw new UsageError(`cannot read ${bodyFile}: ${(error as Error).message}`)
     }
   }
-  const client = await SignedClient.fromFile(discoveryUrl, identityFile)
+  // SignedClient.fromFile's steps, with discovery kept between commands as the hub allows.
+  const signer = {
+    identity: await loadIdentity(identityFile),
+    discovery: await fetchDiscovery(discoveryUrl, { cache: discoveryCache() }),
+    options: {},
+  }
   // The trace it is started in (TRACEPARENT, TRACESTATE), if any, continues at the hub.
-  const answer = await client.request(method, path, body, traceHeaders(traceOfCommand(undefined)))
+  const answer = await sendSigned(
+    signer,
+    method,
+    path,
+    body,
+    traceHeaders(traceOfCommand(undefined)),
+  )
   if (answer.body !== undefined) io.stdout(JSON.stringify(answer.body, null, 2))
   io.stderr(`HTTP ${answer.status}`)
   if (answer.status >= 500) return EXIT.failed

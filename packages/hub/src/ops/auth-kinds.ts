@@ -1,6 +1,6 @@
-import { BatonError, type ErrorCode } from '@baton/protocol'
+import type { ErrorCode } from '@baton/protocol'
+import { BatonError } from '@baton/protocol/primitives'
 import type { FastifyRequest } from 'fastify'
-import { z } from 'zod'
 import type { AppContext } from '../app.js'
 import { bearerToken } from '../http/bearer.js'
 import type { SignedCaller } from '../identity/caller.js'
@@ -43,8 +43,11 @@ export interface AuthKind {
    * none (minting a transfer token or approving admission is never a tool).
    */
   mcp: 'every session' | 'signed sessions' | 'never'
-  /** The extra tool argument holding the credential, for a kind a tool call must name. */
-  toolArg?: { name: 'token'; schema: z.ZodType }
+  /**
+   * The extra tool argument holding the credential, for a kind a tool call must name: a string,
+   * described so. (Not a schema here: the CLI reads this table, and loads no zod.)
+   */
+  toolArg?: { name: 'token'; description: string }
   /** Checks an HTTP request's credential and puts what it proves on the caller. */
   fromHttp(ctx: AppContext, req: FastifyRequest, caller: Caller): void
 }
@@ -96,7 +99,7 @@ export const AUTH_KINDS: { readonly [K in Auth]: AuthKind } = {
     },
     remote: 'bearer',
     mcp: 'every session',
-    toolArg: { name: 'token', schema: z.string().describe('The owner or receiver token') },
+    toolArg: { name: 'token', description: 'The owner or receiver token' },
     fromHttp(_ctx, req, caller) {
       caller.token = bearerToken(req)
       if (!caller.token) {

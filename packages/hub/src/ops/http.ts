@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { AppContext } from '../app.js'
 import { sharedAnswerBytes } from '../events/shared-answer.js'
 import type { WaitAbortEvent, WaitSignal } from '../events/wait.js'
+import { sendCacheable } from '../http/cacheable.js'
 import { isDepthRefusal } from '../http/json-guard.js'
 import { localOrigin, requestOrigin, runAdmitted } from '../identity/http.js'
 import { parseIdempotencyKey } from '../store/idempotency.js'
@@ -135,6 +136,7 @@ export function registerHttpOperations(
         )
         if (reply.sent) return reply
         reply.code(op.status ?? 200)
+        if (op.cache) return sendCacheable(req, reply, op.cache.maxAgeSeconds, result)
         // An answer many replies share goes as the octets its first reply encoded.
         const bytes = sharedAnswerBytes(result)
         if (bytes) return reply.type('application/json; charset=utf-8').send(bytes)

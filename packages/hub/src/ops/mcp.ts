@@ -94,7 +94,7 @@ export function compositeShape(
     shape[name] = field
   }
   const credential = AUTH_KINDS[c.auth].toolArg
-  if (credential) shape[credential.name] = credential.schema
+  if (credential) shape[credential.name] = z.string().describe(credential.description)
   return shape
 }
 
@@ -128,7 +128,7 @@ export function toolShape(op: Operation, config: ContractConfig): Record<string,
   if (body instanceof z.ZodObject) Object.assign(shape, body.shape)
   else if (body) shape.body = body
   const credential = AUTH_KINDS[op.auth].toolArg
-  if (credential) shape[credential.name] = credential.schema
+  if (credential) shape[credential.name] = z.string().describe(credential.description)
   if (op.tool !== false) {
     for (const name of op.tool.supplies ?? []) {
       const field = shape[name]

@@ -52,6 +52,20 @@ const retryAfter = {
   schema: { type: 'integer', minimum: 0 },
 }
 
+/** The headers of an answer a client may keep for a while and then revalidate. */
+function cacheHeaders(maxAgeSeconds: number): Record<string, object> {
+  return {
+    'Cache-Control': {
+      description: `private, max-age=${maxAgeSeconds}: kept by the client this long, then revalidated`,
+      schema: { type: 'string' },
+    },
+    ETag: {
+      description: "The answer's entity tag, for If-None-Match",
+      schema: { type: 'string' },
+    },
+  }
+}
+
 /** The error answers of an operation, one per status, each naming its codes. */
 function errorResponses(codes: ErrorCode[]): Record<string, object> {
   const byStatus = new Map<number, ErrorCode[]>()
@@ -145,8 +159,17 @@ function operationDoc(op: Operation, config: Config): object {
     responses: {
       [status]: {
         description: op.summary,
+        ...(op.cache ? { headers: cacheHeaders(op.cache.maxAgeSeconds) } : {}),
         content: { 'application/json': { schema: jsonSchema(op.output, 'output') } },
       },
+      ...(op.cache
+        ? {
+            '304': {
+              description: 'Not modified: the If-None-Match sent names the current answer',
+              headers: cacheHeaders(op.cache.maxAgeSeconds),
+            },
+          }
+        : {}),
       ...errorResponses(operationErrors(op)),
     },
   }

@@ -1,12 +1,15 @@
-import { BatonError } from '@baton/protocol'
+import { BatonError } from '@baton/protocol/primitives'
 import type { WaitSignal } from '../events/wait.js'
 import { AUTH_KINDS } from './auth-kinds.js'
 import type { Invoke } from './mcp.js'
 import type { Operation, OperationInput } from './operation.js'
 
+/** What a remote face needs of an operation: its name, route and auth (a CLI command has them). */
+export type RemoteOperation = Pick<Operation, 'name' | 'method' | 'path' | 'auth'>
+
 /** The path and query of an operation's HTTP request for a given input. */
 export function requestPath(
-  op: Operation,
+  op: Pick<Operation, 'path'>,
   input: OperationInput<unknown, unknown, unknown>,
 ): string {
   const params = (input.params ?? {}) as Record<string, unknown>
@@ -55,7 +58,13 @@ export interface Transport {
  * An `Invoke` that reaches a hub over HTTP, built from each operation's declaration: the same
  * operations the hub serves, so a stdio MCP server and the CLI need no per-route code.
  */
-export function remoteInvoke(transport: Transport): Invoke {
+export function remoteInvoke(
+  transport: Transport,
+): (
+  op: RemoteOperation,
+  input: OperationInput<unknown, unknown, unknown>,
+  caller: Parameters<Invoke>[2],
+) => Promise<unknown> {
   return async (op, input, caller) => {
     const path = requestPath(op, input)
     const headers: Record<string, string> = {}

@@ -32,6 +32,10 @@ export const discovery = defineContract({
   // A client reads discovery before it can sign; an MCP session already knows its hub.
   tool: false,
   cli: ['hub', 'discovery'],
+  // Read before every first signed request of a process (each `baton` command): a client keeps
+  // it a few seconds, then revalidates. runtimeAvailability is live, so never for longer; a
+  // client that acts on it reads it afresh (`SignedClient.refreshDiscovery`).
+  cache: { maxAgeSeconds: 5 },
 })
 
 /** The signing principal; answers in every admission state so a pending key can see it waits. */
