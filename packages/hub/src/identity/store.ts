@@ -112,12 +112,16 @@ export async function listPrincipals(
   if (q.state) query = query.where('state', '=', q.state)
   const after = q.after
   if (after) {
-    query = query.where((eb) =>
-      eb.or([
-        eb('enrolled_at', '>', after.enrolledAt),
-        eb.and([eb('enrolled_at', '=', after.enrolledAt), eb('principal', '>', after.principal)]),
-      ]),
-    )
+    // The first condition bounds an index range to the page's start; the OR alone would walk the
+    // index from its beginning.
+    query = query
+      .where('enrolled_at', '>=', after.enrolledAt)
+      .where((eb) =>
+        eb.or([
+          eb('enrolled_at', '>', after.enrolledAt),
+          eb.and([eb('enrolled_at', '=', after.enrolledAt), eb('principal', '>', after.principal)]),
+        ]),
+      )
   }
   return query.orderBy('enrolled_at', 'asc').orderBy('principal', 'asc').limit(q.limit).execute()
 }

@@ -641,6 +641,33 @@ const migrations: Record<string, Migration> = {
         .execute()
     },
   },
+  '024_indexes_for_growth': {
+    async up(db: Kysely<unknown>) {
+      // Statements that need a few rows of a table that keeps growing find them through an
+      // index instead of reading the table whole (the statement-plans test holds every statement
+      // to it). A group of transfer moves reads the tokens used on each of its transfers.
+      const index = (name: string, table: string, columns: string[]) =>
+        db.schema.createIndex(name).on(table).columns(columns).execute()
+      await index('transfer_token_uses_transfer', 'transfer_token_uses', ['transfer_id', 'scope'])
+      // Timed jobs: what expired, and what the compute reaper and discovery look for by state.
+      await index('dashboard_signouts_expires_at', 'dashboard_signouts', ['expires_at'])
+      await index('quota_counters_window', 'quota_counters', ['window_start'])
+      await index('hop_replay_expires_at', 'hop_replay', ['expires_at'])
+      await index('compute_jobs_state', 'compute_jobs', ['state', 'updated_at'])
+      // The operator's lists, newest first: each walks its order's index and stops at its limit.
+      await index('transfers_updated_at', 'transfers', ['updated_at'])
+      await index('principals_enrolled_at', 'principals', ['enrolled_at', 'principal'])
+      await index('resources_namespace', 'resources', ['namespace', 'updated_at'])
+      await index('grants_created_at', 'grants', ['created_at'])
+      await index('hops_updated_at', 'hops', ['updated_at'])
+      await index('compute_jobs_created_at', 'compute_jobs', ['created_at', 'id'])
+      await index('a2a_tasks_updated_at', 'a2a_tasks', ['updated_at'])
+      // The overview's activity: the last hour's rows of tables that keep their history.
+      await index('messages_created_at', 'messages', ['created_at'])
+      await index('resource_versions_at', 'resource_versions', ['at'])
+      await index('transfer_events_at', 'transfer_events', ['at'])
+    },
+  },
 }
 
 /** Every migration's name, in the order they apply: what a database written today holds. */
