@@ -273,6 +273,7 @@ async function assemble(
     sendsPerDay: config.identity.quotas.messagesPerDay,
     witness: (sender, agent, message, by) => witnessA2a(hops, sender, agent, message, by),
     identity,
+    budgets,
   })
   notifier.addHeaders((row) => a2a.notificationHeaders(row))
   notifier.onSettled((db, row) => a2a.releaseNotification(db, row))

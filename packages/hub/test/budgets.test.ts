@@ -6,7 +6,11 @@
 import assert from 'node:assert/strict'
 import { createHash, createPublicKey, verify } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
+import { SendMessageRequest } from '@a2a-js/sdk'
+import { AgentCardResolver, ClientFactory, JsonRpcTransportFactory } from '@a2a-js/sdk/client'
 import {
+  a2aFetch,
+  addressTo,
   BudgetClient,
   fetchDiscovery,
   HopClient,
@@ -14,7 +18,7 @@ import {
   type SignedClient,
   signedFetch,
 } from '@baton/client'
-import { signOffer, toHandoff } from '@baton/context'
+import { signOffer, toHandoff, withA2AHandoff } from '@baton/context'
 import { BUDGET_CROSSING_TYPE, type BudgetView, type OfferBudget } from '@baton/protocol'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
@@ -505,6 +509,58 @@ for (const store of testStores) {
       await hub.ctx.budgets.reap()
       assert.equal((await ledgerOf(planner, first.signed.digest)).reservedMicros, 0)
       assert.equal((await ledgerOf(planner, first.signed.digest)).remainingMicros, 1_000_000)
+    })
+
+    test('an A2A task carries a budgeted hop: reserved when sent, released when the task ends', async () => {
+      const first = await assistant.hops.offer({
+        to: planner.principal,
+        dialog: 'ctx-budget-a2a',
+        budget: usd(1_000_000),
+        ttlS: 300,
+        now,
+      })
+      const signed = signOffer({
+        signer: await hopSigner(planner.client.identity),
+        aud: coder.principal,
+        dialog: 'ctx-budget-a2a',
+        prev: first.signed.element,
+        ttlS: 300,
+        now,
+        extensions: { budget: usd(500_000) },
+      })
+      const card = await AgentCardResolver.default.resolve(hub.url)
+      const toCoder = await new ClientFactory({
+        transports: [
+          new JsonRpcTransportFactory({
+            fetchImpl: a2aFetch(planner.client.identity, { now: () => Math.floor(now() / 1000) }),
+          }),
+        ],
+        clientConfig: { polling: true },
+      }).createFromAgentCard(addressTo(card, coder.principal))
+      const message = withA2AHandoff(
+        { messageId: 'budget-a2a-1', role: 'ROLE_USER', parts: [{ text: 'write the tests' }] },
+        toHandoff(signed, { after: first.handoff, chain: true }),
+      )
+      const task = (await toCoder.sendMessage(
+        SendMessageRequest.fromJSON({ message, configuration: { returnImmediately: true } }),
+      )) as { id: string }
+      const h2 = signed.digest
+      assert.equal((await ledgerOf(planner, first.signed.digest)).reservedMicros, 500_000)
+      await coder.budgets.spend(h2, 100_000, { idempotencyKey: 'a2a-work' })
+      // The planner cancels the task: the hop's budget closes and releases what was unspent.
+      await toCoder.cancelTask({ tenant: '', id: task.id, metadata: undefined })
+      const closed = await ledgerOf(coder, h2)
+      assert.equal(closed.state, 'closed')
+      assert.equal(closed.closedReason, 'canceled')
+      assert.deepEqual(figures(await ledgerOf(planner, first.signed.digest)), {
+        granted: 1_000_000,
+        reserved: 0,
+        held: 0,
+        spent: 100_000,
+        remaining: 900_000,
+        released: 0,
+        state: 'open',
+      })
     })
 
     test('over MCP: reserve_budget, settle_budget and report_spend act as the signed identity', async () => {
