@@ -246,14 +246,21 @@ export class BudgetService {
         now,
       })
     }
-    const data = { releasedMicros: closed.granted - closed.spent, reason }
+    const released = [
+      { hop, transfer: closed.transfer, reason, releasedMicros: closed.granted - closed.spent },
+      ...below.map((b) => ({ hop: b.hop, transfer: b.transfer, reason: 'upstream' })),
+    ]
     tx.afterCommit(() => {
-      for (const h of [hop, ...below.map((b) => b.hop)]) {
+      for (const { transfer, ...data } of released) {
         this.deps.bus.publish({
-          topic: budgetTopic(h),
+          topic: budgetTopic(data.hop),
           type: 'budget.released',
           at: now,
-          data: { hop: h, state: 'closed', ...(h === hop ? data : { reason: 'upstream' }) },
+          data: {
+            ...data,
+            state: 'closed',
+            ...(transfer === null ? {} : { transferId: transfer }),
+          },
         })
       }
     })

@@ -225,7 +225,14 @@ export async function closeBudget(
   db: Db,
   c: { hop: string; reason: string; now: number },
 ): Promise<
-  { parent: string | null; root: string; granted: number; spent: number; iss: string } | undefined
+  | {
+      parent: string | null
+      root: string
+      granted: number
+      spent: number
+      transfer: string | null
+    }
+  | undefined
 > {
   const row = await db
     .updateTable('budgets')
@@ -242,7 +249,7 @@ export async function closeBudget(
     }))
     .where('hop', '=', c.hop)
     .where('state', '=', 'open')
-    .returning(['parent', 'root', 'granted_micros', 'spent_micros', 'iss'])
+    .returning(['parent', 'root', 'granted_micros', 'spent_micros', 'transfer'])
     .executeTakeFirst()
   return (
     row && {
@@ -250,7 +257,7 @@ export async function closeBudget(
       root: row.root,
       granted: num(row.granted_micros),
       spent: num(row.spent_micros),
-      iss: row.iss,
+      transfer: row.transfer,
     }
   )
 }
