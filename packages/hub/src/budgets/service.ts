@@ -317,15 +317,14 @@ export class BudgetService {
             note: input.note ?? null,
           })
           if (!inserted) return this.repeatedSpend(tx, budget.hop, key, amount)
-          const charged = await store.charge(tx.db, {
+          const after = await store.charge(tx.db, {
             hop: budget.hop,
             now,
             spend: amount,
             maxEntries: this.deps.config.maxEntries,
           })
-          if (!charged) throw await this.whyNotCharged(tx, budget.hop, 'spend', key, amount, now)
+          if (!after) throw await this.whyNotCharged(tx, budget.hop, 'spend', key, amount, now)
           await store.spendInAncestors(tx.db, ancestorsOf(budget), amount, now)
-          const after = (await store.findBudget(tx.db, budget.hop))!
           this.announce(tx, after, 'spent', now, { amountMicros: amount })
           return {
             hop: budget.hop,
@@ -375,21 +374,20 @@ export class BudgetService {
             hold_id: id,
           })
           if (!inserted) return this.repeatedReserve(tx, budget.hop, key, amount)
-          const held = await store.charge(tx.db, {
+          const after = await store.charge(tx.db, {
             hop: budget.hop,
             now,
             hold: amount,
             maxEntries: config.maxEntries,
             maxHolds: config.maxHolds,
           })
-          if (!held) throw await this.whyNotCharged(tx, budget.hop, 'hold', key, amount, now)
+          if (!after) throw await this.whyNotCharged(tx, budget.hop, 'hold', key, amount, now)
           const counted = await store.changeHolder(tx.db, {
             principal: caller,
             delta: 1,
             limit: config.maxHoldsPerPrincipal,
           })
           if (!counted) throw limitReached('principal-holds', config.maxHoldsPerPrincipal)
-          const after = (await store.findBudget(tx.db, budget.hop))!
           const hold: BudgetHoldRow = {
             id,
             hop: budget.hop,
@@ -441,13 +439,16 @@ export class BudgetService {
       throw new BatonError('budget_forbidden', 'A hold is settled by its holder or the delegate')
     }
     const refusedKey = `${ref.hold}@${amount}`
+    // The hold as read: its state is checked by compare-and-set, and read again when it moved.
+    let read: BudgetHoldRow | undefined = first
     const run = () =>
       this.deps.batcher.carrying(carry).run(
         async (tx) => {
           const now = this.deps.clock.now()
           const repeated = await this.repeatedSettle(tx, budget.hop, ref.hold, amount, refusedKey)
           if (repeated) return repeated
-          const hold = (await store.findHold(tx.db, ref.hold))!
+          const hold = read ?? (await store.findHold(tx.db, ref.hold))!
+          read = undefined
           const inserted = await store.insertEntry(tx.db, {
             ...entry(budget.hop, 'settle', ref.hold, amount, caller, now),
             hold_id: ref.hold,
@@ -466,7 +467,7 @@ export class BudgetService {
           const settled = { state: 'settled', settled_micros: amount, settled_at: now }
           if (!(await store.moveHold(tx.db, hold.id, state, settled))) throw MOVED
           if (state === 'held') live = hold.amount_micros
-          const charged = await store.charge(tx.db, {
+          const after = await store.charge(tx.db, {
             hop: budget.hop,
             now,
             spend: amount,
@@ -474,12 +475,11 @@ export class BudgetService {
             closedHolds: live > 0 ? 1 : 0,
             maxEntries: this.deps.config.maxEntries,
           })
-          if (!charged) {
+          if (!after) {
             throw await this.whyNotCharged(tx, budget.hop, 'settle', refusedKey, amount, now, live)
           }
           if (live > 0) await this.releaseHolders(tx, [hold])
           await store.spendInAncestors(tx.db, ancestorsOf(budget), amount, now)
-          const after = (await store.findBudget(tx.db, budget.hop))!
           this.announce(tx, after, 'settled', now, { amountMicros: amount })
           return this.toHoldView({ ...hold, ...settled }, after, false)
         },
@@ -755,14 +755,16 @@ export class BudgetService {
     amount: number,
     refusedKey: string,
   ): Promise<HoldView | undefined> {
-    const prior = await store.findEntry(tx.db, hop, 'settle', hold)
+    const found = await store.findEntries(tx.db, hop, 'settle', [hold, refusedKey])
+    const prior = found.find((e) => e.key === hold)
+    const refused = found.find((e) => e.key === refusedKey)
+    if (!prior && !refused) return undefined
     const budget = (await store.findBudget(tx.db, hop))!
     if (prior) {
       if (prior.amount_micros !== amount) throw keyConflict(prior)
       return this.toHoldView((await store.findHold(tx.db, hold))!, budget, true)
     }
-    const refused = await store.findEntry(tx.db, hop, 'settle', refusedKey)
-    if (refused && refused.charged !== 1) throw exceeded(refused, budget, 'settle')
+    if (refused!.charged !== 1) throw exceeded(refused!, budget, 'settle')
     return undefined
   }
 

@@ -138,7 +138,8 @@ export async function reserveChild(
  * Charges a ledger: `spend` is added to spent and `release` taken off held (with `holds` open
  * holds fewer), only if the budget is open, unexpired, keeps fewer than `maxEntries` reports and
  * what remains covers `spend - release`; `hold` is added to held (one open hold more, fewer than
- * `maxHolds`). One conditional statement; answers whether it charged.
+ * `maxHolds`). One conditional statement; answers the ledger after it, or undefined when it did
+ * not charge.
  */
 export async function charge(
   db: Db,
@@ -152,7 +153,7 @@ export async function charge(
     maxEntries: number
     maxHolds?: number
   },
-): Promise<boolean> {
+): Promise<BudgetRow | undefined> {
   const spend = c.spend ?? 0
   const hold = c.hold ?? 0
   const release = c.release ?? 0
@@ -173,8 +174,8 @@ export async function charge(
     .where('entries', '<', c.maxEntries)
     .where(sql<boolean>`${REMAINING} >= ${need}`)
   if (hold > 0 && c.maxHolds !== undefined) q = q.where('holds', '<', c.maxHolds)
-  const res = await q.executeTakeFirst()
-  return Number(res.numUpdatedRows) === 1
+  const row = await q.returningAll().executeTakeFirst()
+  return row && normalize(row)
 }
 
 /**
@@ -316,6 +317,23 @@ export async function setReporters(
     .where('state', '=', 'open')
     .executeTakeFirst()
   return Number(res.numUpdatedRows) === 1
+}
+
+/** The reports of one hop and kind under any of these keys. */
+export async function findEntries(
+  db: Db,
+  hop: string,
+  kind: string,
+  keys: readonly string[],
+): Promise<BudgetEntryRow[]> {
+  const rows = await db
+    .selectFrom('budget_entries')
+    .selectAll()
+    .where('hop', '=', hop)
+    .where('kind', '=', kind)
+    .where('key', 'in', keys)
+    .execute()
+  return rows.map(normalizeEntry)
 }
 
 /** Inserts a report unless one with its (hop, kind, key) exists; answers whether it did. */
