@@ -14,10 +14,12 @@ import {
 } from '@baton/context'
 import {
   type AnsweredHopView,
+  BUDGET_MEMBER,
   contracts,
   type HopChainView,
   type HopInboxView,
   type HopView,
+  type OfferBudget,
   type OfferedHopView,
 } from '@baton/protocol'
 import type { Identity } from './identity.js'
@@ -58,6 +60,11 @@ export interface OfferOptions {
   chain?: boolean
   /** Clock in epoch milliseconds (default Date.now). */
   now?: () => number
+  /**
+   * A budget for the delegate, signed into the offer: reserved from the budget of `after`'s hop
+   * when it has one (the hub refuses more than remains there), else a budget of its own.
+   */
+  budget?: OfferBudget
 }
 
 /**
@@ -87,6 +94,7 @@ export class HopClient {
       ...(options.ttlS === undefined ? {} : { ttlS: options.ttlS }),
       ...(options.now === undefined ? {} : { now: options.now }),
       ...(options.after === undefined ? {} : { prev: options.after.offer }),
+      ...(options.budget === undefined ? {} : { extensions: { [BUDGET_MEMBER]: options.budget } }),
     })
     const handoff = toHandoff(signed, {
       ...(options.after === undefined ? {} : { after: options.after }),

@@ -26,6 +26,7 @@ export {
   waitPastGeneration,
 } from './a2a.js'
 export { BatonClient, type BatonClientOptions } from './baton-client.js'
+export { Budget, BudgetClient, type BudgetRunOptions, type Settle } from './budgets.js'
 export {
   type CallArgs,
   type ContractCallOptions,

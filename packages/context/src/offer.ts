@@ -85,7 +85,29 @@ export interface SignOfferInput {
   readonly hop?: string
   /** Serialization: JWS (default) or COSE_Sign1. */
   readonly format?: 'jws' | 'cose'
+  /**
+   * Members beyond the draft's, signed with them (a hub's `budget`, say); receivers that do not
+   * know one ignore it. None may name a member the draft defines.
+   */
+  readonly extensions?: Readonly<Record<string, unknown>>
 }
+
+/** The members the draft defines for an offer, which an extension member may not name. */
+const OFFER_MEMBERS = new Set([
+  'v',
+  'typ',
+  'hop',
+  'dialog',
+  'iss',
+  'aud',
+  'iat',
+  'exp',
+  'task',
+  'obo',
+  'grant',
+  'prev',
+  'refs',
+])
 
 /** Mints a hop identifier: 128 bits from a secure random source, base64url (22 characters). */
 // seed 003: the hop carries at least 128 bits from a cryptographically secure random source
@@ -108,6 +130,10 @@ export function signOffer(input: SignOfferInput): SignedOffer {
       : typeof input.prev === 'string' && isDigest(input.prev)
         ? input.prev
         : handoffDigest(input.prev)
+  const extensions = input.extensions ?? {}
+  if (Object.keys(extensions).some((name) => OFFER_MEMBERS.has(name))) {
+    throw new ContextError('invalid-input', 'an extension member may not name a draft member')
+  }
   const claims: OfferClaims = dropUndefined({
     v: VERSION,
     typ: OFFER_TYPE,
@@ -122,6 +148,7 @@ export function signOffer(input: SignOfferInput): SignedOffer {
     grant: input.grant,
     prev,
     refs: input.refs,
+    ...extensions,
   })
   if (!isOfferClaims(claims) || !(ttl > 0)) {
     throw new ContextError('invalid-input', 'offer members are not valid')

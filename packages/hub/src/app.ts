@@ -2,6 +2,7 @@ import { contractLimitsOf } from '@baton/protocol'
 import type { Logger } from 'pino'
 import { A2aService } from './a2a/service.js'
 import { witnessA2a } from './a2a/witness.js'
+import { BudgetService } from './budgets/service.js'
 import { type Clock, systemClock } from './clock.js'
 import { createComputePool } from './compute/pool.js'
 import { ComputeRunner } from './compute/runner.js'
@@ -64,6 +65,8 @@ export interface AppContext {
   transfers: TransferService
   /** The hub as a delegation witness for signed handoff contexts (seed 003). */
   hops: HopService
+  /** Budgets on delegations: a ledger per hop, attenuated down the chain (issue 28). */
+  budgets: BudgetService
   /** Compute jobs and runtimes (seed 000 json-expr-v1). */
   compute: ComputeService
   /** The hub as a durable A2A task relay (issue 16). */
@@ -234,6 +237,16 @@ async function assemble(
     log,
     waits,
   })
+  // A crossing is delivered to the delegator's hop inbox, which the hop service keeps; the hop
+  // service opens and closes budgets in its own transactions, so it is reached when one crosses.
+  const budgets = new BudgetService({
+    database,
+    batcher,
+    clock,
+    bus,
+    config: config.budgets,
+    notices: { deliver: (tx, d, now) => hops.deliverNotice(tx, d, now) },
+  })
   const hops = new HopService({
     database,
     batcher,
@@ -243,6 +256,7 @@ async function assemble(
     refs: (sender) => hubRefPolicy({ resources, transfers, grants }, sender),
     grants,
     identity,
+    budgets,
   })
   const a2a = new A2aService({
     database,
@@ -259,6 +273,7 @@ async function assemble(
     sendsPerDay: config.identity.quotas.messagesPerDay,
     witness: (sender, agent, message, by) => witnessA2a(hops, sender, agent, message, by),
     identity,
+    budgets,
   })
   notifier.addHeaders((row) => a2a.notificationHeaders(row))
   notifier.onSettled((db, row) => a2a.releaseNotification(db, row))
@@ -274,6 +289,13 @@ async function assemble(
     'transfer-reaper',
     config.transfer.reapIntervalMs,
     () => transfers.reap(),
+    log,
+  )
+  // Issue 28: holds and budgets are released at their expiry within a second, by any instance.
+  const budgetReaper = startPeriodic(
+    'budget-reaper',
+    config.budgets.reapIntervalMs,
+    () => budgets.reap(),
     log,
   )
   const compute = new ComputeService({
@@ -370,6 +392,7 @@ async function assemble(
     home,
     transfers,
     hops,
+    budgets,
     compute,
     a2a,
     isClosing: () => closing,
@@ -382,6 +405,7 @@ async function assemble(
       release()
       await cleanupJob.stop()
       await reaperJob.stop()
+      await budgetReaper.stop()
       await fanOutJob.stop()
       await a2a.drainFanOut()
       await embedded?.stop()

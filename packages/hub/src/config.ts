@@ -1,5 +1,6 @@
 import path from 'node:path'
 import {
+  BUDGET_LIMITS,
   COMPUTE_LIMITS,
   DEFAULT_SKEW_SECONDS,
   HANDOFF_LIMITS,
@@ -9,6 +10,7 @@ import {
   RESOURCE_LIMITS,
   TRANSFER_LIMITS,
 } from '@baton/protocol'
+import type { BudgetConfig } from './budgets/service.js'
 import { DEFAULT_MAX_JSON_ELEMENTS } from './http/json-guard.js'
 
 /** Everything the hub can be told at start, from flags and the environment. */
@@ -77,6 +79,8 @@ export interface Config {
   transfer: TransferConfig
   /** Compute jobs and runtimes (seed 000 json-expr-v1). */
   compute: ComputeConfig
+  /** Budgets on delegations (issue 28). */
+  budgets: BudgetConfig
   dashboard: {
     /** Most event streams one dashboard session may hold open at once. */
     streamsPerSession: number
@@ -274,6 +278,20 @@ export const ENV_DOC: Record<string, string> = {
   BATON_QUOTA_COMPUTE_STEPS_PER_DAY:
     'evaluation steps a principal may use per UTC day (default 100000000)',
   BATON_QUOTA_COMPUTE_CONCURRENT: 'compute jobs a principal may have queued or running (default 8)',
+  BATON_BUDGET_HOLD_SECONDS:
+    'how long a budget hold lasts unsettled when the reserve names no ttlSeconds (default 120)',
+  BATON_BUDGET_HOLD_MAX_SECONDS:
+    'the longest budget hold; a longer ttlSeconds is clamped, as is any hold to its budget expiry (default 3600)',
+  BATON_BUDGET_MAX_CHILDREN:
+    'open sub-delegations one budget may hold reservations for; more answer budget_limit_reached (default 64)',
+  BATON_BUDGET_MAX_HOLDS: 'open holds on one budget; more answer budget_limit_reached (default 64)',
+  BATON_BUDGET_MAX_HOLDS_PER_PRINCIPAL:
+    'open budget holds of one principal over every budget; more answer budget_limit_reached (default 256)',
+  BATON_BUDGET_MAX_ENTRIES:
+    'spend, reserve and settle reports (charged or refused) one budget keeps; more answer budget_limit_reached (default 100000)',
+  BATON_BUDGET_MAX_REPORTERS: 'reporters a delegate may name on one budget, at most 32 (default 8)',
+  BATON_BUDGET_REAP_INTERVAL_MS:
+    'how often budget holds and budgets past their expiry are released (default 1000)',
   BATON_DASHBOARD_STREAMS_PER_SESSION:
     'most dashboard event streams one signed-in session may hold open; more answer 429 (default 4)',
   BATON_DASHBOARD_STREAMS_MAX:
@@ -408,6 +426,7 @@ export function loadConfig(
     },
     transfer: transferConfig(merged),
     compute: computeConfig(merged),
+    budgets: budgetConfig(merged),
     dashboard: {
       streamsPerSession: int(merged, 'BATON_DASHBOARD_STREAMS_PER_SESSION', 4, 1),
       streamsMax: int(merged, 'BATON_DASHBOARD_STREAMS_MAX', 100, 1),
@@ -571,6 +590,23 @@ function transferConfig(env: Env): TransferConfig {
     leaseMs: int(env, 'BATON_TRANSFER_LEASE_SECONDS', 15, 1) * 1000,
     snapshotMaxBytes: int(env, 'BATON_SNAPSHOT_MAX_BYTES', TRANSFER_LIMITS.snapshotMaxBytes, 1024),
     maxWaitSeconds: int(env, 'BATON_TRANSFER_MAX_WAIT_SECONDS', TRANSFER_LIMITS.maxWaitSeconds, 0),
+  }
+}
+
+function budgetConfig(env: Env): BudgetConfig {
+  const maxReporters = int(env, 'BATON_BUDGET_MAX_REPORTERS', 8, 0)
+  if (maxReporters > BUDGET_LIMITS.maxReporters) {
+    throw new Error(`BATON_BUDGET_MAX_REPORTERS must be at most ${BUDGET_LIMITS.maxReporters}`)
+  }
+  return {
+    holdTtlMs: int(env, 'BATON_BUDGET_HOLD_SECONDS', 120, 1) * 1000,
+    maxHoldTtlMs: int(env, 'BATON_BUDGET_HOLD_MAX_SECONDS', 3600, 1) * 1000,
+    maxChildren: int(env, 'BATON_BUDGET_MAX_CHILDREN', 64, 0),
+    maxHolds: int(env, 'BATON_BUDGET_MAX_HOLDS', 64, 0),
+    maxHoldsPerPrincipal: int(env, 'BATON_BUDGET_MAX_HOLDS_PER_PRINCIPAL', 256, 0),
+    maxEntries: int(env, 'BATON_BUDGET_MAX_ENTRIES', 100_000, 1),
+    maxReporters,
+    reapIntervalMs: int(env, 'BATON_BUDGET_REAP_INTERVAL_MS', 1000, 50),
   }
 }
 

@@ -196,8 +196,13 @@ function createEventMetrics(registry: Registry) {
   )
   const hops = counter(
     'baton_hop_deliveries_total',
-    'Signed handoff context deliveries witnessed by the hub, by kind (offer, status)',
+    'Signed handoff context deliveries witnessed by the hub, by kind (offer, status, and the notices equivocation, upstream-canceled and budget-crossing)',
     ['kind'],
+  )
+  const budgets = counter(
+    'baton_budget_changes_total',
+    'Budget ledger changes committed, by change: granted (a root budget), reserved (from a parent), held, settled, spent, refused (a crossing), released (a budget closed), hold_released (at its expiry)',
+    ['change'],
   )
   const admissions = counter(
     'baton_admissions_total',
@@ -242,6 +247,10 @@ function createEventMetrics(registry: Registry) {
         admissions.inc({ state: state(event) })
       } else if (type === 'a2a.task.changed') a2aTasks.inc({ state: state(event) })
       else if (type.startsWith('hop.')) hops.inc({ kind: type.slice(4) })
+      // A `budget.changed` event only tells readers to look again (a parent reserved from).
+      else if (type.startsWith('budget.') && type !== 'budget.changed') {
+        budgets.inc({ change: type.slice(7) })
+      }
       // The queue topic repeats a job's event (without its id) as a hint to runtimes; the job's
       // own event counts.
       // The type names the state entered (the event's data may hold the row before the move).

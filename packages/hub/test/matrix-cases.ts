@@ -70,6 +70,8 @@ export interface Fixture {
   hopDelegate: string
   /** The delegate's signed `accepted` status for it, witnessed by the hub. */
   hopStatus: string
+  /** A hold its delegate reserved on the hop's budget (the offer carries one). */
+  budgetHold: string
   /** An A2A task from the owner to the runtime, open. */
   a2aTask: string
   /** An A2A task from the owner to the runtime, canceled, with the owner's push config `matrix-hook`. */
@@ -112,6 +114,7 @@ export const HIDDEN_CODES: ErrorCode[] = [
   'message_not_found',
   'transfer_not_found',
   'hop_not_found',
+  'budget_not_found',
   'a2a_task_not_found',
   'a2a_push_config_not_found',
 ]
@@ -436,6 +439,43 @@ export const CASES: Record<string, Case> = {
     expect: { owner: 'ok', granteeRead: 'ok', others: 'hop_not_found' },
     hides: (f) => f.hopDigest,
   },
+  // Issue 28 budgets, on the hop's budget: its delegator and delegate read it, only the delegate
+  // reports and names reporters (the delegator is refused for its role), and a third party is
+  // answered exactly as for a hop with no budget. A repeat of a report with its key is answered.
+  readBudget: {
+    request: (f) => ({ path: `/v1/budgets/${f.hopDigest}` }),
+    expect: { owner: 'ok', granteeRead: 'ok', others: 'budget_not_found' },
+    hides: (f) => f.hopDigest,
+  },
+  reportSpend: {
+    request: (f, caller) => ({
+      path: `/v1/budgets/${f.hopDigest}/spend`,
+      body: { idempotencyKey: `matrix-${caller}`, amountMicros: 1 },
+    }),
+    expect: { granteeRead: 'ok', owner: 'budget_forbidden', others: 'budget_not_found' },
+    hides: (f) => f.hopDigest,
+  },
+  reserveBudget: {
+    request: (f, caller) => ({
+      path: `/v1/budgets/${f.hopDigest}/holds`,
+      body: { idempotencyKey: `matrix-hold-${caller}`, amountMicros: 1 },
+    }),
+    expect: { granteeRead: 'ok', owner: 'budget_forbidden', others: 'budget_not_found' },
+    hides: (f) => f.hopDigest,
+  },
+  settleBudget: {
+    request: (f) => ({
+      path: `/v1/budgets/${f.hopDigest}/holds/${f.budgetHold}/settle`,
+      body: { amountMicros: 1 },
+    }),
+    expect: { granteeRead: 'ok', owner: 'budget_forbidden', others: 'budget_not_found' },
+    hides: (f) => f.hopDigest,
+  },
+  nameBudgetReporters: {
+    request: (f) => ({ path: `/v1/budgets/${f.hopDigest}/reporters`, body: { reporters: [] } }),
+    expect: { granteeRead: 'ok', owner: 'budget_forbidden', others: 'budget_not_found' },
+    hides: (f) => f.hopDigest,
+  },
   // Compute (seed 000 json-expr-v1): the matrix hub runs no compute runtime and admits no remote
   // one, so a submit finds no worker and runtime calls are refused; jobs.test covers the rest.
   submitComputeJob: {
@@ -586,6 +626,10 @@ export const CASES: Record<string, Case> = {
     expect: {},
   },
   operatorListHops: { request: get('/admin/v1/dashboard/hops'), expect: {} },
+  operatorListBudgets: {
+    request: (f) => ({ path: `/admin/v1/dashboard/budgets?hop=${f.hopDigest}` }),
+    expect: {},
+  },
   operatorReadHopChain: {
     request: (f) => ({ path: `/admin/v1/dashboard/hops/${f.hopDigest}` }),
     expect: {},

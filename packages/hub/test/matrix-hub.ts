@@ -317,7 +317,8 @@ export async function startMatrixHub(store: TestStore, clock: ManualClock): Prom
   })
   await hub.ctx.a2a.cancel(owner.principal, { id: f.a2aEnded })
 
-  // A real hop: the owner's signed offer to granteeRead, which granteeRead accepted.
+  // A real hop: the owner's signed offer to granteeRead, which granteeRead accepted; it
+  // carries a budget, on which granteeRead holds an amount.
   const hopNow = () => clock.now()
   const offer = signOffer({
     signer: await hopSigner(owner.identity),
@@ -325,6 +326,7 @@ export async function startMatrixHub(store: TestStore, clock: ManualClock): Prom
     dialog: 'ctx-matrix',
     ttlS: 300,
     now: hopNow,
+    extensions: { budget: { unit: 'usd', amountMicros: 1_000_000 } },
   })
   f.hopOffer = offer.element as string
   f.hopDigest = offer.digest
@@ -337,6 +339,12 @@ export async function startMatrixHub(store: TestStore, clock: ManualClock): Prom
     now: hopNow,
   }).element as string
   await agents.granteeRead.call('POST', '/v1/hops/statuses', { status: f.hopStatus })
+  f.budgetHold = (
+    await agents.granteeRead.call<{ holdId: string }>('POST', `/v1/budgets/${f.hopDigest}/holds`, {
+      idempotencyKey: 'matrix-hold',
+      amountMicros: 1,
+    })
+  ).holdId
 
   const now = () => Math.floor(clock.now() / 1000)
   mcp.anonymous = await mcpClient()

@@ -90,6 +90,7 @@ for (const store of testStores) {
         baton_compute_jobs_total: 'counter',
         baton_a2a_task_updates_total: 'counter',
         baton_hop_deliveries_total: 'counter',
+        baton_budget_changes_total: 'counter',
         baton_admissions_total: 'counter',
         baton_resource_versions_total: 'counter',
         baton_grant_changes_total: 'counter',
@@ -180,17 +181,33 @@ for (const store of testStores) {
       assert.equal(home.status, 200, JSON.stringify(home.body))
       const removed = await a.request('DELETE', '/v1/home/file?path=m%2F1.md&expectedRevision=1')
       assert.equal(removed.status, 200, JSON.stringify(removed.body))
-      // Hops: an offer delivered to its delegate.
+      // Hops: an offer delivered to its delegate, carrying a budget.
       const signed = signOffer({
         signer: await hopSigner(a.identity),
         aud: b.principal,
         dialog: 'm',
+        extensions: { budget: { unit: 'usd', amountMicros: 1000 } },
       })
       const offered = await a.request('POST', '/v1/hops', {
         to: b.principal,
         handoff: toHandoff(signed),
       })
       assert.equal(offered.status, 200, JSON.stringify(offered.body))
+      // Budgets: a spend, a hold settled, and a spend that would cross (a crossing delivered).
+      const budget = `/v1/budgets/${signed.digest}`
+      const spend = (idempotencyKey: string, amountMicros: number) =>
+        b.request('POST', `${budget}/spend`, { idempotencyKey, amountMicros })
+      assert.equal((await spend('m-1', 100)).status, 200)
+      const held = await b.request<{ holdId: string }>('POST', `${budget}/holds`, {
+        idempotencyKey: 'm-hold',
+        amountMicros: 200,
+      })
+      assert.equal(held.status, 200, JSON.stringify(held.body))
+      const settled = await b.request('POST', `${budget}/holds/${held.body.holdId}/settle`, {
+        amountMicros: 150,
+      })
+      assert.equal(settled.status, 200, JSON.stringify(settled.body))
+      assert.equal((await spend('m-2', 5000)).status, 409)
       // A2A: a task created by a send.
       const task = await a.request(
         'POST',
@@ -247,6 +264,12 @@ for (const store of testStores) {
         'baton_home_file_changes_total{change="written"}': 1,
         'baton_home_file_changes_total{change="deleted"}': 1,
         'baton_hop_deliveries_total{kind="offer"}': 1,
+        'baton_hop_deliveries_total{kind="budget-crossing"}': 1,
+        'baton_budget_changes_total{change="granted"}': 1,
+        'baton_budget_changes_total{change="spent"}': 1,
+        'baton_budget_changes_total{change="held"}': 1,
+        'baton_budget_changes_total{change="settled"}': 1,
+        'baton_budget_changes_total{change="refused"}': 1,
         'baton_a2a_task_updates_total{state="TASK_STATE_SUBMITTED"}': 1,
         'baton_transfer_transitions_total{state="staged"}': 1,
         'baton_compute_jobs_total{state="queued"}': 1,

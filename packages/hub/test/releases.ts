@@ -2,7 +2,7 @@
 // fixtures are made with it, by scripts/make-fixture.ts) and read back through the services of
 // whichever hub opens that data later.
 import assert from 'node:assert/strict'
-import { HopClient, hopSigner } from '@baton/client'
+import { BudgetClient, HopClient, hopSigner } from '@baton/client'
 import { signOffer } from '@baton/context'
 import type { RunningHub } from '../src/hub.js'
 import { signedAgent } from './support.js'
@@ -34,6 +34,11 @@ export interface Records {
   labels?: { ownerAgent: string; otherOperator: string }
   /** The trace context the writes carried; absent in fixtures made before it was kept. */
   trace?: typeof FIXTURE_TRACE
+  /**
+   * A hop whose offer carries a budget (migration 024), with a spend and an open hold of its
+   * delegate on it; absent in fixtures made before budgets.
+   */
+  budget?: { hop: string; spentMicros: number; heldMicros: number; hold: string }
 }
 
 /** Makes one record of each feature on a hub with open admission and compute enabled. */
@@ -122,6 +127,22 @@ export async function seedRecords(hub: RunningHub, version: string): Promise<Rec
   await new HopClient(other).answer(offer.element as string, 'completed', {
     now: () => hub.ctx.clock.now(),
   })
+  // A budget on a delegation (024): granted by the owner, spent and held on by the other.
+  const budgeted = signOffer({
+    signer: await hopSigner(owner.identity),
+    aud: other.principal,
+    dialog: 'ctx-fixture-budget',
+    ttlS: 300,
+    now: () => hub.ctx.clock.now(),
+    extensions: { budget: { unit: 'usd', amountMicros: 1_000_000, rateMicrosPerSecond: 10 } },
+  })
+  await send('POST', '/v1/hops', { to: other.principal, handoff: { offer: budgeted.element } })
+  const budgets = new BudgetClient(other)
+  await budgets.spend(budgeted.digest, 250_000, { idempotencyKey: 'fixture-spend' })
+  const hold = await budgets.reserve(budgeted.digest, 100_000, {
+    idempotencyKey: 'fixture-hold',
+    ttlSeconds: 3600,
+  })
   const task = await hub.ctx.a2a.send(
     owner.principal,
     {
@@ -149,6 +170,7 @@ export async function seedRecords(hub: RunningHub, version: string): Promise<Rec
     a2aTask: task.task.id,
     labels: { ownerAgent: 'fixture owner', otherOperator: 'fixture other' },
     trace: FIXTURE_TRACE,
+    budget: { hop: budgeted.digest, spentMicros: 250_000, heldMicros: 100_000, hold: hold.holdId },
   }
 }
 
@@ -188,6 +210,14 @@ export async function readRecords(hub: RunningHub, r: Records): Promise<void> {
     const other = await ctx.identity.get(r.other)
     assert.equal(other.operatorLabel, r.labels.otherOperator)
     assert.equal(other.label, r.labels.otherOperator)
+  }
+  if (r.budget) {
+    const [ledger] = (await ctx.budgets.read(r.owner, r.budget.hop)).budgets
+    assert.equal(ledger?.spentMicros, r.budget.spentMicros, 'the budget spent')
+    assert.equal(ledger?.heldMicros, r.budget.heldMicros, 'the budget held')
+    assert.equal(ledger?.grantedMicros, 1_000_000, 'the budget granted')
+    const hop = await ctx.hops.read(r.other, r.budget.hop)
+    assert.equal(hop.budget?.remainingMicros, 650_000, 'the budget remaining')
   }
   if (r.trace) {
     // Whoever reads a record continues the trace it was written in, its tracestate with it.

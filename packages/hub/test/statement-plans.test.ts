@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { BudgetClient, HopClient } from '@baton/client'
 import SQLite from 'better-sqlite3'
 import pg from 'pg'
 import pino from 'pino'
@@ -652,6 +653,46 @@ async function runFlows(hub: TestHub, clock: ManualClock): Promise<void> {
   await hub.ctx.a2a.list(owner.principal, {})
   await hub.ctx.a2a.cancel(owner.principal, { id: task.task.id })
 
+  // Budgets: a budgeted hop, a sub-offer reserved from it, spends charged up the chain, a
+  // crossing refused and delivered, holds settled or left to expire, a cancel that releases.
+  const hopsOf = (who: typeof owner) => new HopClient(who)
+  const budgetsOf = (who: typeof owner) => new BudgetClient(who)
+  const hopNow = () => clock.now()
+  const root = await hopsOf(owner).offer({
+    to: runtime.principal,
+    dialog: 'ctx-plans-budget',
+    budget: { unit: 'usd', amountMicros: 1_000_000 },
+    ttlS: 300,
+    now: hopNow,
+  })
+  const sub = await hopsOf(runtime).offer({
+    to: third.principal,
+    dialog: 'ctx-plans-budget',
+    after: root.handoff,
+    budget: { unit: 'usd', amountMicros: 300_000 },
+    ttlS: 300,
+    now: hopNow,
+  })
+  const [rootHop, subHop] = [root.signed.digest, sub.signed.digest]
+  await Promise.all(
+    n.map((i) => budgetsOf(third).spend(subHop, 1000, { idempotencyKey: `plans-spend-${i}` })),
+  )
+  await budgetsOf(third).spend(subHop, 1000, { idempotencyKey: 'plans-spend-0' })
+  await budgetsOf(third)
+    .spend(subHop, 10_000_000, { idempotencyKey: 'plans-crossing' })
+    .then(
+      () => assert.fail('a spend past the budget was charged'),
+      () => {},
+    )
+  const holds = await Promise.all(
+    n.map((i) => budgetsOf(runtime).reserve(rootHop, 2000, { idempotencyKey: `plans-hold-${i}` })),
+  )
+  await budgetsOf(runtime).settle(rootHop, holds[0]!.holdId, 1500)
+  await budgetsOf(third).read(subHop)
+  await budgetsOf(owner).read(rootHop)
+  await hopsOf(runtime).inbox()
+  await hopsOf(runtime).answer(sub.handoff.offer as string, 'canceled', { now: hopNow })
+
   // Identity and the dashboard: decisions, labels, a sign-out.
   await hub.ctx.identity.decide(third.principal, 'suspend')
   await hub.ctx.identity.decide(third.principal, 'approve')
@@ -668,6 +709,7 @@ async function runFlows(hub: TestHub, clock: ManualClock): Promise<void> {
   clock.advance(2 * 86_400_000)
   await hub.ctx.transfers.reap()
   await hub.ctx.compute.reap()
+  await hub.ctx.budgets.reap()
   await hub.ctx.runCleanup()
   await hub.ctx.a2a.fanOut()
   await owner.call('GET', `/v1/transfers/${left.transferId}`)

@@ -393,6 +393,48 @@ export const ERRORS = {
     fix: 'The hop is already in `state` (its delegate outcome in `outcome`), which this status cannot follow (at most one of accepted and rejected, and one of completed and failed); read the hop and send nothing more for it.',
   },
 
+  // budgets on delegations (issue 28; docs/budgets.md)
+  budget_invalid: {
+    status: 422,
+    fix: "The offer's budget member is not { unit, amountMicros, rateMicrosPerSecond?, exp? } as documented, or its exp is later than the offer's (`field` names which); sign a new offer with a well-formed budget.",
+  },
+  budget_not_found: {
+    status: 404,
+    fix: 'Check the handoff digest: only a hop whose offer carries a budget has one, and only its delegator, its delegate and the reporters the delegate named can see it.',
+  },
+  budget_forbidden: {
+    status: 403,
+    fix: 'Only the delegate (or a reporter it named) reports spend and reserves on a budget, only the delegate names reporters, and a hold is settled by whoever reserved it or the delegate.',
+  },
+  budget_insufficient: {
+    status: 409,
+    fix: 'The sub-offer asks for more than its parent budget has left (`remainingMicros` of `parent`); nothing was reserved. Offer a smaller budget, or wait for a sibling to end and release its reservation.',
+  },
+  budget_exceeded: {
+    status: 409,
+    fix: 'The report would cross the budget (`remainingMicros` is what is left); nothing was charged and the crossing was recorded and delivered to the delegator. Stop the work, or ask the delegator for a new budget.',
+  },
+  budget_unit_mismatch: {
+    status: 409,
+    fix: "A sub-offer's budget counts the unit of its parent's (`unit`); sign the sub-offer with that unit.",
+  },
+  budget_closed: {
+    status: 409,
+    fix: 'The budget closed when its hop (or an ancestor, `upstream`) ended, as `reason` says, and released what was unspent to its parent; nothing more is charged to it.',
+  },
+  budget_expired: {
+    status: 410,
+    fix: 'The budget passed its expiry (`expiresAt`) and released what was unspent; ask the delegator for a new offer with a budget.',
+  },
+  budget_hold_not_found: {
+    status: 404,
+    fix: 'Check the hold id as the reserve answered it, and the hop it was reserved on.',
+  },
+  budget_limit_reached: {
+    status: 409,
+    fix: 'A cap on what one budget or principal holds is reached (`scope` says which, `limit` how many): settle or release open holds, let sub-delegations end, or ask the operator for a larger limit.',
+  },
+
   // A2A tasks relayed by the hub (issue 16)
   a2a_task_not_found: {
     status: 404,

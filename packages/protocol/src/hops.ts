@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { BudgetView } from './budgets.js'
 import { canonicalJson } from './canonical-json.js'
 import { wholeNumber } from './codecs.js'
 import type { GrantView } from './resources.js'
@@ -160,6 +161,9 @@ export const HopView = z.object({
   receipt: z.string().describe('The hub receipt for the delivery of the offer'),
   statuses: z.array(HopStatusView),
   lastStatus: z.string().nullable().describe('The last status, to resend as identical octets'),
+  budget: BudgetView.nullable().describe(
+    "The hop's budget ledger, when its offer carries a budget member; null when none",
+  ),
   iat: z.number(),
   exp: z.number(),
   createdAt: z.string(),
@@ -199,9 +203,13 @@ export type HopChainView = z.infer<typeof HopChainView>
 /** One entry of a hop inbox. */
 export const HopDeliveryView = z.object({
   sequence: z.number(),
-  kind: z.enum(['offer', 'status', 'equivocation', 'upstream-canceled']),
+  kind: z.enum(['offer', 'status', 'equivocation', 'upstream-canceled', 'budget-crossing']),
   offer: z.string().describe('The handoff digest of the hop it concerns'),
-  element: z.string().describe('The signed offer or status, verbatim'),
+  element: z
+    .string()
+    .describe(
+      "The signed offer or status, verbatim; for a budget crossing, the crossing's canonical JSON, which the receipt's elementDigest covers",
+    ),
   chain: z.array(z.string()).optional(),
   receipt: z.string(),
   createdAt: z.string(),

@@ -1,4 +1,5 @@
 export * from './a2a.js'
+export * from './budgets.js'
 export * from './canonical-json.js'
 export * from './codecs.js'
 export * from './compute.js'

@@ -336,6 +336,7 @@ class ReadHopOutput(TypedDict):
     receipt: str
     statuses: list[dict[str, Any]]
     lastStatus: str | None
+    budget: dict[str, Any] | None
     iat: float
     exp: float
     createdAt: str

@@ -80,6 +80,16 @@ export interface A2aDeps {
     | undefined
   /** Whose admission decides whether a new task's addressee is an agent of this hub. */
   identity: Pick<IdentityService, 'findPrincipal'>
+  /** Budgets carried by the hops tasks witness: a task that ends closes its hop's budget. */
+  budgets?: { close(tx: Tx, hop: string, reason: string, now: number): Promise<void> }
+}
+
+/** The reason a task's end gives the budget of the hop it carried (seed 003's nearest states). */
+const BUDGET_REASONS: Readonly<Record<string, string>> = {
+  TASK_STATE_COMPLETED: 'completed',
+  TASK_STATE_FAILED: 'failed',
+  TASK_STATE_CANCELED: 'canceled',
+  TASK_STATE_REJECTED: 'rejected',
 }
 
 /** The quota scope counting a principal's A2A sends (a repeat of a messageId is not counted). */
@@ -799,9 +809,34 @@ export class A2aService {
     const moved = { ...row, ...next }
     if (!A2A_TERMINAL_STATES.has(row.state) && A2A_TERMINAL_STATES.has(state)) {
       await this.releasePushUsage(tx, row.id)
+      await this.closeBudget(tx, row.id, events, state, now)
     }
     await this.signal(tx, moved, events, author, capped)
     return moved
+  }
+
+  /**
+   * Issue 28: a task that ends ends the work of the hop its first message carried (or one these
+   * events carry), so that hop's budget closes in the same transaction, releasing what was
+   * unspent to its parent, as a status that ends the hop does.
+   */
+  private async closeBudget(
+    tx: Tx,
+    taskId: string,
+    events: readonly A2aEventRow[],
+    state: string,
+    now: number,
+  ): Promise<void> {
+    const budgets = this.deps.budgets
+    const reason = BUDGET_REASONS[state]
+    if (!budgets || reason === undefined) return
+    const first = await store.eventsAfter(tx.db, taskId, 0, 1)
+    const hops = new Set<string>()
+    for (const e of [...first, ...events]) {
+      const digest = (witnessedOf(e) as { hop?: { digest?: unknown } } | undefined)?.hop?.digest
+      if (typeof digest === 'string') hops.add(digest)
+    }
+    for (const hop of hops) await budgets.close(tx, hop, reason, now)
   }
 
   /**

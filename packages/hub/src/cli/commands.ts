@@ -19,6 +19,7 @@ export interface GroupNoun {
  */
 export const GROUP_NOUNS = {
   a2a: {},
+  budget: {},
   compute: {},
   dashboard: {},
   grant: { was: ['capabilities'], actions: { delete: 'revoke' } },

@@ -35,6 +35,7 @@ import {
   type OfferedHopView,
   type OfferHandoffInput,
 } from '@baton/protocol'
+import type { BudgetService } from '../budgets/service.js'
 import type { Clock } from '../clock.js'
 import type { EventBus } from '../events/bus.js'
 import type { HubSigner } from '../identity/hub-key.js'
@@ -62,6 +63,8 @@ export interface HopDeps {
   grants?: { list(principal: string): Promise<{ capabilities: GrantView[] }> }
   /** Whose admission decides whether an offer's recipient is an agent of this hub. */
   identity: Pick<IdentityService, 'findPrincipal'>
+  /** Budgets carried by offers: opened when an offer is delivered, closed when its hop ends. */
+  budgets?: Pick<BudgetService, 'open' | 'hopEnded' | 'ledger'>
 }
 
 /** The event topic of a principal's hop inbox; an event is a hint to re-read. */
@@ -306,6 +309,10 @@ export class HopService {
         })
         // Another instance moved the hop after it was read: this status is decided again.
         if (!moved) throw MOVED
+        // Issue 28: the status that ends a hop releases its budget in the same transaction.
+        if (next.state !== current.state) {
+          await this.deps.budgets?.hopEnded(tx, current.digest, next.state, now)
+        }
         const deliveries: Delivery[] = [
           { recipient: claims.aud, kind: 'status', offer: current.digest, element: status, trace },
         ]
@@ -499,6 +506,16 @@ export class HopService {
   ): Promise<HopRow> {
     const c = verified.claims
     const element = handoff.offer as string
+    // Issue 28: a sub-offer's budget is reserved from its parent's in the delivering transaction.
+    await this.deps.budgets?.open(
+      tx,
+      {
+        digest: verified.digest,
+        claims: c as typeof c & Record<string, unknown>,
+        refs: verified.refs as readonly { ref: Record<string, unknown>; outcome: string }[],
+      },
+      now,
+    )
     const [delivered] = await this.deliver(
       tx,
       [{ recipient: c.aud, kind: 'offer', offer: verified.digest, element, trace }],
@@ -644,6 +661,19 @@ export class HopService {
     return receipts
   }
 
+  /**
+   * Delivers a hub notice about a hop (a budget crossing) to one of its parties' hop inbox, with
+   * a hub-signed receipt over its digest, in the caller's transaction.
+   */
+  async deliverNotice(
+    tx: Tx,
+    d: { recipient: string; offer: string; element: string },
+    now: number,
+  ): Promise<{ receipt: string; sequence: number }> {
+    const [delivered] = await this.deliver(tx, [{ ...d, kind: 'budget-crossing' }], now)
+    return delivered!
+  }
+
   private signReceipt(payload: Record<string, unknown>): string {
     const { kid, privateKey } = this.deps.signer
     const header = b64u(JSON.stringify({ alg: 'EdDSA', kid, typ: HOP_RECEIPT_TYPE }))
@@ -695,6 +725,7 @@ export class HopService {
       receipt: row.receipt,
       statuses: statuses.map(toStatusView),
       lastStatus: statuses.at(-1)?.element ?? null,
+      budget: (await this.deps.budgets?.ledger(db, row.digest)) ?? null,
       iat: row.iat,
       exp: row.exp,
       createdAt: iso(row.created_at),

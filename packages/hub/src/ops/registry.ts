@@ -1,4 +1,5 @@
 import { a2aDashboardOperations, a2aOperations } from '../a2a/operations.js'
+import { budgetDashboardOperations, budgetOperations } from '../budgets/operations.js'
 import { computeDashboardOperations, computeOperations } from '../compute/operations.js'
 import { grantDashboardOperations, grantOperations } from '../grants/operations.js'
 import { guideOperations } from '../guides/operations.js'
@@ -37,6 +38,7 @@ export const OPERATIONS: readonly Operation[] = [
   ...messageOperations,
   ...homeOperations,
   ...hopOperations,
+  ...budgetOperations,
   ...computeOperations,
   ...guideOperations,
   ...a2aOperations,
@@ -48,6 +50,7 @@ export const OPERATIONS: readonly Operation[] = [
   ...grantDashboardOperations,
   ...messageDashboardOperations,
   ...hopDashboardOperations,
+  ...budgetDashboardOperations,
   ...computeDashboardOperations,
   ...a2aDashboardOperations,
 ]

@@ -668,6 +668,100 @@ const migrations: Record<string, Migration> = {
       await index('transfer_events_at', 'transfer_events', ['at'])
     },
   },
+  '025_budgets': {
+    async up(db: Kysely<unknown>) {
+      // Issue 28: a budget on a delegation. One ledger per hop whose offer carries a budget;
+      // money in integer micro-units of its unit. Invariant, held by conditional writes:
+      // granted = reserved + held + spent + remaining, remaining >= 0.
+      await db.schema
+        .createTable('budgets')
+        .addColumn('hop', 'text', (c) => c.primaryKey())
+        .addColumn('parent', 'text')
+        .addColumn('root', 'text', (c) => c.notNull())
+        // JSON list of the hops above it, the root first: a spend moves in each of them.
+        .addColumn('ancestors', 'text', (c) => c.notNull())
+        .addColumn('depth', 'integer', (c) => c.notNull())
+        .addColumn('iss', 'text', (c) => c.notNull())
+        .addColumn('aud', 'text', (c) => c.notNull())
+        .addColumn('unit', 'text', (c) => c.notNull())
+        .addColumn('granted_micros', 'bigint', (c) => c.notNull())
+        .addColumn('reserved_micros', 'bigint', (c) => c.notNull())
+        .addColumn('held_micros', 'bigint', (c) => c.notNull())
+        .addColumn('spent_micros', 'bigint', (c) => c.notNull())
+        .addColumn('released_micros', 'bigint', (c) => c.notNull())
+        .addColumn('rate_micros', 'bigint')
+        .addColumn('state', 'text', (c) => c.notNull())
+        .addColumn('closed_reason', 'text')
+        .addColumn('children', 'integer', (c) => c.notNull())
+        .addColumn('holds', 'integer', (c) => c.notNull())
+        .addColumn('entries', 'integer', (c) => c.notNull())
+        .addColumn('crossings', 'integer', (c) => c.notNull())
+        .addColumn('reporters', 'text', (c) => c.notNull())
+        .addColumn('transfer', 'text')
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .addColumn('closed_at', 'bigint')
+        .execute()
+      await db.schema.createIndex('budgets_root').on('budgets').column('root').execute()
+      await db.schema
+        .createIndex('budgets_state_expires')
+        .on('budgets')
+        .columns(['state', 'expires_at'])
+        .execute()
+      await db.schema.createIndex('budgets_transfer').on('budgets').column('transfer').execute()
+      // Every report, once per (hop, kind, key): charged, or refused as a crossing.
+      await db.schema
+        .createTable('budget_entries')
+        .addColumn('hop', 'text', (c) => c.notNull())
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('key', 'text', (c) => c.notNull())
+        .addColumn('amount_micros', 'bigint', (c) => c.notNull())
+        .addColumn('charged', 'integer', (c) => c.notNull())
+        .addColumn('remaining_micros', 'bigint')
+        .addColumn('reporter', 'text', (c) => c.notNull())
+        .addColumn('note', 'text')
+        .addColumn('hold_id', 'text')
+        .addColumn('receipt', 'text')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('budget_entries_pk', ['hop', 'kind', 'key'])
+        .execute()
+      await db.schema
+        .createIndex('budget_entries_created')
+        .on('budget_entries')
+        .columns(['hop', 'created_at'])
+        .execute()
+      await db.schema
+        .createTable('budget_holds')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('hop', 'text', (c) => c.notNull())
+        .addColumn('holder', 'text', (c) => c.notNull())
+        .addColumn('idempotency_key', 'text', (c) => c.notNull())
+        .addColumn('amount_micros', 'bigint', (c) => c.notNull())
+        .addColumn('state', 'text', (c) => c.notNull())
+        .addColumn('settled_micros', 'bigint')
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('settled_at', 'bigint')
+        .execute()
+      await db.schema
+        .createIndex('budget_holds_state_expires')
+        .on('budget_holds')
+        .columns(['state', 'expires_at'])
+        .execute()
+      await db.schema
+        .createIndex('budget_holds_hop')
+        .on('budget_holds')
+        .columns(['hop', 'state'])
+        .execute()
+      // Open holds per principal, changed by conditional writes so the cap holds on every instance.
+      await db.schema
+        .createTable('budget_holders')
+        .addColumn('principal', 'text', (c) => c.primaryKey())
+        .addColumn('open_holds', 'integer', (c) => c.notNull())
+        .execute()
+    },
+  },
 }
 
 /** Every migration's name, in the order they apply: what a database written today holds. */

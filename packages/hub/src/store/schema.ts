@@ -496,7 +496,88 @@ export interface A2aPushUsageRow {
   configs: number
 }
 
+/** One hop's budget ledger (migration 024); money in integer micro-units of `unit`. */
+export interface BudgetRow {
+  /** The handoff digest of the hop whose offer carries the budget. */
+  hop: string
+  /** The hop it was reserved from; null for a root budget. */
+  parent: string | null
+  root: string
+  /** JSON list of the hops above it, the root first. */
+  ancestors: string
+  depth: number
+  iss: string
+  aud: string
+  unit: string
+  granted_micros: number
+  /** Reserved by open sub-delegations and not yet spent there. */
+  reserved_micros: number
+  held_micros: number
+  /** Spent here and in every descendant. */
+  spent_micros: number
+  /** What went back to the parent at close (granted - spent then). */
+  released_micros: number
+  rate_micros: number | null
+  /** `open` or `closed`. */
+  state: string
+  closed_reason: string | null
+  children: number
+  holds: number
+  entries: number
+  crossings: number
+  /** JSON list of the principals the delegate named to report spend. */
+  reporters: string
+  /** The transfer a verified ref of the offer names, if any. */
+  transfer: string | null
+  expires_at: number
+  created_at: number
+  updated_at: number
+  closed_at: number | null
+}
+
+/** A report on a budget: charged (1) or refused as a crossing (0). */
+export interface BudgetEntryRow {
+  hop: string
+  /** `spend`, `reserve` or `settle`. */
+  kind: string
+  key: string
+  amount_micros: number
+  charged: number
+  /** What remained when a refused report would have crossed it. */
+  remaining_micros: number | null
+  reporter: string
+  note: string | null
+  hold_id: string | null
+  /** The hub receipt of the crossing's delivery to the delegator. */
+  receipt: string | null
+  created_at: number
+}
+
+/** An amount held before a call; settled, or released at expiry or close. */
+export interface BudgetHoldRow {
+  id: string
+  hop: string
+  holder: string
+  idempotency_key: string
+  amount_micros: number
+  /** `held`, `settled` or `released`. */
+  state: string
+  settled_micros: number | null
+  expires_at: number
+  created_at: number
+  settled_at: number | null
+}
+
+export interface BudgetHolderRow {
+  principal: string
+  open_holds: number
+}
+
 export interface Schema {
+  budgets: BudgetRow
+  budget_entries: BudgetEntryRow
+  budget_holds: BudgetHoldRow
+  budget_holders: BudgetHolderRow
   a2a_tasks: A2aTaskRow
   a2a_events: A2aEventRow
   a2a_sends: A2aSendRow

@@ -4,6 +4,7 @@ import { BatonError } from '@baton/protocol'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { operatorListA2aTasks, operatorReadA2aTask } from '../a2a/operations.js'
 import type { AppContext } from '../app.js'
+import { operatorListBudgets } from '../budgets/operations.js'
 import { operatorComputeOverview } from '../compute/operations.js'
 import { operatorListGrants } from '../grants/operations.js'
 import {
@@ -383,6 +384,7 @@ export function registerDashboard(api: Api, ctx: AppContext): void {
     read('/dashboard/api/a2a', operatorListA2aTasks)
     read('/dashboard/api/a2a/:id', operatorReadA2aTask)
     read('/dashboard/api/hops/:digest', operatorReadHopChain)
+    read('/dashboard/api/budgets', operatorListBudgets)
 
     // Admission decisions are the admin API's operation, run for the session: the same input
     // schemas, the same service call (which announces `principal.decided` once it commits).

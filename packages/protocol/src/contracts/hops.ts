@@ -32,14 +32,23 @@ export const offerHandoff = defineContract({
   summary:
     'Offer a signed handoff context (seed 003) to an admitted agent: the hub runs the seven checks and delivers it with a hub-signed receipt',
   description:
-    'The body carries the Handoff object (the signed offer and optional chain, JWS compact text). The offer iss is the caller, its aud is `to`, and each signer is named by its did:key (a kid equal to it or to its DID URL). A retransmission of identical octets answers the hop as it stands, its last status included.',
+    'The body carries the Handoff object (the signed offer and optional chain, JWS compact text). The offer iss is the caller, its aud is `to`, and each signer is named by its did:key (a kid equal to it or to its DID URL). A retransmission of identical octets answers the hop as it stands, its last status included. An offer whose `budget` member grants a budget and whose prev names a hop with one reserves it from that budget in the delivering transaction, or is refused (budget_insufficient) with nothing reserved.',
   tags,
   method: 'POST',
   path: '/v1/hops',
   auth: 'signature',
   body: OfferHandoffBody,
   output: OfferedHopView,
-  errors: ['hop_refused', 'recipient_unknown'],
+  errors: [
+    'hop_refused',
+    'recipient_unknown',
+    'budget_invalid',
+    'budget_insufficient',
+    'budget_unit_mismatch',
+    'budget_closed',
+    'budget_expired',
+    'budget_limit_reached',
+  ],
   tool: {
     name: 'offer_handoff',
     title: 'Offer a signed handoff',

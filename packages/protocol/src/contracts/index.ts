@@ -1,5 +1,6 @@
 import type { Contract } from '../contract.js'
 import { a2aContracts, a2aDashboardContracts } from './a2a.js'
+import { budgetContracts, budgetDashboardContracts } from './budgets.js'
 import { computeContracts, computeDashboardContracts } from './compute.js'
 import { grantContracts, grantDashboardContracts } from './grants.js'
 import { guideContracts } from './guides.js'
@@ -14,6 +15,7 @@ import { resourceContracts, resourceDashboardContracts } from './resources.js'
 import { transferContracts, transferDashboardContracts } from './transfers.js'
 
 export * from './a2a.js'
+export * from './budgets.js'
 export * from './compute.js'
 export * from './grants.js'
 export * from './guides.js'
@@ -38,6 +40,7 @@ export const CONTRACTS: readonly Contract[] = [
   ...messageContracts,
   ...homeContracts,
   ...hopContracts,
+  ...budgetContracts,
   ...computeContracts,
   ...guideContracts,
   ...a2aContracts,
@@ -49,6 +52,7 @@ export const CONTRACTS: readonly Contract[] = [
   ...grantDashboardContracts,
   ...messageDashboardContracts,
   ...hopDashboardContracts,
+  ...budgetDashboardContracts,
   ...computeDashboardContracts,
   ...a2aDashboardContracts,
 ] as readonly Contract[]

@@ -1,5 +1,5 @@
 // The operator dashboard: hash routes, one view per section, live re-reads on hub events.
-import { barChart, budgetBar, esc, machineDrawing } from './draw.js'
+import { barChart, budgetBar, esc, ledgerBar, machineDrawing } from './draw.js'
 
 const view = document.getElementById('view')
 const live = document.getElementById('live')
@@ -130,6 +130,13 @@ function money(micros, { rate = false } = {}) {
   const unit = rate ? 'units / s' : 'units'
   return `<span class="amount" title="${esc(`${exact} ${unit} (${number.format(micros)} micro-units${rate ? ' / s' : ''})`)}">${esc(text)} ${unit}</span>`
 }
+/** An amount of a delegation budget in its own unit: micro-units shown as units, exact in the title. */
+function amount(micros, unit) {
+  if (micros === null || micros === undefined) return '—'
+  const units = micros / 1_000_000
+  const exact = units.toLocaleString('en', { maximumFractionDigits: 6 })
+  return `<span class="amount" title="${esc(`${exact} ${unit} (${number.format(micros)} micro-units)`)}">${esc(exact)} ${esc(unit)}</span>`
+}
 const json = (value) => `<pre class="json">${esc(JSON.stringify(value, null, 2))}</pre>`
 const enc = encodeURIComponent
 
@@ -254,10 +261,14 @@ const views = {
             ],
             params.get('state') ?? '',
           )}</div><div id="content"></div>`,
-    load: ({ id, params }) =>
-      id
-        ? api(`/dashboard/api/transfers/${enc(id)}`)
-        : api(`/dashboard/api/transfers?state=${enc(params.get('state') ?? '')}`),
+    load: async ({ id, params }) => {
+      if (!id) return api(`/dashboard/api/transfers?state=${enc(params.get('state') ?? '')}`)
+      const [transfer, budgets] = await Promise.all([
+        api(`/dashboard/api/transfers/${enc(id)}`),
+        api(`/dashboard/api/budgets?transfer=${enc(id)}`),
+      ])
+      return { ...transfer, ledgers: budgets.budgets }
+    },
     draw: (data, r) => (r.id ? drawTransfer(data) : drawTransfers(data)),
     onEvent: (ev, r) =>
       r.id
@@ -323,9 +334,16 @@ const views = {
       id
         ? `<p class="crumbs"><a href="#/hops">Hops</a> /</p><div id="content"></div>`
         : `<h1 class="page">Signed handoff hops</h1><p class="muted">Offers the hub witnessed (seed 003), most recently changed first. Open one to see its delegation chain hop by hop.</p><div id="content"></div>`,
-    load: ({ id }) => (id ? api(`/dashboard/api/hops/${enc(id)}`) : api('/dashboard/api/hops')),
+    load: async ({ id }) => {
+      if (!id) return api('/dashboard/api/hops')
+      const [chain, budgets] = await Promise.all([
+        api(`/dashboard/api/hops/${enc(id)}`),
+        api(`/dashboard/api/budgets?hop=${enc(id)}`),
+      ])
+      return { ...chain, ledgers: budgets.budgets }
+    },
     draw: (data, r) => (r.id ? drawHopChain(data, r.id) : drawHops(data)),
-    onEvent: (ev) => isType(ev, 'hop'),
+    onEvent: (ev) => isType(ev, 'hop') || isType(ev, 'budget'),
     pollMs: 10_000,
   },
   compute: {
@@ -647,8 +665,45 @@ function receipt(value) {
   return `<span class="receipt-wrap"><span class="mono receipt" title="${esc(value)}">${esc(value)}</span><button type="button" class="copy" data-copy="${esc(value)}" aria-label="Copy the receipt" title="Copy the receipt">${copyIcon}</button></span>`
 }
 
+/** The entries (reports) of a ledger: charged ones plainly, crossings marked with their receipt. */
+function ledgerEntries(entries, unit) {
+  if (!entries?.length) return ''
+  const rows = entries
+    .map(
+      (e, i) =>
+        `<li class="${e.charged ? '' : 'crossing'}"><span class="seq">#${entries.length - i}</span><div><div class="status-line">${e.charged ? '' : `${badge('refused')} `}${badge(e.kind)} <strong>${amount(e.amountMicros, unit)}</strong>${e.charged ? '' : ` <span class="muted">${amount(e.remainingMicros, unit)} left</span>`} <span class="muted by">by ${who(e.reporter)} · ${time(e.at)}</span></div>${e.receipt ? receipt(e.receipt) : ''}</div></li>`,
+    )
+    .join('')
+  return `<h4>Latest reports</h4><ol class="timeline ledger-entries">${rows}</ol>`
+}
+
+/** A delegation budget (issue 28): its ledger bar, its figures and its latest reports. */
+function budgetPanel(b, entries) {
+  const reason = b.closedReason ? ` <span class="muted">${esc(b.closedReason)}</span>` : ''
+  const figures = [
+    ['granted', b.grantedMicros],
+    ['spent', b.spentMicros],
+    ['reserved', b.reservedMicros],
+    ['held', b.heldMicros],
+    b.state === 'open' ? ['remaining', b.remainingMicros] : ['released', b.releasedMicros],
+  ]
+    .map(
+      ([name, micros]) =>
+        `<span class="ledger-figure" data-figure="${name}"><span class="swatch ${name}"></span>${name} <strong>${amount(micros, b.unit)}</strong></span>`,
+    )
+    .join('')
+  return `<section class="budget-panel" data-budget="${esc(b.hop)}" aria-label="Budget">
+  <h3>Budget ${badge(b.state)}${reason}${b.crossings ? ` <span class="chip flag">${b.crossings} refused</span>` : ''}</h3>
+  ${ledgerBar(b)}
+  <div class="budget-numbers ledger-figures">${figures}</div>
+  <p class="muted budget-meta">${b.children} open sub-delegation${b.children === 1 ? '' : 's'} · ${b.holds} open hold${b.holds === 1 ? '' : 's'} · ${b.rateMicrosPerSecond === null ? 'no rate' : `rate ${amount(b.rateMicrosPerSecond, `${b.unit} / s`)}`} · ${b.state === 'open' ? 'expires' : 'closed'} ${time(b.closedAt ?? b.expiresAt)}</p>
+  ${ledgerEntries(entries, b.unit)}
+</section>`
+}
+
 // One box per hop, oldest first, linked by prev: its parties, state, flags, statuses and receipts.
-function drawHopChain({ hops }, current) {
+function drawHopChain({ hops, ledgers = [] }, current) {
+  const entriesOf = new Map(ledgers.map((l) => [l.hop, l.entries]))
   const boxes = hops
     .map((h, i) => {
       const statuses = h.statuses
@@ -671,6 +726,7 @@ function drawHopChain({ hops }, current) {
     <div><dt>References</dt><dd>${refs || '—'}</dd></div>
     <div><dt>Offer receipt</dt><dd>${receipt(h.receipt)}</dd></div>
   </dl>
+  ${h.budget ? budgetPanel(h.budget, entriesOf.get(h.digest)) : ''}
   <h3>Statuses</h3>
   <ol class="timeline">${statuses || '<li class="muted">No status yet.</li>'}</ol>
 </section>`
@@ -728,6 +784,17 @@ function drawTransfer(t) {
     <div id="budget">${budgetBar(t.spentMicros, t.budgetMicros, t.state)}</div>
     <div class="budget-numbers"><span>spent <strong id="spent">${money(t.spentMicros)}</strong> of <strong>${money(t.budgetMicros)}</strong> allocated</span><span>${remaining !== null && remaining < 0 ? `over budget by ${money(-remaining)}` : `remaining ${money(remaining)}`}</span><span>rate ${money(t.rateMicros, { rate: true })}</span>${grace}</div>
   </div>
+  <h2>Delegation budgets</h2>
+  <div class="panel" id="delegation-budgets">${
+    t.ledgers?.length
+      ? t.ledgers
+          .map(
+            (b) =>
+              `<p class="budget-hop">Hop <a href="#/hops/${enc(b.hop)}" class="mono">${esc(b.hop.slice(0, 12))}…</a> from ${who(b.iss)} to ${who(b.aud)}</p>${budgetPanel(b, b.entries)}`,
+          )
+          .join('')
+      : '<p class="muted">No witnessed hop references this transfer. A hop whose offer names it in a digest ref shows its budget here.</p>'
+  }</div>
   <h2>Runtime</h2>
   <dl class="panel meta">
     <div><dt>Runtime</dt><dd>${t.runtime ? who(t.runtime, { cls: 'long' }) : '—'}</dd></div>

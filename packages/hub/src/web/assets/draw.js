@@ -1,4 +1,4 @@
-// Small SVG drawings for the dashboard: activity bars, a handoff's machine, a budget bar.
+// Small SVG drawings for the dashboard: activity bars, a handoff's machine, a budget bar, a ledger.
 // Every drawing is a string of SVG markup built from escaped values; CSS classes style it.
 
 /** Escapes text for HTML and SVG markup. */
@@ -78,4 +78,36 @@ export function budgetBar(spent, budget, state, mini = false) {
   const cls = bad ? 'bad' : ratio >= 0.8 ? 'warn' : ''
   const w = 1000
   return `<div class="budget ${mini ? 'mini' : ''} ${cls}" data-ratio="${ratio.toFixed(4)}"><svg viewBox="0 0 ${w} 10" preserveAspectRatio="none" role="img" aria-label="Budget ${Math.round(ratio * 100)}% spent"><rect class="track" x="0" y="0" width="${w}" height="10" rx="${mini ? 3 : 2}" /><rect class="fill" x="0" y="0" width="${(ratio * w).toFixed(1)}" height="10" rx="${mini ? 3 : 2}" /></svg></div>`
+}
+
+/**
+ * A delegation budget's ledger (issue 28) as one bar of its grant: spent, reserved by
+ * sub-delegations, held, then what remains (or, once closed, what went back to the parent).
+ */
+export function ledgerBar(b) {
+  const w = 1000
+  const granted = Math.max(1, b.grantedMicros)
+  const parts = [
+    ['spent', b.spentMicros],
+    ['reserved', b.reservedMicros],
+    ['held', b.heldMicros],
+    [
+      b.state === 'open' ? 'remaining' : 'released',
+      b.state === 'open' ? b.remainingMicros : b.releasedMicros,
+    ],
+  ]
+  let x = 0
+  const rects = parts
+    .map(([cls, micros]) => {
+      const width = (Math.max(0, micros) / granted) * w
+      const rect =
+        width > 0
+          ? `<rect class="${cls}" x="${x.toFixed(1)}" y="0" width="${width.toFixed(1)}" height="10"><title>${esc(cls)}</title></rect>`
+          : ''
+      x += width
+      return rect
+    })
+    .join('')
+  const label = parts.map(([cls, micros]) => `${cls} ${micros}`).join(', ')
+  return `<div class="ledger" data-state="${esc(b.state)}"><svg class="ledger-bar" viewBox="0 0 ${w} 10" preserveAspectRatio="none" role="img" aria-label="Budget of ${esc(b.grantedMicros)}: ${esc(label)}"><rect class="track" x="0" y="0" width="${w}" height="10" rx="2" />${rects}</svg></div>`
 }
