@@ -3,8 +3,13 @@
 // same way, 16 workers and a pool of 16 each, interleaved rounds. Figures: full lifecycles per
 // second (snapshot, provision token, provision, claim, push, activate token, activate, one usage
 // report that exhausts the budget), usage reports per second on active transfers, status reads
-// per second; and the statements and commits each side sends per lifecycle, counted at the pg
-// client.
+// per second; and what each side's lifecycles cost its database: statements and commits counted
+// at the pg client, the CPU of its PostgreSQL backends, and the rows its sequential scans read.
+//
+// Rounds are timed, not counted, and no side's tables are ever emptied: each side's tables keep
+// every transfer, event, token and report its rounds made, as a hub's do, so a statement whose
+// cost grows with a table shows as a figure that falls (and a CPU per lifecycle that rises) from
+// one round to the next. Both sides are treated alike: the same phases for the same time.
 //
 // The reference runs only when BENCH_REFERENCE_DIR names a checkout of it; its service functions
 // are loaded from there unchanged and given a node-postgres drizzle database whose `batch([...])`
@@ -41,10 +46,11 @@ const intEnv = (name: string, fallback: number) => (env[name] ? Number(env[name]
 const options = {
   workers: intEnv('BENCH_TRANSFER_WORKERS', 16),
   pool: intEnv('BENCH_TRANSFER_POOL', 16),
-  lifecycles: intEnv('BENCH_TRANSFER_LIFECYCLES', 160),
-  reports: intEnv('BENCH_TRANSFER_REPORTS', 800),
-  reads: intEnv('BENCH_TRANSFER_READS', 1600),
-  rounds: Math.max(5, intEnv('BENCH_ROUNDS', 7)),
+  /** How long each side runs lifecycles in a round. */
+  lifecycleMs: intEnv('BENCH_TRANSFER_ROUND_MS', 15_000),
+  /** How long each side runs usage reports, then status reads, in a round. */
+  phaseMs: intEnv('BENCH_TRANSFER_PHASE_MS', 5_000),
+  rounds: Math.max(5, intEnv('BENCH_ROUNDS', 5)),
   reference: env.BENCH_REFERENCE_DIR,
 }
 
@@ -52,26 +58,67 @@ const repoRoot = fileURLToPath(new URL('..', import.meta.url))
 const cache = path.join(repoRoot, 'node_modules/.cache/baton-bench-reference')
 const DRIZZLE = 'drizzle-orm@0.36.4'
 
-/** Runs `n` tasks on `workers` workers; answers tasks per second. */
-async function throughput(n: number, workers: number, task: (i: number) => Promise<unknown>) {
+/** Runs tasks on `workers` workers until `ms` have passed; answers how many and per second. */
+async function forDuration(ms: number, workers: number, task: (i: number) => Promise<unknown>) {
   let next = 0
+  let done = 0
   const started = performance.now()
+  const deadline = started + ms
   await Promise.all(
-    Array.from({ length: Math.min(workers, n) }, async () => {
-      while (next < n) await task(next++)
+    Array.from({ length: workers }, async () => {
+      while (performance.now() < deadline) {
+        await task(next++)
+        done++
+      }
     }),
   )
-  return (n / (performance.now() - started)) * 1000
+  return { done, perSecond: (done / (performance.now() - started)) * 1000 }
+}
+
+/** The CPU time, in ms, of the PostgreSQL backends serving `database`, by process id. */
+async function backendCpu(admin: pg.Client, database: string): Promise<Map<number, number>> {
+  const { rows } = await admin.query<{ pid: number }>(
+    'select pid from pg_stat_activity where datname = $1',
+    [database],
+  )
+  const cpu = new Map<number, number>()
+  for (const { pid } of rows) {
+    try {
+      // utime and stime, fields 14 and 15 of /proc/<pid>/stat, in clock ticks (100 a second).
+      const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ')
+      cpu.set(pid, ((Number(fields[11]) + Number(fields[12])) * 1000) / 100)
+    } catch {
+      // A backend that ended, or a server on another machine: its CPU is not read.
+    }
+  }
+  return cpu
+}
+
+/** CPU ms the backends spent between two readings; a backend that started since counts whole. */
+function cpuBetween(before: Map<number, number>, after: Map<number, number>): number {
+  let ms = 0
+  for (const [pid, t] of after) ms += t - (before.get(pid) ?? 0)
+  return ms
+}
+
+/** Rows read by sequential scans, and scans made, over the tables of the connected database. */
+async function seqScans(client: pg.Client): Promise<{ scans: number; rows: number }> {
+  const { rows } = await client.query<{ scans: string; rows: string }>(
+    'select coalesce(sum(seq_scan), 0) as scans, coalesce(sum(seq_tup_read), 0) as rows from pg_stat_user_tables',
+  )
+  return { scans: Number(rows[0]!.scans), rows: Number(rows[0]!.rows) }
 }
 
 // Statements and commits per database, counted at every pg client of this process. A commit is
 // an explicit COMMIT or a write sent outside a transaction (which commits on its own).
 const counts = new Map<string, { statements: number; commits: number }>()
 const inTx = new WeakSet<object>()
+const uncounted = new WeakSet<object>()
 function countStatements(): void {
   const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown }
   const original = proto.query
   proto.query = function (this: pg.Client, ...args: unknown[]) {
+    if (uncounted.has(this)) return original.apply(this, args)
     const first = args[0]
     const text =
       typeof first === 'string' ? first : ((first as { text?: string } | null)?.text ?? '')
@@ -112,6 +159,19 @@ async function createDatabase(adminUrl: string, prefix: string) {
   }
 }
 
+/** A connection to a side's database for reading its statistics, kept out of the counts. */
+async function statsClient(url: string): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  uncounted.add(client)
+  return client
+}
+
+async function countRows(client: pg.Client, table: string): Promise<number> {
+  const { rows } = await client.query<{ n: string }>(`select count(*) as n from ${table}`)
+  return Number(rows[0]!.n)
+}
+
 const snapshot = (i: number) => ({
   systemPrompt: 'You resume the job.',
   messages: [
@@ -126,6 +186,10 @@ const snapshot = (i: number) => ({
 interface Side {
   label: string
   database: string
+  /** A connection of the side's own, for its database's statistics (not counted). */
+  stats: pg.Client
+  /** How many transfers the side's tables hold. */
+  transfers(): Promise<number>
   lifecycle(i: number): Promise<void>
   /** Active transfers with a budget that never runs out, one per worker. */
   prepareActive(n: number): Promise<void>
@@ -182,9 +246,12 @@ async function batonSide(adminUrl: string): Promise<Side> {
   }
   const active: string[] = []
   let seq = 0
+  const stats = await statsClient(created.url)
   return {
     label: 'Baton',
     database: created.name,
+    stats,
+    transfers: () => countRows(stats, 'transfers'),
     async lifecycle() {
       const i = seq++
       const id = await start(i, budget)
@@ -207,6 +274,7 @@ async function batonSide(adminUrl: string): Promise<Side> {
       await service.get(owner, active[i % active.length]!)
     },
     async close() {
+      await stats.end()
       await batcher.flush()
       await bus.close()
       await database.close()
@@ -328,9 +396,12 @@ async function referenceSide(adminUrl: string, dir: string): Promise<Side> {
   }
   const active: string[] = []
   let seq = 0
+  const stats = await statsClient(created.url)
   return {
     label: 'reference',
     database: created.name,
+    stats,
+    transfers: () => countRows(stats, 'transfers'),
     async lifecycle() {
       const id = await start(seq++, 0.001)
       const status = await svc.reportUsage!(db, { transferId: id, costUsd: 0.001 })
@@ -347,10 +418,26 @@ async function referenceSide(adminUrl: string, dir: string): Promise<Side> {
       await svc.getStatus!(db, active[i % active.length]!)
     },
     async close() {
+      await stats.end()
       await pool.end()
       await created.drop()
     },
   }
+}
+
+/** What one round measured of one side. */
+interface Round {
+  lifecycles: number
+  reports: number
+  reads: number
+  statements: number
+  commits: number
+  /** PostgreSQL backend CPU per lifecycle, ms (NaN when the server's processes are not local). */
+  cpuMs: number
+  /** Rows read by sequential scans per lifecycle (from the statistics, which lag by a second). */
+  seqRows: number
+  /** Transfers the side's tables hold at the round's end. */
+  transfers: number
 }
 
 /** The scenario: medians of interleaved rounds (reference, Baton, reference, Baton, …). */
@@ -362,6 +449,9 @@ export async function run(): Promise<Result[]> {
     started = await startPostgres()
     adminUrl = started.url
   }
+  const admin = new pg.Client({ connectionString: adminUrl })
+  await admin.connect()
+  uncounted.add(admin)
   const sides: Side[] = []
   try {
     if (options.reference) sides.push(await referenceSide(adminUrl, options.reference))
@@ -369,47 +459,65 @@ export async function run(): Promise<Result[]> {
     sides.push(await batonSide(adminUrl))
     for (const side of sides) {
       await side.prepareActive(options.workers)
-      await throughput(options.workers * 2, options.workers, (i) => side.lifecycle(i))
+      await forDuration(1000, options.workers, side.lifecycle)
     }
-    type Figures = { lifecycles: number[]; reports: number[]; reads: number[] }
-    const figures = new Map<Side, Figures>(
-      sides.map((s) => [s, { lifecycles: [], reports: [], reads: [] }]),
-    )
-    const perLifecycle = new Map<Side, { statements: number[]; commits: number[] }>(
-      sides.map((s) => [s, { statements: [], commits: [] }]),
-    )
+    const rounds = new Map<Side, Round[]>(sides.map((s) => [s, []]))
     for (let round = 0; round < options.rounds; round++) {
+      const now = new Map<Side, Round>()
       for (const side of sides) {
-        const f = figures.get(side)!
+        const seqBefore = await seqScans(side.stats)
+        const cpuBefore = await backendCpu(admin, side.database)
         const before = snapshotCounts(side.database)
-        f.lifecycles.push(await throughput(options.lifecycles, options.workers, side.lifecycle))
+        const done = await forDuration(options.lifecycleMs, options.workers, side.lifecycle)
         const after = snapshotCounts(side.database)
-        const p = perLifecycle.get(side)!
-        p.statements.push((after.statements - before.statements) / options.lifecycles)
-        p.commits.push((after.commits - before.commits) / options.lifecycles)
+        const cpu = cpuBetween(cpuBefore, await backendCpu(admin, side.database))
+        const seqAfter = await seqScans(side.stats)
+        now.set(side, {
+          lifecycles: done.perSecond,
+          reports: 0,
+          reads: 0,
+          statements: (after.statements - before.statements) / done.done,
+          commits: (after.commits - before.commits) / done.done,
+          cpuMs: cpuBefore.size > 0 && cpu > 0 ? cpu / done.done : Number.NaN,
+          seqRows: (seqAfter.rows - seqBefore.rows) / done.done,
+          transfers: 0,
+        })
       }
       for (const side of sides) {
-        figures
-          .get(side)!
-          .reports.push(await throughput(options.reports, options.workers, side.report))
+        now.get(side)!.reports = (
+          await forDuration(options.phaseMs, options.workers, side.report)
+        ).perSecond
       }
       for (const side of sides) {
-        figures.get(side)!.reads.push(await throughput(options.reads, options.workers, side.status))
+        now.get(side)!.reads = (
+          await forDuration(options.phaseMs, options.workers, side.status)
+        ).perSecond
+      }
+      for (const side of sides) {
+        now.get(side)!.transfers = await side.transfers()
+        rounds.get(side)!.push(now.get(side)!)
       }
       process.stderr.write(
         `  round ${round + 1} (load ${loadavg()[0]!.toFixed(2)}): ${sides
           .map((s) => {
-            const f = figures.get(s)!
-            return `${s.label} lifecycles ${f.lifecycles.at(-1)!.toFixed(1)}/s, reports ${f.reports.at(-1)!.toFixed(0)}/s, reads ${f.reads.at(-1)!.toFixed(0)}/s`
+            const r = now.get(s)!
+            return `${s.label} lifecycles ${r.lifecycles.toFixed(1)}/s (${r.cpuMs.toFixed(1)} ms PostgreSQL CPU, ${r.seqRows.toFixed(0)} rows seq-scanned each), reports ${r.reports.toFixed(0)}/s, reads ${r.reads.toFixed(0)}/s, ${r.transfers} transfers`
           })
           .join('; ')}\n`,
       )
     }
     const baton = sides.at(-1)!
     const ref = sides.length > 1 ? sides[0]! : undefined
-    const m = (s: Side | undefined, k: keyof Figures) => (s ? median(figures.get(s)![k]) : NaN)
-    const per = (s: Side | undefined, k: 'statements' | 'commits') =>
-      s ? Number(median(perLifecycle.get(s)![k]).toFixed(1)) : 'skipped'
+    const of = (s: Side | undefined, k: keyof Round) => (s ? rounds.get(s)!.map((r) => r[k]) : [])
+    const m = (s: Side | undefined, k: keyof Round) => (s ? median(of(s, k)) : Number.NaN)
+    const list = (s: Side | undefined, k: keyof Round) =>
+      s
+        ? of(s, k)
+            .map((v) => (Number.isFinite(v) ? Number(v.toFixed(1)) : 'n/a'))
+            .join(' ')
+        : 'skipped'
+    const per = (s: Side | undefined, k: keyof Round) =>
+      s ? Number(m(s, k).toFixed(1)) : 'skipped'
     const load = loadavg()
       .map((l) => l.toFixed(2))
       .join(' ')
@@ -417,16 +525,15 @@ export async function run(): Promise<Result[]> {
       workers: options.workers,
       pool: options.pool,
       rounds: options.rounds,
+      roundSeconds: options.lifecycleMs / 1000,
       loadAverage: load,
     }
-    const row = (name: string, k: keyof Figures, extra: Record<string, number | string> = {}) => ({
+    const row = (name: string, k: keyof Round, extra: Record<string, number | string> = {}) => ({
       name,
       baseline: m(ref, k),
       value: m(baton, k),
       // The median of each round's ratio: a round's two sides ran seconds apart, under one load.
-      ratio: ref
-        ? median(figures.get(baton)![k].map((v, i) => v / figures.get(ref)![k][i]!))
-        : Number.NaN,
+      ratio: ref ? median(of(baton, k).map((v, i) => v / of(ref, k)[i]!)) : Number.NaN,
       unit: ref
         ? 'per s (baseline: the seed-004 reference, same PostgreSQL)'
         : 'per s (reference skipped)',
@@ -438,12 +545,21 @@ export async function run(): Promise<Result[]> {
         commitsPerLifecycle: per(baton, 'commits'),
         referenceStatementsPerLifecycle: per(ref, 'statements'),
         referenceCommitsPerLifecycle: per(ref, 'commits'),
+        postgresCpuMsPerLifecycleByRound: list(baton, 'cpuMs'),
+        referencePostgresCpuMsPerLifecycleByRound: list(ref, 'cpuMs'),
+        seqScannedRowsPerLifecycleByRound: list(baton, 'seqRows'),
+        referenceSeqScannedRowsPerLifecycleByRound: list(ref, 'seqRows'),
+        lifecyclesPerSecondByRound: list(baton, 'lifecycles'),
+        referenceLifecyclesPerSecondByRound: list(ref, 'lifecycles'),
+        transfersAtEnd: of(baton, 'transfers').at(-1) ?? 0,
+        referenceTransfersAtEnd: ref ? (of(ref, 'transfers').at(-1) ?? 0) : 'skipped',
       }),
       row('service-level transfer usage reports (postgres)', 'reports'),
       row('service-level transfer status reads (postgres)', 'reads'),
     ]
   } finally {
     for (const side of sides) await side.close().catch(() => {})
+    await admin.end()
     await started?.stop()
   }
 }
