@@ -626,6 +626,7 @@ export class A2aService {
       created_at: now,
       updated_at: now,
       stored_bytes: bytes,
+      hop: witnessedHop(witnessed) ?? null,
     }
     await store.insertTask(tx.db, row)
     await changeStoredBytes(tx.db, {
@@ -809,20 +810,20 @@ export class A2aService {
     const moved = { ...row, ...next }
     if (!A2A_TERMINAL_STATES.has(row.state) && A2A_TERMINAL_STATES.has(state)) {
       await this.releasePushUsage(tx, row.id)
-      await this.closeBudget(tx, row.id, events, state, now)
+      await this.closeBudget(tx, row, events, state, now)
     }
     await this.signal(tx, moved, events, author, capped)
     return moved
   }
 
   /**
-   * Issue 28: a task that ends ends the work of the hop its first message carried (or one these
-   * events carry), so that hop's budget closes in the same transaction, releasing what was
-   * unspent to its parent, as a status that ends the hop does.
+   * Issue 28: a task that ends ends the work of the hop its first message carried (kept on its
+   * row) or one these events carry, so that hop's budget closes in the same transaction,
+   * releasing what was unspent to its parent, as a status that ends the hop does.
    */
   private async closeBudget(
     tx: Tx,
-    taskId: string,
+    row: A2aTaskRow,
     events: readonly A2aEventRow[],
     state: string,
     now: number,
@@ -830,11 +831,10 @@ export class A2aService {
     const budgets = this.deps.budgets
     const reason = BUDGET_REASONS[state]
     if (!budgets || reason === undefined) return
-    const first = await store.eventsAfter(tx.db, taskId, 0, 1)
-    const hops = new Set<string>()
-    for (const e of [...first, ...events]) {
-      const digest = (witnessedOf(e) as { hop?: { digest?: unknown } } | undefined)?.hop?.digest
-      if (typeof digest === 'string') hops.add(digest)
+    const hops = new Set<string>(row.hop === null ? [] : [row.hop])
+    for (const e of events) {
+      const digest = witnessedHop(witnessedOf(e))
+      if (digest !== undefined) hops.add(digest)
     }
     for (const hop of hops) await budgets.close(tx, hop, reason, now)
   }
@@ -1273,6 +1273,12 @@ function messageOf(e: A2aEventRow): A2aMessage | undefined {
   if (e.kind === 'artifact') return undefined
   const body = JSON.parse(e.body)
   return e.kind === 'status' ? body.status.message : body.message
+}
+
+/** The digest of the hop a witnessed view names, if it names one. */
+function witnessedHop(witnessed: unknown): string | undefined {
+  const digest = (witnessed as { hop?: { digest?: unknown } } | undefined)?.hop?.digest
+  return typeof digest === 'string' ? digest : undefined
 }
 
 /** The hop view an event recorded as witnessed, if it did. */

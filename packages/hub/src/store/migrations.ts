@@ -760,6 +760,9 @@ const migrations: Record<string, Migration> = {
         .addColumn('principal', 'text', (c) => c.primaryKey())
         .addColumn('open_holds', 'integer', (c) => c.notNull())
         .execute()
+      // The hop a task's first message carried: the task's end closes its budget without reading
+      // the task's events.
+      await db.schema.alterTable('a2a_tasks').addColumn('hop', 'text').execute()
     },
   },
 }

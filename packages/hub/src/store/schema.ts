@@ -414,6 +414,11 @@ export interface A2aTaskRow {
   updated_at: number
   /** UTF-8 bytes of the task's event bodies (migration 012; 0 for what was stored before it). */
   stored_bytes: number
+  /**
+   * The digest of the hop the task's first message carried, whose budget the task's end closes
+   * (migration 025; null when it carried none, or was stored before).
+   */
+  hop: string | null
 }
 
 /** One change of an A2A task, append-only; `generation` is its per-task sequence. */
