@@ -72,6 +72,7 @@ async function hubFor(store: Store, pgUrl: string | undefined) {
       BATON_ADMISSION: 'open',
       BATON_COMPUTE_EMBEDDED: 'false',
       BATON_QUOTA_REQUESTS_PER_DAY: String(1e9),
+      BATON_ENROL_PER_ADDRESS_PER_HOUR: '1000',
       // Every hold of a round is open at once before the settles: the caps out of the way.
       BATON_BUDGET_MAX_HOLDS: String(1e9),
       BATON_BUDGET_MAX_HOLDS_PER_PRINCIPAL: String(1e9),
@@ -113,10 +114,19 @@ async function measure(store: Store, pgUrl: string | undefined): Promise<Result[
     await delegate.me()
     // The hops whose budgets the pairs reserve from and settle on. A budget lives as long as its
     // offer (300 s at most); a round is a few seconds.
-    const offer = async () =>
+    // A delegate per client for the spread shape, so neither a budget's row nor a principal's
+    // count of open holds is one that every pair moves.
+    const delegates = [{ identity: worker, client: delegate }]
+    for (let c = 1; c < options.concurrency; c++) {
+      const identity = createIdentity(hub.url)
+      const client = await SignedClient.connect(discovery, identity)
+      await client.me()
+      delegates.push({ identity, client })
+    }
+    const offer = async (to = delegates[0]!) =>
       (
         await new HopClient(delegator).offer({
-          to: delegate.principal,
+          to: to.client.principal,
           dialog: 'bench-budgets',
           ttlS: 300,
           budget: { unit: 'usd', amountMicros: 1e15 },
@@ -132,7 +142,7 @@ async function measure(store: Store, pgUrl: string | undefined): Promise<Result[
       Array.from({ length: options.pairs }, (_, i) =>
         signedLoadRequest(
           hub.url,
-          worker,
+          delegates[i % digests.length]!.identity,
           'POST',
           `/v1/budgets/${digests[i % digests.length]}/holds`,
           {
@@ -145,7 +155,7 @@ async function measure(store: Store, pgUrl: string | undefined): Promise<Result[
       holds.map((hold, i) =>
         signedLoadRequest(
           hub.url,
-          worker,
+          delegates[i % digests.length]!.identity,
           'POST',
           `/v1/budgets/${digests[i % digests.length]}/holds/${hold}/settle`,
           { amountMicros: 700 },
@@ -165,7 +175,7 @@ async function measure(store: Store, pgUrl: string | undefined): Promise<Result[
       const loads: number[] = []
       for (let round = 0; round < options.rounds; round++) {
         const digests: string[] = []
-        for (let b = 0; b < shape.budgets; b++) digests.push(await offer())
+        for (let b = 0; b < shape.budgets; b++) digests.push(await offer(delegates[b]))
         const meBatch = me()
         const beforeMe = threadCpuUs()
         const m = await load.run({
@@ -206,7 +216,7 @@ async function measure(store: Store, pgUrl: string | undefined): Promise<Result[
         // The ledgers must hold exactly what was settled, and nothing still held.
         let spent = 0
         for (const digest of digests) {
-          const [ledger] = (await new BudgetClient(delegate).read(digest)).budgets
+          const [ledger] = (await new BudgetClient(delegator).read(digest)).budgets
           if (ledger?.heldMicros !== 0)
             throw new Error(`after the round: ${JSON.stringify(ledger)}`)
           spent += ledger.spentMicros
