@@ -20,7 +20,7 @@ import type { Clock } from '../clock.js'
 import type { EventBus } from '../events/bus.js'
 import type { Database } from '../store/database.js'
 import type { BudgetEntryRow, BudgetHoldRow, BudgetRow } from '../store/schema.js'
-import type { Carrying, Tx, WriteBatcher } from '../store/transaction.js'
+import type { BatchGroup, Carrying, GroupOutcome, Tx, WriteBatcher } from '../store/transaction.js'
 import * as store from './store.js'
 
 /** The limits of budgets, each an operator setting (docs/security.md). */
@@ -73,6 +73,27 @@ export interface BudgetedOffer {
   refs: readonly { ref: Record<string, unknown>; outcome: string }[]
 }
 
+/** A reserve queued for its batch, its caller checked against the budget it names. */
+interface PendingReserve {
+  caller: string
+  hop: string
+  key: string
+  amount: number
+  ttlMs: number
+}
+
+/** A settle queued for its batch, its caller checked against the hold it names. */
+interface PendingSettle {
+  caller: string
+  hop: string
+  holdId: string
+  amount: number
+  /** The key its refusal is recorded under: the hold and the amount. */
+  refusedKey: string
+  /** The hops above its budget, whose spent a settled amount counts in. */
+  ancestors: string[]
+}
+
 /** The event topic of one hop's budget. */
 export const budgetTopic = (hop: string) => `budget:${hop}`
 
@@ -82,8 +103,6 @@ const MAX_DEPTH = 15
 const REAP_BATCH = 200
 /** Latest reports shown beside each ledger on the operator's pages. */
 const OPERATOR_ENTRIES = 20
-/** Thrown inside a settle's transaction when its hold moved after it was read. */
-const MOVED = new Error('hold moved')
 /** The hop states that end a hop, and so close its budget (seed 003). */
 const ENDING = new Set(['completed', 'failed', 'canceled', 'rejected'])
 
@@ -365,46 +384,10 @@ export class BudgetService {
       config.maxHoldTtlMs,
     )
     try {
-      return await this.deps.batcher.carrying(carry).run(
-        async (tx) => {
-          const now = this.deps.clock.now()
-          const id = newHoldId()
-          const inserted = await store.insertEntry(tx.db, {
-            ...entry(budget.hop, 'reserve', key, amount, caller, now),
-            hold_id: id,
-          })
-          if (!inserted) return this.repeatedReserve(tx, budget.hop, key, amount)
-          const after = await store.charge(tx.db, {
-            hop: budget.hop,
-            now,
-            hold: amount,
-            maxEntries: config.maxEntries,
-            maxHolds: config.maxHolds,
-          })
-          if (!after) throw await this.whyNotCharged(tx, budget.hop, 'hold', key, amount, now)
-          const counted = await store.changeHolder(tx.db, {
-            principal: caller,
-            delta: 1,
-            limit: config.maxHoldsPerPrincipal,
-          })
-          if (!counted) throw limitReached('principal-holds', config.maxHoldsPerPrincipal)
-          const hold: BudgetHoldRow = {
-            id,
-            hop: budget.hop,
-            holder: caller,
-            idempotency_key: key,
-            amount_micros: amount,
-            state: 'held',
-            settled_micros: null,
-            expires_at: Math.min(now + ttlMs, after.expires_at),
-            created_at: now,
-            settled_at: null,
-          }
-          await store.insertHold(tx.db, hold)
-          this.announce(tx, after, 'held', now, { amountMicros: amount })
-          return this.toHoldView(hold, after, false)
-        },
-        { rerunOnUniqueViolation: true },
+      return await this.deps.batcher.runIn(
+        this.reserves,
+        { caller, hop: budget.hop, key, amount, ttlMs },
+        { rerunOnUniqueViolation: true, ...(carry ? { carry } : {}) },
       )
     } catch (error) {
       if (!(error instanceof Crossing)) throw error
@@ -414,6 +397,128 @@ export class BudgetService {
       }
       throw exceeded(recorded.row, error.budget, error.kind)
     }
+  }
+
+  /** Reserves that arrive together, decided and written set-based (`reserveMany`). */
+  private readonly reserves: BatchGroup<PendingReserve, HoldView> = {
+    many: (db, inputs) => this.reserveMany(db, inputs),
+  }
+
+  /**
+   * Decides many reserves at once, in order, each as it would be alone: one read of the keys
+   * already used, one of the ledgers (locked where the dialect locks rows) and one of the
+   * holders' counts; then one insert of the entries, one update per ledger, one of the holders'
+   * counts and one insert of the holds. A refused reserve leaves nothing behind.
+   */
+  private async reserveMany(
+    db: Tx['db'],
+    inputs: PendingReserve[],
+  ): Promise<GroupOutcome<HoldView>[]> {
+    const now = this.deps.clock.now()
+    const { config } = this.deps
+    const lock = this.deps.database.caps.lockRowsForUpdate
+    const hops = [...new Set(inputs.map((i) => i.hop))]
+    const keyOf = (hop: string, key: string) => `${hop}\0${key}`
+    const prior = new Map(
+      (
+        await store.findEntriesOf(
+          db,
+          'reserve',
+          hops,
+          inputs.map((i) => i.key),
+        )
+      ).map((e) => [keyOf(e.hop, e.key), e]),
+    )
+    const ledgers = new Map((await store.lockBudgets(db, hops, lock)).map((b) => [b.hop, b]))
+    const start = new Map([...ledgers].map(([hop, b]) => [hop, { ...b }]))
+    const holders = await store.lockHolders(db, [...new Set(inputs.map((i) => i.caller))], lock)
+    const startHolders = new Map(holders)
+    const priorHolds = new Map(
+      (
+        await store.lockHolds(
+          db,
+          [...prior.values()].flatMap((e) => (e.hold_id ? [e.hold_id] : [])),
+          false,
+        )
+      ).map((h) => [h.id, h]),
+    )
+    const entries: BudgetEntryRow[] = []
+    const holds: BudgetHoldRow[] = []
+    const made = new Map<string, { entry: BudgetEntryRow; hold: BudgetHoldRow }>()
+    const outcomes = inputs.map((input): GroupOutcome<HoldView> => {
+      const { caller, hop, key, amount, ttlMs } = input
+      const row = ledgers.get(hop)
+      // A budget the caller read is never deleted; only a bug could get here.
+      if (!row) return { ok: false, error: new Error(`budget ${hop} vanished`) }
+      const earlier = prior.get(keyOf(hop, key)) ?? made.get(keyOf(hop, key))?.entry
+      if (earlier) {
+        if (earlier.amount_micros !== amount) return { ok: false, error: keyConflict(earlier) }
+        if (earlier.charged !== 1) return { ok: false, error: exceeded(earlier, row, 'hold') }
+        const hold = made.get(keyOf(hop, key))?.hold ?? priorHolds.get(earlier.hold_id!)
+        if (!hold) return { ok: false, error: new Error(`hold ${earlier.hold_id} vanished`) }
+        return { ok: true, value: this.toHoldView(hold, { ...row }, true) }
+      }
+      const refusal = this.chargeRefusal(row, 'hold', key, amount, now)
+      if (refusal) return { ok: false, error: refusal }
+      if ((holders.get(caller) ?? 0) + 1 > config.maxHoldsPerPrincipal) {
+        return { ok: false, error: limitReached('principal-holds', config.maxHoldsPerPrincipal) }
+      }
+      row.held_micros += amount
+      row.holds += 1
+      row.entries += 1
+      row.updated_at = now
+      holders.set(caller, (holders.get(caller) ?? 0) + 1)
+      const id = newHoldId()
+      const entryRow = { ...entry(hop, 'reserve', key, amount, caller, now), hold_id: id }
+      const hold: BudgetHoldRow = {
+        id,
+        hop,
+        holder: caller,
+        idempotency_key: key,
+        amount_micros: amount,
+        state: 'held',
+        settled_micros: null,
+        expires_at: Math.min(now + ttlMs, row.expires_at),
+        created_at: now,
+        settled_at: null,
+      }
+      entries.push(entryRow)
+      holds.push(hold)
+      made.set(keyOf(hop, key), { entry: entryRow, hold })
+      const after = { ...row }
+      return {
+        ok: true,
+        value: this.toHoldView(hold, after, false),
+        after: this.announcement(after, 'held', now, { amountMicros: amount }),
+      }
+    })
+    if (entries.length === 0) return outcomes
+    await store.insertEntries(db, entries)
+    for (const [hop, row] of ledgers) {
+      const was = start.get(hop)!
+      if (row.entries === was.entries) continue
+      const moved = await store.moveLedger(db, {
+        hop,
+        now,
+        held: row.held_micros - was.held_micros,
+        holds: row.holds - was.holds,
+        entries: row.entries - was.entries,
+      })
+      if (moved?.held_micros !== row.held_micros || moved.entries !== row.entries) {
+        throw new Error(`the ledger of ${hop} moved under its lock`)
+      }
+    }
+    const deltas = new Map<string, number>()
+    for (const [principal, n] of holders)
+      deltas.set(principal, n - (startHolders.get(principal) ?? 0))
+    const counted = await store.changeHolders(db, deltas, config.maxHoldsPerPrincipal)
+    for (const [principal, d] of deltas) {
+      if (d !== 0 && !counted.has(principal)) {
+        throw new Error(`the open holds of ${principal} moved under their lock`)
+      }
+    }
+    await store.insertHolds(db, holds)
+    return outcomes
   }
 
   /**
@@ -439,62 +544,169 @@ export class BudgetService {
       throw new BatonError('budget_forbidden', 'A hold is settled by its holder or the delegate')
     }
     const refusedKey = `${ref.hold}@${amount}`
-    // The hold as read: its state is checked by compare-and-set, and read again when it moved.
-    let read: BudgetHoldRow | undefined = first
-    const run = () =>
-      this.deps.batcher.carrying(carry).run(
-        async (tx) => {
-          const now = this.deps.clock.now()
-          const repeated = await this.repeatedSettle(tx, budget.hop, ref.hold, amount, refusedKey)
-          if (repeated) return repeated
-          const hold = read ?? (await store.findHold(tx.db, ref.hold))!
-          read = undefined
-          const inserted = await store.insertEntry(tx.db, {
-            ...entry(budget.hop, 'settle', ref.hold, amount, caller, now),
-            hold_id: ref.hold,
-          })
-          // Settled meanwhile (on another instance): decided again, as a repeat.
-          if (!inserted) throw MOVED
-          let live = 0
-          let state = hold.state
-          // A hold past its expiry that the reaper has not reached yet is released first.
-          if (state === 'held' && hold.expires_at <= now) {
-            if (!(await store.moveHold(tx.db, hold.id, 'held', { state: 'released' }))) throw MOVED
-            await store.unhold(tx.db, { hop: budget.hop, amount: hold.amount_micros, now })
-            await this.releaseHolders(tx, [hold])
-            state = 'released'
-          }
-          const settled = { state: 'settled', settled_micros: amount, settled_at: now }
-          if (!(await store.moveHold(tx.db, hold.id, state, settled))) throw MOVED
-          if (state === 'held') live = hold.amount_micros
-          const after = await store.charge(tx.db, {
-            hop: budget.hop,
-            now,
-            spend: amount,
-            release: live,
-            closedHolds: live > 0 ? 1 : 0,
-            maxEntries: this.deps.config.maxEntries,
-          })
-          if (!after) {
-            throw await this.whyNotCharged(tx, budget.hop, 'settle', refusedKey, amount, now, live)
-          }
-          if (live > 0) await this.releaseHolders(tx, [hold])
-          await store.spendInAncestors(tx.db, ancestorsOf(budget), amount, now)
-          this.announce(tx, after, 'settled', now, { amountMicros: amount })
-          return this.toHoldView({ ...hold, ...settled }, after, false)
+    try {
+      return await this.deps.batcher.runIn(
+        this.settles,
+        {
+          caller,
+          hop: budget.hop,
+          holdId: ref.hold,
+          amount,
+          refusedKey,
+          ancestors: ancestorsOf(budget),
         },
-        { rerunOnUniqueViolation: true },
+        { rerunOnUniqueViolation: true, ...(carry ? { carry } : {}) },
       )
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await run()
-      } catch (error) {
-        if (error === MOVED && attempt < 5) continue
-        if (!(error instanceof Crossing)) throw error
-        const recorded = await this.recordCrossing(error, caller)
-        throw exceeded(recorded.row, error.budget, error.kind)
+    } catch (error) {
+      if (!(error instanceof Crossing)) throw error
+      const recorded = await this.recordCrossing(error, caller)
+      throw exceeded(recorded.row, error.budget, error.kind)
+    }
+  }
+
+  /** Settles that arrive together, decided and written set-based (`settleMany`). */
+  private readonly settles: BatchGroup<PendingSettle, HoldView> = {
+    many: (db, inputs) => this.settleMany(db, inputs),
+  }
+
+  /**
+   * Decides many settles at once, in order, each as it would be alone: one read of the settle
+   * entries and refusals already recorded, one of the ledgers and one of the holds (both locked
+   * where the dialect locks rows); then one insert of the entries, one update per ledger and
+   * per ancestor the spends count in, one of the holds and one of the holders' counts. A hold
+   * past its expiry is released first, as the reaper would; a refused settle leaves nothing.
+   */
+  private async settleMany(
+    db: Tx['db'],
+    inputs: PendingSettle[],
+  ): Promise<GroupOutcome<HoldView>[]> {
+    const now = this.deps.clock.now()
+    const lock = this.deps.database.caps.lockRowsForUpdate
+    const hops = [...new Set(inputs.map((i) => i.hop))]
+    const keyOf = (hop: string, key: string) => `${hop}\0${key}`
+    const prior = new Map(
+      (
+        await store.findEntriesOf(db, 'settle', hops, [
+          ...new Set(inputs.flatMap((i) => [i.holdId, i.refusedKey])),
+        ])
+      ).map((e) => [keyOf(e.hop, e.key), e]),
+    )
+    const ledgers = new Map((await store.lockBudgets(db, hops, lock)).map((b) => [b.hop, b]))
+    const start = new Map([...ledgers].map(([hop, b]) => [hop, { ...b }]))
+    const holds = new Map(
+      (await store.lockHolds(db, [...new Set(inputs.map((i) => i.holdId))], lock)).map((h) => [
+        h.id,
+        h,
+      ]),
+    )
+    const entries: BudgetEntryRow[] = []
+    const made = new Map<string, BudgetEntryRow>()
+    const settled = new Map<string, BudgetHoldRow>()
+    const holderDeltas = new Map<string, number>()
+    // What descendants' spends add to ancestors outside the batch's own ledgers.
+    const above = new Map<string, number>()
+    const outcomes = inputs.map((input): GroupOutcome<HoldView> => {
+      const { caller, hop, holdId, amount, refusedKey } = input
+      const row = ledgers.get(hop)
+      const hold = holds.get(holdId)
+      // A budget or hold the caller read is never deleted; only a bug could get here.
+      if (!row || !hold) return { ok: false, error: new Error(`hold ${holdId} vanished`) }
+      const earlier = prior.get(keyOf(hop, holdId)) ?? made.get(keyOf(hop, holdId))
+      if (earlier) {
+        if (earlier.amount_micros !== amount) return { ok: false, error: keyConflict(earlier) }
+        return { ok: true, value: this.toHoldView({ ...hold }, { ...row }, true) }
+      }
+      const refused = prior.get(keyOf(hop, refusedKey))
+      if (refused && refused.charged !== 1) {
+        return { ok: false, error: exceeded(refused, row, 'settle') }
+      }
+      // Decided on copies: a refusal leaves the ledger and the hold as they were.
+      const next = { ...row }
+      let state = hold.state
+      let released = 0
+      // A hold past its expiry that the reaper has not reached yet is released first.
+      if (state === 'held' && hold.expires_at <= now) {
+        if (next.state === 'open') {
+          next.held_micros -= hold.amount_micros
+          next.holds -= 1
+        }
+        released = 1
+        state = 'released'
+      }
+      if (state !== 'held' && state !== 'released') {
+        return { ok: false, error: new Error(`hold ${holdId} is ${state} with no settle`) }
+      }
+      const live = state === 'held' ? hold.amount_micros : 0
+      const refusal = this.chargeRefusal(next, 'settle', refusedKey, amount, now, live)
+      if (refusal) return { ok: false, error: refusal }
+      next.spent_micros += amount
+      next.held_micros -= live
+      next.holds -= live > 0 ? 1 : 0
+      next.entries += 1
+      next.updated_at = now
+      Object.assign(row, next)
+      const closedHold = released + (live > 0 ? 1 : 0)
+      if (closedHold > 0) {
+        holderDeltas.set(hold.holder, (holderDeltas.get(hold.holder) ?? 0) - closedHold)
+      }
+      Object.assign(hold, { state: 'settled', settled_micros: amount, settled_at: now })
+      settled.set(hold.id, hold)
+      for (const ancestor of amount > 0 ? input.ancestors : []) {
+        const inBatch = ledgers.get(ancestor)
+        if (inBatch) {
+          inBatch.spent_micros += amount
+          inBatch.reserved_micros -= amount
+        } else above.set(ancestor, (above.get(ancestor) ?? 0) + amount)
+      }
+      const entryRow = { ...entry(hop, 'settle', holdId, amount, caller, now), hold_id: holdId }
+      entries.push(entryRow)
+      made.set(keyOf(hop, holdId), entryRow)
+      return {
+        ok: true,
+        value: this.toHoldView({ ...hold }, { ...row }, false),
+        after: this.announcement({ ...row }, 'settled', now, { amountMicros: amount }),
+      }
+    })
+    if (entries.length === 0) return outcomes
+    await store.insertEntries(db, entries)
+    for (const [hop, row] of ledgers) {
+      const was = start.get(hop)!
+      const same =
+        row.entries === was.entries &&
+        row.spent_micros === was.spent_micros &&
+        row.reserved_micros === was.reserved_micros &&
+        row.held_micros === was.held_micros &&
+        row.holds === was.holds
+      if (same) continue
+      const moved = await store.moveLedger(db, {
+        hop,
+        now,
+        spent: row.spent_micros - was.spent_micros,
+        held: row.held_micros - was.held_micros,
+        reserved: row.reserved_micros - was.reserved_micros,
+        holds: row.holds - was.holds,
+        entries: row.entries - was.entries,
+      })
+      if (moved?.held_micros !== row.held_micros || moved.entries !== row.entries) {
+        throw new Error(`the ledger of ${hop} moved under its lock`)
       }
     }
+    for (const [hop, amount] of above) {
+      await store.moveLedger(db, { hop, now, spent: amount, reserved: -amount })
+    }
+    const moved = await store.settleHolds(db, [...settled.values()], now)
+    if (moved !== settled.size) throw new Error('a hold moved under its lock')
+    const counted = await store.changeHolders(
+      db,
+      holderDeltas,
+      this.deps.config.maxHoldsPerPrincipal,
+    )
+    for (const [principal, d] of holderDeltas) {
+      if (d !== 0 && !counted.has(principal)) {
+        throw new Error(`the open holds of ${principal} did not change`)
+      }
+    }
+    return outcomes
   }
 
   /** The delegate names who may report spend and reserve beside it; the list replaces the last. */
@@ -639,6 +851,24 @@ export class BudgetService {
     credit = 0,
   ): Promise<Error> {
     const row = (await store.findBudget(tx.db, hop))!
+    return (
+      this.chargeRefusal(row, kind, key, requested, now, credit) ??
+      new Crossing(row, kind, key, requested, remainingOf(row) + credit)
+    )
+  }
+
+  /**
+   * Why a charge of `requested` (less `credit`, a live hold a settle releases) cannot be made on
+   * a ledger as it stands: closed, expired, a cap reached, or a crossing; undefined when it fits.
+   */
+  private chargeRefusal(
+    row: BudgetRow,
+    kind: BudgetCrossing['kind'],
+    key: string,
+    requested: number,
+    now: number,
+    credit = 0,
+  ): Error | undefined {
     const { config } = this.deps
     if (row.state !== 'open') return closedError(row)
     if (row.expires_at <= now) return expiredError(row)
@@ -647,7 +877,10 @@ export class BudgetService {
       return limitReached('holds', config.maxHolds)
     }
     // A settle may also spend the hold it releases: what it could charge is that much more.
-    return new Crossing(row, kind, key, requested, remainingOf(row) + credit)
+    if (remainingOf(row) + credit < requested) {
+      return new Crossing({ ...row }, kind, key, requested, remainingOf(row) + credit)
+    }
+    return undefined
   }
 
   /**
@@ -747,27 +980,6 @@ export class BudgetService {
     return this.toHoldView(hold, budget, true)
   }
 
-  /** The answer to a settle made before with this amount, or a conflict; undefined: none yet. */
-  private async repeatedSettle(
-    tx: Tx,
-    hop: string,
-    hold: string,
-    amount: number,
-    refusedKey: string,
-  ): Promise<HoldView | undefined> {
-    const found = await store.findEntries(tx.db, hop, 'settle', [hold, refusedKey])
-    const prior = found.find((e) => e.key === hold)
-    const refused = found.find((e) => e.key === refusedKey)
-    if (!prior && !refused) return undefined
-    const budget = (await store.findBudget(tx.db, hop))!
-    if (prior) {
-      if (prior.amount_micros !== amount) throw keyConflict(prior)
-      return this.toHoldView((await store.findHold(tx.db, hold))!, budget, true)
-    }
-    if (refused!.charged !== 1) throw exceeded(refused!, budget, 'settle')
-    return undefined
-  }
-
   /** Takes released holds off their holders' counts of open holds. */
   private async releaseHolders(tx: Tx, holds: readonly BudgetHoldRow[]): Promise<void> {
     const by = new Map<string, number>()
@@ -781,14 +993,14 @@ export class BudgetService {
     }
   }
 
-  private announce(
-    tx: Tx,
+  /** What `announce` publishes, as a hook to run after the commit. */
+  private announcement(
     row: BudgetRow,
     change: string,
     now: number,
     data: Record<string, unknown> = {},
-  ): void {
-    tx.afterCommit(() =>
+  ): () => void {
+    return () =>
       this.deps.bus.publish({
         topic: budgetTopic(row.hop),
         type: `budget.${change}`,
@@ -799,8 +1011,17 @@ export class BudgetService {
           ...(row.transfer === null ? {} : { transferId: row.transfer }),
           ...data,
         },
-      }),
-    )
+      })
+  }
+
+  private announce(
+    tx: Tx,
+    row: BudgetRow,
+    change: string,
+    now: number,
+    data: Record<string, unknown> = {},
+  ): void {
+    tx.afterCommit(this.announcement(row, change, now, data))
   }
 
   private toView(row: BudgetRow): BudgetView {

@@ -319,23 +319,6 @@ export async function setReporters(
   return Number(res.numUpdatedRows) === 1
 }
 
-/** The reports of one hop and kind under any of these keys. */
-export async function findEntries(
-  db: Db,
-  hop: string,
-  kind: string,
-  keys: readonly string[],
-): Promise<BudgetEntryRow[]> {
-  const rows = await db
-    .selectFrom('budget_entries')
-    .selectAll()
-    .where('hop', '=', hop)
-    .where('kind', '=', kind)
-    .where('key', 'in', keys)
-    .execute()
-  return rows.map(normalizeEntry)
-}
-
 /** Inserts a report unless one with its (hop, kind, key) exists; answers whether it did. */
 export async function insertEntry(db: Db, row: BudgetEntryRow): Promise<boolean> {
   const res = await db
@@ -507,4 +490,187 @@ export async function countStates(db: Db): Promise<Record<string, number>> {
     .groupBy('state')
     .execute()
   return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]))
+}
+
+// Set-based writes: the reserves (and settles) that commit together read what they need once,
+// are decided in order as each alone would be, and are written with a few statements for all.
+
+/** These budgets in hop order, locked for the transaction where the dialect takes row locks. */
+export async function lockBudgets(
+  db: Db,
+  hops: readonly string[],
+  lock: boolean,
+): Promise<BudgetRow[]> {
+  if (hops.length === 0) return []
+  const rows = await db
+    .selectFrom('budgets')
+    .selectAll()
+    .where('hop', 'in', hops)
+    .orderBy('hop')
+    .$if(lock, (qb) => qb.forUpdate())
+    .execute()
+  return rows.map(normalize)
+}
+
+/** The entries of one kind under any of these keys on any of these hops (a superset, to filter). */
+export async function findEntriesOf(
+  db: Db,
+  kind: string,
+  hops: readonly string[],
+  keys: readonly string[],
+): Promise<BudgetEntryRow[]> {
+  if (hops.length === 0 || keys.length === 0) return []
+  const rows = await db
+    .selectFrom('budget_entries')
+    .selectAll()
+    .where('kind', '=', kind)
+    .where('hop', 'in', hops)
+    .where('key', 'in', keys)
+    .execute()
+  return rows.map(normalizeEntry)
+}
+
+/** Inserts entries, each under a key not used before (a used one fails the statement). */
+export async function insertEntries(db: Db, rows: readonly BudgetEntryRow[]): Promise<void> {
+  if (rows.length > 0) await db.insertInto('budget_entries').values(rows).execute()
+}
+
+/** Inserts holds. */
+export async function insertHolds(db: Db, rows: readonly BudgetHoldRow[]): Promise<void> {
+  if (rows.length > 0) await db.insertInto('budget_holds').values(rows).execute()
+}
+
+/** These holds, locked for the transaction where the dialect takes row locks. */
+export async function lockHolds(
+  db: Db,
+  ids: readonly string[],
+  lock: boolean,
+): Promise<BudgetHoldRow[]> {
+  if (ids.length === 0) return []
+  const rows = await db
+    .selectFrom('budget_holds')
+    .selectAll()
+    .where('id', 'in', ids)
+    .orderBy('id')
+    .$if(lock, (qb) => qb.forUpdate())
+    .execute()
+  return rows.map(normalizeHold)
+}
+
+/**
+ * Moves one ledger by what a batch decided against its row as read under its lock; answers the
+ * row after, which the caller holds against what it computed.
+ */
+export async function moveLedger(
+  db: Db,
+  c: {
+    hop: string
+    now: number
+    spent?: number
+    held?: number
+    reserved?: number
+    holds?: number
+    entries?: number
+  },
+): Promise<BudgetRow | undefined> {
+  const row = await db
+    .updateTable('budgets')
+    .set((eb) => ({
+      spent_micros: eb('spent_micros', '+', c.spent ?? 0),
+      held_micros: eb('held_micros', '+', c.held ?? 0),
+      reserved_micros: eb('reserved_micros', '+', c.reserved ?? 0),
+      holds: eb('holds', '+', c.holds ?? 0),
+      entries: eb('entries', '+', c.entries ?? 0),
+      updated_at: c.now,
+    }))
+    .where('hop', '=', c.hop)
+    .returningAll()
+    .executeTakeFirst()
+  return row && normalize(row)
+}
+
+/**
+ * Changes many principals' open holds at once: a growth commits only while that principal stays
+ * within `limit`. Answers the principals whose change committed.
+ */
+export async function changeHolders(
+  db: Db,
+  deltas: ReadonlyMap<string, number>,
+  limit: number,
+): Promise<Set<string>> {
+  const values = [...deltas].filter(([, d]) => d !== 0)
+  if (values.length === 0) return new Set()
+  const rows = await db
+    .insertInto('budget_holders')
+    .values(values.map(([principal, d]) => ({ principal, open_holds: d })))
+    .onConflict((oc) =>
+      oc
+        .column('principal')
+        .doUpdateSet((eb) => ({
+          open_holds: eb('budget_holders.open_holds', '+', eb.ref('excluded.open_holds')),
+        }))
+        .where((eb) =>
+          eb(
+            eb('budget_holders.open_holds', '+', eb.ref('excluded.open_holds')),
+            '<=',
+            eb
+              .case()
+              .when(eb.ref('excluded.open_holds'), '>', 0)
+              .then(limit)
+              .else(2 ** 31)
+              .end(),
+          ),
+        ),
+    )
+    .returning('principal')
+    .execute()
+  return new Set(rows.map((r) => r.principal))
+}
+
+/** Each principal's open holds, locked for the transaction where the dialect takes row locks. */
+export async function lockHolders(
+  db: Db,
+  principals: readonly string[],
+  lock: boolean,
+): Promise<Map<string, number>> {
+  if (principals.length === 0) return new Map()
+  const rows = await db
+    .selectFrom('budget_holders')
+    .selectAll()
+    .where('principal', 'in', principals)
+    .orderBy('principal')
+    .$if(lock, (qb) => qb.forUpdate())
+    .execute()
+  return new Map(rows.map((r) => [r.principal, Number(r.open_holds)]))
+}
+
+/**
+ * Settles these holds with their amounts (each held or released, as read under its lock);
+ * answers how many moved.
+ */
+export async function settleHolds(
+  db: Db,
+  holds: readonly BudgetHoldRow[],
+  now: number,
+): Promise<number> {
+  if (holds.length === 0) return 0
+  const res = await db
+    .updateTable('budget_holds')
+    .set({
+      state: 'settled',
+      // One CASE over the ids: each hold its own settled amount.
+      settled_micros: sql<number>`case ${sql.join(
+        holds.map((h) => sql`when id = ${h.id} then cast(${h.settled_micros} as bigint)`),
+        sql` `,
+      )} end`,
+      settled_at: now,
+    })
+    .where(
+      'id',
+      'in',
+      holds.map((h) => h.id),
+    )
+    .where('state', 'in', ['held', 'released'])
+    .executeTakeFirst()
+  return Number(res.numUpdatedRows)
 }
