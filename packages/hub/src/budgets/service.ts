@@ -82,6 +82,17 @@ interface PendingReserve {
   ttlMs: number
 }
 
+/** A spend report queued for its batch, its caller checked against the budget it names. */
+interface PendingSpend {
+  caller: string
+  hop: string
+  key: string
+  amount: number
+  note: string | null
+  /** The hops above its budget, whose spent the amount counts in. */
+  ancestors: string[]
+}
+
 /** A settle queued for its batch, its caller checked against the hold it names. */
 interface PendingSettle {
   caller: string
@@ -127,8 +138,9 @@ class Crossing extends Error {
  * from its parent's remaining when the sub-offer is delivered, charged by its delegate's spend
  * reports and holds (each counted in every ancestor), refused before it would cross (recorded and
  * delivered to the delegator with a hub-signed receipt), and closed, releasing what was unspent to
- * its parent, in the transaction that ends its hop or at its expiry. Every change is a
- * conditional write, so many instances on one database never overshoot.
+ * its parent, in the transaction that ends its hop or at its expiry. Every change is decided
+ * under the ledger's lock (a conditional write, or reports that arrive together decided in order
+ * against the ledger as locked), so many instances on one database never overshoot.
  */
 export class BudgetService {
   constructor(private readonly deps: BudgetDeps) {}
@@ -328,32 +340,17 @@ export class BudgetService {
     const budget = await this.reporting(caller, digest)
     const { idempotencyKey: key, amountMicros: amount } = input
     try {
-      return await this.deps.batcher.carrying(carry).run(
-        async (tx) => {
-          const now = this.deps.clock.now()
-          const inserted = await store.insertEntry(tx.db, {
-            ...entry(budget.hop, 'spend', key, amount, caller, now),
-            note: input.note ?? null,
-          })
-          if (!inserted) return this.repeatedSpend(tx, budget.hop, key, amount)
-          const after = await store.charge(tx.db, {
-            hop: budget.hop,
-            now,
-            spend: amount,
-            maxEntries: this.deps.config.maxEntries,
-          })
-          if (!after) throw await this.whyNotCharged(tx, budget.hop, 'spend', key, amount, now)
-          await store.spendInAncestors(tx.db, ancestorsOf(budget), amount, now)
-          this.announce(tx, after, 'spent', now, { amountMicros: amount })
-          return {
-            hop: budget.hop,
-            idempotencyKey: key,
-            amountMicros: amount,
-            repeated: false,
-            budget: this.toView(after),
-          }
+      return await this.deps.batcher.runIn(
+        this.spends,
+        {
+          caller,
+          hop: budget.hop,
+          key,
+          amount,
+          note: input.note ?? null,
+          ancestors: ancestorsOf(budget),
         },
-        { rerunOnUniqueViolation: true },
+        { rerunOnUniqueViolation: true, ...(carry ? { carry } : {}) },
       )
     } catch (error) {
       if (!(error instanceof Crossing)) throw error
@@ -363,6 +360,120 @@ export class BudgetService {
         return this.deps.batcher.run((tx) => this.repeatedSpend(tx, budget.hop, key, amount))
       }
       throw exceeded(recorded.row, error.budget, error.kind)
+    }
+  }
+
+  /** Spend reports that arrive together, decided and written set-based (`spendMany`). */
+  private readonly spends: BatchGroup<PendingSpend, SpendView> = {
+    many: (db, inputs) => this.spendMany(db, inputs),
+  }
+
+  /**
+   * Decides many spend reports at once, in order, each as it would be alone: one read of the keys
+   * already used and one of the ledgers (locked where the dialect locks rows), then one insert of
+   * the entries and one update per ledger and per ancestor the spends count in.
+   */
+  private async spendMany(
+    db: Tx['db'],
+    inputs: PendingSpend[],
+  ): Promise<GroupOutcome<SpendView>[]> {
+    const now = this.deps.clock.now()
+    const hops = [...new Set(inputs.map((i) => i.hop))]
+    const keyOf = (hop: string, key: string) => `${hop}\0${key}`
+    const prior = new Map(
+      (
+        await store.findEntriesOf(
+          db,
+          'spend',
+          hops,
+          inputs.map((i) => i.key),
+        )
+      ).map((e) => [keyOf(e.hop, e.key), e]),
+    )
+    const ledgers = await this.lockLedgers(db, hops)
+    const entries: BudgetEntryRow[] = []
+    const made = new Map<string, BudgetEntryRow>()
+    const outcomes = inputs.map((input): GroupOutcome<SpendView> => {
+      const { caller, hop, key, amount } = input
+      const row = ledgers.rows.get(hop)
+      if (!row) return { ok: false, error: new Error(`budget ${hop} vanished`) }
+      const view = (repeated: boolean) => ({
+        hop,
+        idempotencyKey: key,
+        amountMicros: amount,
+        repeated,
+        budget: this.toView({ ...row }),
+      })
+      const earlier = prior.get(keyOf(hop, key)) ?? made.get(keyOf(hop, key))
+      if (earlier) {
+        if (earlier.amount_micros !== amount) return { ok: false, error: keyConflict(earlier) }
+        if (earlier.charged !== 1) return { ok: false, error: exceeded(earlier, row, 'spend') }
+        return { ok: true, value: view(true) }
+      }
+      const refusal = this.chargeRefusal(row, 'spend', key, amount, now)
+      if (refusal) return { ok: false, error: refusal }
+      row.spent_micros += amount
+      row.entries += 1
+      row.updated_at = now
+      ledgers.spendAbove(input.ancestors, amount)
+      const entryRow = { ...entry(hop, 'spend', key, amount, caller, now), note: input.note }
+      entries.push(entryRow)
+      made.set(keyOf(hop, key), entryRow)
+      return {
+        ok: true,
+        value: view(false),
+        after: this.announcement({ ...row }, 'spent', now, { amountMicros: amount }),
+      }
+    })
+    if (entries.length === 0) return outcomes
+    await store.insertEntries(db, entries)
+    await ledgers.write(now)
+    return outcomes
+  }
+
+  /**
+   * The ledgers a batch decides on, as read under their locks, and how to write what it decided:
+   * each changed ledger by the difference, checked against what was computed, and the spends
+   * counted in ancestors the batch did not read.
+   */
+  private async lockLedgers(db: Tx['db'], hops: readonly string[]) {
+    const lock = this.deps.database.caps.lockRowsForUpdate
+    const rows = new Map((await store.lockBudgets(db, hops, lock)).map((b) => [b.hop, b]))
+    const start = new Map([...rows].map(([hop, b]) => [hop, { ...b }]))
+    const above = new Map<string, number>()
+    return {
+      rows,
+      /** A descendant's spend: moved from reserved to spent in each ancestor. */
+      spendAbove(ancestors: readonly string[], amount: number): void {
+        if (amount === 0) return
+        for (const ancestor of ancestors) {
+          const read = rows.get(ancestor)
+          if (read) {
+            read.spent_micros += amount
+            read.reserved_micros -= amount
+          } else above.set(ancestor, (above.get(ancestor) ?? 0) + amount)
+        }
+      },
+      async write(now: number): Promise<void> {
+        for (const [hop, row] of rows) {
+          const was = start.get(hop)!
+          const delta = {
+            spent: row.spent_micros - was.spent_micros,
+            held: row.held_micros - was.held_micros,
+            reserved: row.reserved_micros - was.reserved_micros,
+            holds: row.holds - was.holds,
+            entries: row.entries - was.entries,
+          }
+          if (Object.values(delta).every((d) => d === 0)) continue
+          const moved = await store.moveLedger(db, { hop, now, ...delta })
+          if (moved?.held_micros !== row.held_micros || moved.entries !== row.entries) {
+            throw new Error(`the ledger of ${hop} moved under its lock`)
+          }
+        }
+        for (const [hop, amount] of above) {
+          await store.moveLedger(db, { hop, now, spent: amount, reserved: -amount })
+        }
+      },
     }
   }
 
@@ -429,8 +540,7 @@ export class BudgetService {
         )
       ).map((e) => [keyOf(e.hop, e.key), e]),
     )
-    const ledgers = new Map((await store.lockBudgets(db, hops, lock)).map((b) => [b.hop, b]))
-    const start = new Map([...ledgers].map(([hop, b]) => [hop, { ...b }]))
+    const ledgers = await this.lockLedgers(db, hops)
     const holders = await store.lockHolders(db, [...new Set(inputs.map((i) => i.caller))], lock)
     const startHolders = new Map(holders)
     const priorHolds = new Map(
@@ -447,7 +557,7 @@ export class BudgetService {
     const made = new Map<string, { entry: BudgetEntryRow; hold: BudgetHoldRow }>()
     const outcomes = inputs.map((input): GroupOutcome<HoldView> => {
       const { caller, hop, key, amount, ttlMs } = input
-      const row = ledgers.get(hop)
+      const row = ledgers.rows.get(hop)
       // A budget the caller read is never deleted; only a bug could get here.
       if (!row) return { ok: false, error: new Error(`budget ${hop} vanished`) }
       const earlier = prior.get(keyOf(hop, key)) ?? made.get(keyOf(hop, key))?.entry
@@ -494,20 +604,7 @@ export class BudgetService {
     })
     if (entries.length === 0) return outcomes
     await store.insertEntries(db, entries)
-    for (const [hop, row] of ledgers) {
-      const was = start.get(hop)!
-      if (row.entries === was.entries) continue
-      const moved = await store.moveLedger(db, {
-        hop,
-        now,
-        held: row.held_micros - was.held_micros,
-        holds: row.holds - was.holds,
-        entries: row.entries - was.entries,
-      })
-      if (moved?.held_micros !== row.held_micros || moved.entries !== row.entries) {
-        throw new Error(`the ledger of ${hop} moved under its lock`)
-      }
-    }
+    await ledgers.write(now)
     const deltas = new Map<string, number>()
     for (const [principal, n] of holders)
       deltas.set(principal, n - (startHolders.get(principal) ?? 0))
@@ -591,8 +688,7 @@ export class BudgetService {
         ])
       ).map((e) => [keyOf(e.hop, e.key), e]),
     )
-    const ledgers = new Map((await store.lockBudgets(db, hops, lock)).map((b) => [b.hop, b]))
-    const start = new Map([...ledgers].map(([hop, b]) => [hop, { ...b }]))
+    const ledgers = await this.lockLedgers(db, hops)
     const holds = new Map(
       (await store.lockHolds(db, [...new Set(inputs.map((i) => i.holdId))], lock)).map((h) => [
         h.id,
@@ -603,11 +699,9 @@ export class BudgetService {
     const made = new Map<string, BudgetEntryRow>()
     const settled = new Map<string, BudgetHoldRow>()
     const holderDeltas = new Map<string, number>()
-    // What descendants' spends add to ancestors outside the batch's own ledgers.
-    const above = new Map<string, number>()
     const outcomes = inputs.map((input): GroupOutcome<HoldView> => {
       const { caller, hop, holdId, amount, refusedKey } = input
-      const row = ledgers.get(hop)
+      const row = ledgers.rows.get(hop)
       const hold = holds.get(holdId)
       // A budget or hold the caller read is never deleted; only a bug could get here.
       if (!row || !hold) return { ok: false, error: new Error(`hold ${holdId} vanished`) }
@@ -651,13 +745,7 @@ export class BudgetService {
       }
       Object.assign(hold, { state: 'settled', settled_micros: amount, settled_at: now })
       settled.set(hold.id, hold)
-      for (const ancestor of amount > 0 ? input.ancestors : []) {
-        const inBatch = ledgers.get(ancestor)
-        if (inBatch) {
-          inBatch.spent_micros += amount
-          inBatch.reserved_micros -= amount
-        } else above.set(ancestor, (above.get(ancestor) ?? 0) + amount)
-      }
+      ledgers.spendAbove(input.ancestors, amount)
       const entryRow = { ...entry(hop, 'settle', holdId, amount, caller, now), hold_id: holdId }
       entries.push(entryRow)
       made.set(keyOf(hop, holdId), entryRow)
@@ -669,31 +757,7 @@ export class BudgetService {
     })
     if (entries.length === 0) return outcomes
     await store.insertEntries(db, entries)
-    for (const [hop, row] of ledgers) {
-      const was = start.get(hop)!
-      const same =
-        row.entries === was.entries &&
-        row.spent_micros === was.spent_micros &&
-        row.reserved_micros === was.reserved_micros &&
-        row.held_micros === was.held_micros &&
-        row.holds === was.holds
-      if (same) continue
-      const moved = await store.moveLedger(db, {
-        hop,
-        now,
-        spent: row.spent_micros - was.spent_micros,
-        held: row.held_micros - was.held_micros,
-        reserved: row.reserved_micros - was.reserved_micros,
-        holds: row.holds - was.holds,
-        entries: row.entries - was.entries,
-      })
-      if (moved?.held_micros !== row.held_micros || moved.entries !== row.entries) {
-        throw new Error(`the ledger of ${hop} moved under its lock`)
-      }
-    }
-    for (const [hop, amount] of above) {
-      await store.moveLedger(db, { hop, now, spent: amount, reserved: -amount })
-    }
+    await ledgers.write(now)
     const moved = await store.settleHolds(db, [...settled.values()], now)
     if (moved !== settled.size) throw new Error('a hold moved under its lock')
     const counted = await store.changeHolders(
@@ -833,27 +897,6 @@ export class BudgetService {
         requestedMicros: amount,
         remainingMicros: remainingOf(parent),
       },
-    )
-  }
-
-  /**
-   * Why a charge was not made, read after the conditional write refused it: a closed or expired
-   * budget, a cap reached, or else a crossing, recorded by the caller. `credit` is the live hold a
-   * settle releases.
-   */
-  private async whyNotCharged(
-    tx: Tx,
-    hop: string,
-    kind: BudgetCrossing['kind'],
-    key: string,
-    requested: number,
-    now: number,
-    credit = 0,
-  ): Promise<Error> {
-    const row = (await store.findBudget(tx.db, hop))!
-    return (
-      this.chargeRefusal(row, kind, key, requested, now, credit) ??
-      new Crossing(row, kind, key, requested, remainingOf(row) + credit)
     )
   }
 

@@ -2,9 +2,11 @@ import { type Kysely, sql } from 'kysely'
 import type { BudgetEntryRow, BudgetHoldRow, BudgetRow, Schema } from '../store/schema.js'
 
 /**
- * SQL for budget ledgers, in the subset both dialects share. Every change to a ledger is one
- * conditional statement: the check (what remains, the state, the expiry, a cap) and the write
- * happen together under the row's lock, so two writers on any instances never overshoot.
+ * SQL for budget ledgers, in the subset both dialects share. A ledger changes either by one
+ * conditional statement (a sub-offer's reservation, a close: the check and the write together
+ * under the row's lock), or by a batch of reports decided against the ledger as read under its
+ * lock (`lockBudgets`: PostgreSQL's row lock, SQLite's one write lock) and written by the
+ * difference; either way two writers on any instances never overshoot.
  */
 
 type Db = Kysely<Schema>
@@ -60,13 +62,6 @@ function normalizeEntry(row: BudgetEntryRow): BudgetEntryRow {
 export async function findBudget(db: Db, hop: string): Promise<BudgetRow | undefined> {
   const row = await db.selectFrom('budgets').selectAll().where('hop', '=', hop).executeTakeFirst()
   return row && normalize(row)
-}
-
-/** The budgets of these hops, in no particular order. */
-export async function findBudgets(db: Db, hops: readonly string[]): Promise<BudgetRow[]> {
-  if (hops.length === 0) return []
-  const rows = await db.selectFrom('budgets').selectAll().where('hop', 'in', hops).execute()
-  return rows.map(normalize)
 }
 
 /** Every budget under one root, the root first and then by depth. */
@@ -132,72 +127,6 @@ export async function reserveChild(
     .where(sql<boolean>`${REMAINING} >= ${c.amount}`)
     .executeTakeFirst()
   return Number(res.numUpdatedRows) === 1
-}
-
-/**
- * Charges a ledger: `spend` is added to spent and `release` taken off held (with `holds` open
- * holds fewer), only if the budget is open, unexpired, keeps fewer than `maxEntries` reports and
- * what remains covers `spend - release`; `hold` is added to held (one open hold more, fewer than
- * `maxHolds`). One conditional statement; answers the ledger after it, or undefined when it did
- * not charge.
- */
-export async function charge(
-  db: Db,
-  c: {
-    hop: string
-    now: number
-    spend?: number
-    hold?: number
-    release?: number
-    closedHolds?: number
-    maxEntries: number
-    maxHolds?: number
-  },
-): Promise<BudgetRow | undefined> {
-  const spend = c.spend ?? 0
-  const hold = c.hold ?? 0
-  const release = c.release ?? 0
-  const closedHolds = c.closedHolds ?? 0
-  const need = spend + hold - release
-  let q = db
-    .updateTable('budgets')
-    .set((eb) => ({
-      spent_micros: eb('spent_micros', '+', spend),
-      held_micros: eb('held_micros', '+', hold - release),
-      holds: eb('holds', '+', (hold > 0 ? 1 : 0) - closedHolds),
-      entries: eb('entries', '+', 1),
-      updated_at: c.now,
-    }))
-    .where('hop', '=', c.hop)
-    .where('state', '=', 'open')
-    .where('expires_at', '>', c.now)
-    .where('entries', '<', c.maxEntries)
-    .where(sql<boolean>`${REMAINING} >= ${need}`)
-  if (hold > 0 && c.maxHolds !== undefined) q = q.where('holds', '<', c.maxHolds)
-  const row = await q.returningAll().executeTakeFirst()
-  return row && normalize(row)
-}
-
-/**
- * A descendant's spend counted in every ancestor: it moves from what the ancestor reserved for
- * that sub-delegation to what it spent, so the ancestor's remaining stays as it was.
- */
-export async function spendInAncestors(
-  db: Db,
-  ancestors: readonly string[],
-  amount: number,
-  now: number,
-): Promise<void> {
-  if (ancestors.length === 0 || amount === 0) return
-  await db
-    .updateTable('budgets')
-    .set((eb) => ({
-      spent_micros: eb('spent_micros', '+', amount),
-      reserved_micros: eb('reserved_micros', '-', amount),
-      updated_at: now,
-    }))
-    .where('hop', 'in', ancestors)
-    .execute()
 }
 
 /** Counts a refused report (a crossing) on a ledger that keeps fewer than `maxEntries`. */
@@ -357,10 +286,6 @@ export async function recentEntries(db: Db, hop: string, limit: number) {
     .limit(limit)
     .execute()
   return rows.map(normalizeEntry)
-}
-
-export async function insertHold(db: Db, row: BudgetHoldRow): Promise<void> {
-  await db.insertInto('budget_holds').values(row).execute()
 }
 
 export async function findHold(db: Db, id: string): Promise<BudgetHoldRow | undefined> {
