@@ -100,7 +100,11 @@ function validString(schema: JsonSchema): fc.Arbitrary<string> {
   const max = Math.max(min, cap(schema.maxLength, min + 24))
   if (schema.format === 'date-time') {
     return fc
-      .date({ min: new Date('2000-01-01T00:00:00Z'), max: new Date('2100-01-01T00:00:00Z') })
+      .date({
+        min: new Date('2000-01-01T00:00:00Z'),
+        max: new Date('2100-01-01T00:00:00Z'),
+        noInvalidDate: true,
+      })
       .map((d) => d.toISOString())
   }
   if (schema.pattern) {
