@@ -23,6 +23,7 @@ import { BUDGET_CROSSING_TYPE, type BudgetView, type OfferBudget } from '@baton/
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { ManualClock } from '../src/clock.js'
+import { countStatements } from '../src/store/transaction.js'
 import {
   restartableHub,
   signedAgent,
@@ -809,6 +810,123 @@ for (const store of testStores) {
       } finally {
         await hub.stop()
         await db.drop()
+      }
+    })
+  })
+
+  describe(`reports that arrive together are decided as one (${store.name})`, () => {
+    test('a batch of reserves, settles and spends takes a few statements, each answered as alone', async () => {
+      const clock = new ManualClock(Date.now())
+      const now = () => clock.now()
+      const hub = await startTestHub(store, { ...OPEN, ...MANUAL_REAP }, { clock })
+      try {
+        const assistant = await agent(hub, clock)
+        const coder = await agent(hub, clock)
+        const first = await assistant.hops.offer({
+          to: coder.principal,
+          dialog: 'ctx-batch',
+          budget: usd(100_000),
+          ttlS: 300,
+          now,
+        })
+        const hop = first.signed.digest
+        const svc = hub.ctx.budgets
+        const counts = countStatements(hub.ctx.database)
+        const outcome = (r: PromiseSettledResult<{ repeated: boolean }>) =>
+          r.status === 'fulfilled'
+            ? r.value.repeated
+              ? 'repeated'
+              : 'ok'
+            : (r.reason as { code: string }).code
+
+        // Eight reserves started together. Each is read (who may report) before it is queued; on
+        // SQLite those reads answer at once and the eight share one transaction, while on
+        // PostgreSQL they answer apart and two transactions commit at once, so how many share a
+        // batch varies there and only SQLite's count is held to a bound.
+        const bounded = store.name === 'sqlite'
+        let before = counts.statements
+        const reserves = await Promise.all(
+          Array.from({ length: 8 }, (_, i) =>
+            svc.reserve(coder.principal, hop, { idempotencyKey: `r-${i}`, amountMicros: 10_000 }),
+          ),
+        )
+        const reserveStatements = counts.statements - before
+        // Eight reads, then one transaction of nine statements (its reads, its writes, its ends).
+        if (bounded) assert.ok(reserveStatements <= 18, `${reserveStatements} for eight reserves`)
+        // Each answered with the ledger as it stood after it: every step of 10,000 once.
+        assert.deepEqual(
+          reserves.map((h) => h.budget.heldMicros).sort((x, y) => x - y),
+          Array.from({ length: 8 }, (_, i) => 10_000 * (i + 1)),
+        )
+        // A key again: the same hold; another amount under it: a conflict.
+        const again = await svc.reserve(coder.principal, hop, {
+          idempotencyKey: 'r-0',
+          amountMicros: 10_000,
+        })
+        assert.equal(again.repeated, true)
+        assert.equal(again.holdId, reserves[0]!.holdId)
+        await assert.rejects(
+          svc.reserve(coder.principal, hop, { idempotencyKey: 'r-0', amountMicros: 7 }),
+          { code: 'idempotency_conflict' },
+        )
+
+        // The eight holds settled together, each for what its call cost.
+        before = counts.statements
+        const settles = await Promise.all(
+          reserves.map((h, i) =>
+            svc.settle(
+              coder.principal,
+              { digest: hop, hold: h.holdId },
+              { amountMicros: 1_000 * (i + 1) },
+            ),
+          ),
+        )
+        const settleStatements = counts.statements - before
+        // Sixteen reads (the budget, the hold), then one transaction.
+        if (bounded) assert.ok(settleStatements <= 26, `${settleStatements} for eight settles`)
+        assert.deepEqual(
+          settles.map((h) => [h.state, h.settledMicros, h.repeated]),
+          reserves.map((_, i) => ['settled', 1_000 * (i + 1), false]),
+        )
+        const resettled = await svc.settle(
+          coder.principal,
+          { digest: hop, hold: reserves[3]!.holdId },
+          { amountMicros: 4_000 },
+        )
+        assert.equal(resettled.repeated, true)
+
+        // Two spends together fit; a third would cross and is refused; a key again repeats.
+        const spent = await Promise.all([
+          svc.spend(coder.principal, hop, { idempotencyKey: 's-1', amountMicros: 20_000 }),
+          svc.spend(coder.principal, hop, { idempotencyKey: 's-2', amountMicros: 20_000 }),
+        ])
+        assert.deepEqual(
+          spent.map((s) => s.repeated),
+          [false, false],
+        )
+        await assert.rejects(
+          svc.spend(coder.principal, hop, { idempotencyKey: 's-3', amountMicros: 30_000 }),
+          { code: 'budget_exceeded' },
+        )
+        const repeat = await svc.spend(coder.principal, hop, {
+          idempotencyKey: 's-1',
+          amountMicros: 20_000,
+        })
+        assert.equal(repeat.repeated, true)
+        const [ledger] = (await svc.read(coder.principal, hop)).budgets
+        // 36,000 settled and 40,000 spent of 100,000; nothing held; the crossing counted.
+        assert.deepEqual(
+          {
+            spent: ledger!.spentMicros,
+            held: ledger!.heldMicros,
+            holds: ledger!.holds,
+            remaining: ledger!.remainingMicros,
+            crossings: ledger!.crossings,
+          },
+          { spent: 76_000, held: 0, holds: 0, remaining: 24_000, crossings: 1 },
+        )
+      } finally {
+        await hub.close()
       }
     })
   })
