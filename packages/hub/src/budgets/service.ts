@@ -455,23 +455,34 @@ export class BudgetService {
         }
       },
       async write(now: number): Promise<void> {
+        const moves: store.LedgerMove[] = []
         for (const [hop, row] of rows) {
           const was = start.get(hop)!
-          const delta = {
+          const move = {
+            hop,
             spent: row.spent_micros - was.spent_micros,
             held: row.held_micros - was.held_micros,
             reserved: row.reserved_micros - was.reserved_micros,
             holds: row.holds - was.holds,
             entries: row.entries - was.entries,
           }
-          if (Object.values(delta).every((d) => d === 0)) continue
-          const moved = await store.moveLedger(db, { hop, now, ...delta })
-          if (moved?.held_micros !== row.held_micros || moved.entries !== row.entries) {
-            throw new Error(`the ledger of ${hop} moved under its lock`)
+          if (move.spent || move.held || move.reserved || move.holds || move.entries) {
+            moves.push(move)
           }
         }
         for (const [hop, amount] of above) {
-          await store.moveLedger(db, { hop, now, spent: amount, reserved: -amount })
+          moves.push({ hop, spent: amount, held: 0, reserved: -amount, holds: 0, entries: 0 })
+        }
+        const after = new Map((await store.moveLedgers(db, moves, now)).map((r) => [r.hop, r]))
+        for (const { hop } of moves) {
+          const row = rows.get(hop)
+          const moved = after.get(hop)
+          if (
+            !moved ||
+            (row && (moved.held_micros !== row.held_micros || moved.entries !== row.entries))
+          ) {
+            throw new Error(`the ledger of ${hop} moved under its lock`)
+          }
         }
       },
     }

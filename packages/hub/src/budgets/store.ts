@@ -483,38 +483,6 @@ export async function lockHolds(
 }
 
 /**
- * Moves one ledger by what a batch decided against its row as read under its lock; answers the
- * row after, which the caller holds against what it computed.
- */
-export async function moveLedger(
-  db: Db,
-  c: {
-    hop: string
-    now: number
-    spent?: number
-    held?: number
-    reserved?: number
-    holds?: number
-    entries?: number
-  },
-): Promise<BudgetRow | undefined> {
-  const row = await db
-    .updateTable('budgets')
-    .set((eb) => ({
-      spent_micros: eb('spent_micros', '+', c.spent ?? 0),
-      held_micros: eb('held_micros', '+', c.held ?? 0),
-      reserved_micros: eb('reserved_micros', '+', c.reserved ?? 0),
-      holds: eb('holds', '+', c.holds ?? 0),
-      entries: eb('entries', '+', c.entries ?? 0),
-      updated_at: c.now,
-    }))
-    .where('hop', '=', c.hop)
-    .returningAll()
-    .executeTakeFirst()
-  return row && normalize(row)
-}
-
-/**
  * Changes many principals' open holds at once: a growth commits only while that principal stays
  * within `limit`. Answers the principals whose change committed.
  */
@@ -598,4 +566,49 @@ export async function settleHolds(
     .where('state', 'in', ['held', 'released'])
     .executeTakeFirst()
   return Number(res.numUpdatedRows)
+}
+
+/** One ledger's move by a batch: what it adds to each figure. */
+export interface LedgerMove {
+  hop: string
+  spent: number
+  held: number
+  reserved: number
+  holds: number
+  entries: number
+}
+
+/**
+ * Moves many ledgers by what a batch decided, in one statement; answers each moved ledger's
+ * hop, held amount and entries after, for the caller to hold against what it computed.
+ */
+export async function moveLedgers(
+  db: Db,
+  moves: readonly LedgerMove[],
+  now: number,
+): Promise<{ hop: string; held_micros: number; entries: number }[]> {
+  if (moves.length === 0) return []
+  const n = (v: number) => sql`cast(${v} as bigint)`
+  const rows = sql.join(
+    moves.map(
+      (m) =>
+        sql`(${m.hop}, ${n(m.spent)}, ${n(m.held)}, ${n(m.reserved)}, ${n(m.holds)}, ${n(m.entries)})`,
+    ),
+  )
+  const { rows: after } = await sql<{ hop: string; held_micros: unknown; entries: unknown }>`
+    update budgets set
+      spent_micros = spent_micros + v.column2,
+      held_micros = held_micros + v.column3,
+      reserved_micros = reserved_micros + v.column4,
+      holds = holds + v.column5,
+      entries = entries + v.column6,
+      updated_at = ${n(now)}
+    from (values ${rows}) as v
+    where budgets.hop = v.column1
+    returning hop, held_micros, entries`.execute(db)
+  return after.map((r) => ({
+    hop: r.hop,
+    held_micros: num(r.held_micros),
+    entries: num(r.entries),
+  }))
 }
