@@ -379,17 +379,7 @@ export class BudgetService {
   ): Promise<GroupOutcome<SpendView>[]> {
     const now = this.deps.clock.now()
     const hops = [...new Set(inputs.map((i) => i.hop))]
-    const keyOf = (hop: string, key: string) => `${hop}\0${key}`
-    const prior = new Map(
-      (
-        await store.findEntriesOf(
-          db,
-          'spend',
-          hops,
-          inputs.map((i) => i.key),
-        )
-      ).map((e) => [keyOf(e.hop, e.key), e]),
-    )
+    const prior = await priorEntries(db, 'spend', inputs)
     const ledgers = await this.lockLedgers(db, hops)
     const entries: BudgetEntryRow[] = []
     const made = new Map<string, BudgetEntryRow>()
@@ -540,17 +530,7 @@ export class BudgetService {
     const { config } = this.deps
     const lock = this.deps.database.caps.lockRowsForUpdate
     const hops = [...new Set(inputs.map((i) => i.hop))]
-    const keyOf = (hop: string, key: string) => `${hop}\0${key}`
-    const prior = new Map(
-      (
-        await store.findEntriesOf(
-          db,
-          'reserve',
-          hops,
-          inputs.map((i) => i.key),
-        )
-      ).map((e) => [keyOf(e.hop, e.key), e]),
-    )
+    const prior = await priorEntries(db, 'reserve', inputs)
     const ledgers = await this.lockLedgers(db, hops)
     const holders = await store.lockHolders(db, [...new Set(inputs.map((i) => i.caller))], lock)
     const startHolders = new Map(holders)
@@ -691,13 +671,13 @@ export class BudgetService {
     const now = this.deps.clock.now()
     const lock = this.deps.database.caps.lockRowsForUpdate
     const hops = [...new Set(inputs.map((i) => i.hop))]
-    const keyOf = (hop: string, key: string) => `${hop}\0${key}`
-    const prior = new Map(
-      (
-        await store.findEntriesOf(db, 'settle', hops, [
-          ...new Set(inputs.flatMap((i) => [i.holdId, i.refusedKey])),
-        ])
-      ).map((e) => [keyOf(e.hop, e.key), e]),
+    const prior = await priorEntries(
+      db,
+      'settle',
+      inputs.flatMap((i) => [
+        { hop: i.hop, key: i.holdId },
+        { hop: i.hop, key: i.refusedKey },
+      ]),
     )
     const ledgers = await this.lockLedgers(db, hops)
     const holds = new Map(
@@ -1163,6 +1143,19 @@ function toEntryView(e: BudgetEntryRow) {
     receipt: e.receipt,
     at: iso(e.created_at),
   }
+}
+
+/** An entry's place among a batch's: its hop and key. */
+const keyOf = (hop: string, key: string) => `${hop}\0${key}`
+
+/** The entries of one kind already at a batch's (hop, key) pairs, by `keyOf`. */
+async function priorEntries(
+  db: Tx['db'],
+  kind: string,
+  at: readonly { hop: string; key: string }[],
+): Promise<Map<string, BudgetEntryRow>> {
+  const rows = await store.findEntriesAt(db, kind, at)
+  return new Map(rows.map((e) => [keyOf(e.hop, e.key), e]))
 }
 
 const remainingOf = (b: BudgetRow) =>

@@ -437,20 +437,24 @@ export async function lockBudgets(
   return rows.map(normalize)
 }
 
-/** The entries of one kind under any of these keys on any of these hops (a superset, to filter). */
-export async function findEntriesOf(
+/** The entries of one kind at these (hop, key) pairs: at most one each. */
+export async function findEntriesAt(
   db: Db,
   kind: string,
-  hops: readonly string[],
-  keys: readonly string[],
+  at: readonly { hop: string; key: string }[],
 ): Promise<BudgetEntryRow[]> {
-  if (hops.length === 0 || keys.length === 0) return []
+  if (at.length === 0) return []
   const rows = await db
     .selectFrom('budget_entries')
     .selectAll()
     .where('kind', '=', kind)
-    .where('hop', 'in', hops)
-    .where('key', 'in', keys)
+    .where((eb) =>
+      eb(
+        eb.refTuple('hop', 'key'),
+        'in',
+        at.map((p) => eb.tuple(p.hop, p.key)),
+      ),
+    )
     .execute()
   return rows.map(normalizeEntry)
 }
