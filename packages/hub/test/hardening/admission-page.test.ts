@@ -59,11 +59,21 @@ for (const store of testStores) {
         assert.ok(pages < 10, 'the genuine key is on some page')
         const next = page.locator('#next-page')
         assert.equal(await next.count(), 1, 'a page before the key offers the next one')
+        // The page it leaves was loaded at this moment; the next one is another load.
+        const shown = await page.evaluate(
+          () =>
+            (globalThis as unknown as { document: PageDocument }).document.querySelector('#view')
+              ?.dataset.loadedAt,
+        )
         await next.click()
-        await page.waitForFunction(() =>
-          (globalThis as unknown as { location: { hash: string } }).location.hash.includes(
-            'cursor=',
-          ),
+        await page.waitForFunction(
+          (before) =>
+            (globalThis as unknown as { location: { hash: string } }).location.hash.includes(
+              'cursor=',
+            ) &&
+            (globalThis as unknown as { document: PageDocument }).document.querySelector('#view')
+              ?.dataset.loadedAt !== before,
+          shown,
         )
         await page.waitForSelector('nav.pager a[data-focus-key="page:first"]')
         pages++
