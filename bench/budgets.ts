@@ -11,16 +11,11 @@
 //
 //   node --import tsx bench/budgets.ts
 //   BENCH_STORES=sqlite BENCH_ROUNDS=5 node --import tsx bench/budgets.ts
-import { randomBytes } from 'node:crypto'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { loadavg, tmpdir } from 'node:os'
-import path from 'node:path'
+
+import { loadavg } from 'node:os'
 import { pathToFileURL } from 'node:url'
 import { BudgetClient, createIdentity, HopClient, SignedClient } from '@baton/client'
-import { loadConfig, type RunningHub, startHub } from '@baton/hub'
-import pg from 'pg'
-import pino from 'pino'
-import { startPostgres } from '../scripts/postgres.js'
+import { perStore, type Store, startBenchHub } from './hub.js'
 import {
   assertAllAnswered,
   type LoadRequest,
@@ -32,8 +27,6 @@ import {
 } from './lib.js'
 import { threadCpuUs } from './signed-requests.js'
 
-type Store = 'sqlite' | 'postgres'
-
 const env = process.env
 const intEnv = (name: string, fallback: number) => (env[name] ? Number(env[name]) : fallback)
 const options = {
@@ -43,57 +36,20 @@ const options = {
   rounds: intEnv('BENCH_ROUNDS', 3),
 }
 
-async function hubFor(store: Store, pgUrl: string | undefined) {
-  const dir = await mkdtemp(path.join(tmpdir(), 'baton-bench-budgets-'))
-  let dropDb: (() => Promise<void>) | undefined
-  let databaseUrl: string | undefined
-  if (store === 'postgres') {
-    const name = `baton_bench_${randomBytes(5).toString('hex')}`
-    const admin = new pg.Client({ connectionString: pgUrl })
-    await admin.connect()
-    await admin.query(`create database ${name}`)
-    await admin.end()
-    const url = new URL(pgUrl!)
-    url.pathname = `/${name}`
-    databaseUrl = url.toString()
-    dropDb = async () => {
-      const c = new pg.Client({ connectionString: pgUrl })
-      await c.connect()
-      await c.query(`drop database if exists ${name} with (force)`)
-      await c.end()
-    }
-  }
-  const hub: RunningHub = await startHub(
-    loadConfig({
-      BATON_HOST: '127.0.0.1',
-      BATON_PORT: '0',
-      BATON_LOG_LEVEL: 'silent',
-      BATON_DATA_DIR: dir,
-      BATON_ADMISSION: 'open',
-      BATON_COMPUTE_EMBEDDED: 'false',
+/** This bench's hub on a store: PostgreSQL's on a database of its own on the server given. */
+function hubFor(store: Store, postgres: string | undefined) {
+  return startBenchHub(
+    'budgets',
+    {
       BATON_QUOTA_REQUESTS_PER_DAY: String(1e9),
       BATON_ENROL_PER_ADDRESS_PER_HOUR: '1000',
       // Every hold of a round is open at once before the settles: the caps out of the way.
       BATON_BUDGET_MAX_HOLDS: String(1e9),
       BATON_BUDGET_MAX_HOLDS_PER_PRINCIPAL: String(1e9),
       BATON_BUDGET_MAX_ENTRIES: String(1e9),
-      ...(databaseUrl
-        ? {
-            DATABASE_URL: databaseUrl,
-            BATON_HUB_KEY_SECRET: 'the hub key secret of benchmark hubs',
-          }
-        : {}),
-    }),
-    { log: pino({ level: 'silent' }) },
-  )
-  return {
-    hub,
-    async stop() {
-      await hub.stop()
-      await dropDb?.()
-      await rm(dir, { recursive: true, force: true })
     },
-  }
+    { postgres: store === 'postgres' ? postgres : undefined },
+  )
 }
 
 /** CPU µs of every thread of this process (the hub's: the load client is a child) since `from`. */
@@ -259,22 +215,8 @@ async function measure(store: Store, pgUrl: string | undefined): Promise<Result[
 }
 
 /** The scenario: each store, medians of `BENCH_ROUNDS` rounds. */
-export async function run(): Promise<Result[]> {
-  const results: Result[] = []
-  let started: { url: string; stop: () => Promise<void> } | undefined
-  for (const store of options.stores) {
-    let pgUrl: string | undefined
-    if (store === 'postgres') {
-      pgUrl = env.DATABASE_URL
-      if (!pgUrl) {
-        started = await startPostgres()
-        pgUrl = started.url
-      }
-    }
-    results.push(...(await measure(store, pgUrl)))
-  }
-  await started?.stop()
-  return results
+export function run(): Promise<Result[]> {
+  return perStore(options.stores, measure)
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

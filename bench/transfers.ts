@@ -4,10 +4,9 @@
 // second measured in the same run on the same hub. Medians of 3 rounds. Beside them: statements
 // and commits per lifecycle under load, and per step of one lifecycle run alone.
 // Run alone: node --import tsx bench/transfers.ts
+
 import { randomBytes } from 'node:crypto'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { loadavg, tmpdir } from 'node:os'
-import path from 'node:path'
+import { loadavg } from 'node:os'
 import { pathToFileURL } from 'node:url'
 import {
   createIdentity,
@@ -16,14 +15,9 @@ import {
   TransferAdminClient,
   TransferClient,
 } from '@baton/client'
-import { loadConfig, type RunningHub, startHub } from '@baton/hub'
-import pg from 'pg'
-import pino from 'pino'
 import { countStatements } from '../packages/hub/src/store/transaction.js'
-import { startPostgres } from '../scripts/postgres.js'
+import { perStore, type Store, startBenchHub } from './hub.js'
 import { median, printResults, type Result } from './lib.js'
-
-type Store = 'sqlite' | 'postgres'
 
 const env = process.env
 const intEnv = (name: string, fallback: number) => (env[name] ? Number(env[name]) : fallback)
@@ -60,47 +54,16 @@ async function throughput(n: number, concurrency: number, task: (i: number) => P
   return (n / (performance.now() - started)) * 1000
 }
 
-async function hubFor(store: Store, pgUrl: string | undefined) {
-  const dir = await mkdtemp(path.join(tmpdir(), 'baton-bench-transfers-'))
-  let dropDb: (() => Promise<void>) | undefined
-  let databaseUrl: string | undefined
-  if (store === 'postgres') {
-    const name = `baton_bench_${randomBytes(5).toString('hex')}`
-    const admin = new pg.Client({ connectionString: pgUrl })
-    await admin.connect()
-    await admin.query(`create database ${name}`)
-    await admin.end()
-    const url = new URL(pgUrl!)
-    url.pathname = `/${name}`
-    databaseUrl = url.toString()
-    dropDb = async () => {
-      const c = new pg.Client({ connectionString: pgUrl })
-      await c.connect()
-      await c.query(`drop database if exists ${name} with (force)`)
-      await c.end()
-    }
-  }
-  const config = loadConfig({
-    BATON_HOST: '127.0.0.1',
-    BATON_PORT: '0',
-    BATON_LOG_LEVEL: 'silent',
-    BATON_DATA_DIR: dir,
-    BATON_ADMISSION: 'open',
-    BATON_ADMIN_TOKEN: ADMIN,
-    BATON_QUOTA_REQUESTS_PER_DAY: '100000000',
-    ...(databaseUrl
-      ? { DATABASE_URL: databaseUrl, BATON_HUB_KEY_SECRET: 'the hub key secret of benchmark hubs' }
-      : {}),
-  })
-  const hub: RunningHub = await startHub(config, { log: pino({ level: 'silent' }) })
-  return {
-    hub,
-    async stop() {
-      await hub.stop()
-      await dropDb?.()
-      await rm(dir, { recursive: true, force: true })
+/** This bench's hub on a store: PostgreSQL's on a database of its own on the server given. */
+function hubFor(store: Store, postgres: string | undefined) {
+  return startBenchHub(
+    'transfers',
+    {
+      BATON_ADMIN_TOKEN: ADMIN,
+      BATON_QUOTA_REQUESTS_PER_DAY: '100000000',
     },
-  }
+    { postgres: store === 'postgres' ? postgres : undefined },
+  )
 }
 
 async function measure(store: Store, pgUrl: string | undefined): Promise<Result[]> {
@@ -226,22 +189,8 @@ async function measure(store: Store, pgUrl: string | undefined): Promise<Result[
 }
 
 /** The scenario: both stores, medians of `BENCH_ROUNDS` rounds. */
-export async function run(): Promise<Result[]> {
-  const results: Result[] = []
-  let started: { url: string; stop: () => Promise<void> } | undefined
-  for (const store of options.stores) {
-    let pgUrl: string | undefined
-    if (store === 'postgres') {
-      pgUrl = env.DATABASE_URL
-      if (!pgUrl) {
-        started = await startPostgres()
-        pgUrl = started.url
-      }
-    }
-    results.push(...(await measure(store, pgUrl)))
-  }
-  await started?.stop()
-  return results
+export function run(): Promise<Result[]> {
+  return perStore(options.stores, measure)
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

@@ -25,6 +25,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ManualClock } from '../src/clock.js'
 import { countStatements } from '../src/store/transaction.js'
 import {
+  refusal,
   restartableHub,
   signedAgent,
   startTestHub,
@@ -72,19 +73,6 @@ async function again(hub: { url: string }, who: Agent, clock: ManualClock): Prom
     },
   )
   return { ...who, client, hops: new HopClient(client), budgets: new BudgetClient(client) }
-}
-
-/** The code and context of a refused call, as the SDK throws it. */
-async function refusal(
-  p: Promise<unknown>,
-): Promise<{ code: string; context: Record<string, unknown> }> {
-  try {
-    await p
-  } catch (error) {
-    const e = error as { code: string; context: Record<string, unknown> }
-    return { code: e.code, context: e.context }
-  }
-  assert.fail('the call was not refused')
 }
 
 /** One hop's ledger figures, to compare whole. */
@@ -832,13 +820,6 @@ for (const store of testStores) {
         const hop = first.signed.digest
         const svc = hub.ctx.budgets
         const counts = countStatements(hub.ctx.database)
-        const outcome = (r: PromiseSettledResult<{ repeated: boolean }>) =>
-          r.status === 'fulfilled'
-            ? r.value.repeated
-              ? 'repeated'
-              : 'ok'
-            : (r.reason as { code: string }).code
-
         // Eight reserves started together. Each is read (who may report) before it is queued; on
         // SQLite those reads answer at once and the eight share one transaction, while on
         // PostgreSQL they answer apart and two transactions commit at once, so how many share a

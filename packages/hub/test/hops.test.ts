@@ -26,6 +26,7 @@ import { ManualClock } from '../src/clock.js'
 import {
   call,
   onPostgres,
+  refusal,
   restartableHub,
   signedAgent,
   startTestHub,
@@ -46,19 +47,6 @@ interface Agent {
 async function agent(hub: { url: string }, clock: ManualClock): Promise<Agent> {
   const client = await signedAgent(hub, { clock })
   return { principal: client.principal, client, hops: new HopClient(client) }
-}
-
-/** The error body of a refused call, as the SDK throws it. */
-async function refusal(
-  p: Promise<unknown>,
-): Promise<{ code: string; context: Record<string, unknown> }> {
-  try {
-    await p
-  } catch (error) {
-    const e = error as { code: string; context: Record<string, unknown> }
-    return { code: e.code, context: e.context }
-  }
-  assert.fail('the call was not refused')
 }
 
 /** Checks a hub receipt against the hub key of discovery. */

@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict'
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -326,4 +327,17 @@ export function toolAnswer(answer: object): {
   }
   const first = (res.content as { type: string; text?: string }[] | undefined)?.[0]
   return { isError, body: JSON.parse(first?.text ?? '{}') as Record<string, unknown> }
+}
+
+/** The code and context of a refused call, as the SDK throws it; fails when it was not refused. */
+export async function refusal(
+  p: Promise<unknown>,
+): Promise<{ code: string; context: Record<string, unknown> }> {
+  try {
+    await p
+  } catch (error) {
+    const e = error as { code: string; context: Record<string, unknown> }
+    return { code: e.code, context: e.context }
+  }
+  assert.fail('the call was not refused')
 }
