@@ -284,6 +284,8 @@ export const ENV_DOC: Record<string, string> = {
     'the longest budget hold; a longer ttlSeconds is clamped, as is any hold to its budget expiry (default 3600)',
   BATON_BUDGET_MAX_CHILDREN:
     'open sub-delegations one budget may hold reservations for; more answer budget_limit_reached (default 64)',
+  BATON_BUDGET_MAX_TREE:
+    'budgets under one root budget over its life, itself included; a sub-offer past it answers budget_limit_reached (default 1000)',
   BATON_BUDGET_MAX_HOLDS: 'open holds on one budget; more answer budget_limit_reached (default 64)',
   BATON_BUDGET_MAX_HOLDS_PER_PRINCIPAL:
     'open budget holds of one principal over every budget; more answer budget_limit_reached (default 256)',
@@ -602,6 +604,7 @@ function budgetConfig(env: Env): BudgetConfig {
     holdTtlMs: int(env, 'BATON_BUDGET_HOLD_SECONDS', 120, 1) * 1000,
     maxHoldTtlMs: int(env, 'BATON_BUDGET_HOLD_MAX_SECONDS', 3600, 1) * 1000,
     maxChildren: int(env, 'BATON_BUDGET_MAX_CHILDREN', 64, 0),
+    maxTree: int(env, 'BATON_BUDGET_MAX_TREE', 1000, 1),
     maxHolds: int(env, 'BATON_BUDGET_MAX_HOLDS', 64, 0),
     maxHoldsPerPrincipal: int(env, 'BATON_BUDGET_MAX_HOLDS_PER_PRINCIPAL', 256, 0),
     maxEntries: int(env, 'BATON_BUDGET_MAX_ENTRIES', 100_000, 1),

@@ -802,6 +802,54 @@ for (const store of testStores) {
     })
   })
 
+  describe(`a root budget's tree is capped (${store.name})`, () => {
+    test('a sub-offer past BATON_BUDGET_MAX_TREE is refused, reserving nothing', async () => {
+      const clock = new ManualClock(Date.now())
+      const now = () => clock.now()
+      const hub = await startTestHub(store, { ...OPEN, BATON_BUDGET_MAX_TREE: '2' }, { clock })
+      try {
+        const [a, b, c, d] = [
+          await agent(hub, clock),
+          await agent(hub, clock),
+          await agent(hub, clock),
+          await agent(hub, clock),
+        ]
+        const first = await a.hops.offer({
+          to: b.principal,
+          dialog: 'ctx-tree',
+          budget: usd(1_000),
+          ttlS: 300,
+          now,
+        })
+        // The root and one sub-budget: the tree is full.
+        const second = await b.hops.offer({
+          to: c.principal,
+          dialog: 'ctx-tree',
+          after: first.handoff,
+          budget: usd(100),
+          ttlS: 300,
+          now,
+        })
+        const refused = await refusal(
+          c.hops.offer({
+            to: d.principal,
+            dialog: 'ctx-tree',
+            after: second.handoff,
+            budget: usd(10),
+            ttlS: 300,
+            now,
+          }),
+        )
+        assert.equal(refused.code, 'budget_limit_reached')
+        assert.deepEqual(refused.context, { scope: 'tree', limit: 2 })
+        assert.equal((await ledgerOf(c, second.signed.digest)).reservedMicros, 0)
+        assert.equal((await ledgerOf(b, first.signed.digest)).reservedMicros, 100)
+      } finally {
+        await hub.close()
+      }
+    })
+  })
+
   describe(`reports that arrive together are decided as one (${store.name})`, () => {
     test('a batch of reserves, settles and spends takes a few statements, each answered as alone', async () => {
       const clock = new ManualClock(Date.now())

@@ -31,6 +31,8 @@ export interface BudgetConfig {
   maxHoldTtlMs: number
   /** Open sub-delegations one budget may hold reservations for. */
   maxChildren: number
+  /** Budgets one root's tree may hold over its life, itself included (what a read walks). */
+  maxTree: number
   /** Open holds on one budget. */
   maxHolds: number
   /** Open holds of one principal over every budget. */
@@ -207,6 +209,10 @@ export class BudgetService {
         const now_ = await store.findBudget(tx.db, parent.hop)
         throw this.whyNotReserved(now_ ?? parent, budget.amountMicros, now)
       }
+      // A read of any budget walks its root's tree: the tree is capped, over its whole life.
+      if (!(await store.growTree(tx.db, parent.root, this.deps.config.maxTree))) {
+        throw limitReached('tree', this.deps.config.maxTree)
+      }
     }
     const transfer = offer.refs.find(
       (r) => r.outcome === 'verified' && typeof r.ref.transfer === 'string',
@@ -230,6 +236,7 @@ export class BudgetService {
       state: 'open',
       closed_reason: null,
       children: 0,
+      tree_size: 1,
       holds: 0,
       entries: 0,
       crossings: 0,

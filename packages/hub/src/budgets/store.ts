@@ -28,6 +28,7 @@ function normalize(row: BudgetRow): BudgetRow {
     released_micros: num(row.released_micros),
     rate_micros: numOrNull(row.rate_micros),
     children: num(row.children),
+    tree_size: num(row.tree_size),
     holds: num(row.holds),
     entries: num(row.entries),
     crossings: num(row.crossings),
@@ -615,4 +616,15 @@ export async function moveLedgers(
     held_micros: num(r.held_micros),
     entries: num(r.entries),
   }))
+}
+
+/** Counts one more budget in a root's tree while it holds fewer than `max`; answers whether it did. */
+export async function growTree(db: Db, root: string, max: number): Promise<boolean> {
+  const res = await db
+    .updateTable('budgets')
+    .set((eb) => ({ tree_size: eb('tree_size', '+', 1) }))
+    .where('hop', '=', root)
+    .where('tree_size', '<', max)
+    .executeTakeFirst()
+  return Number(res.numUpdatedRows) === 1
 }

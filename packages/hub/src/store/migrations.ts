@@ -693,6 +693,8 @@ const migrations: Record<string, Migration> = {
         .addColumn('state', 'text', (c) => c.notNull())
         .addColumn('closed_reason', 'text')
         .addColumn('children', 'integer', (c) => c.notNull())
+        // On a root: the budgets of its whole tree, itself included (capped: reads walk the tree).
+        .addColumn('tree_size', 'integer', (c) => c.notNull())
         .addColumn('holds', 'integer', (c) => c.notNull())
         .addColumn('entries', 'integer', (c) => c.notNull())
         .addColumn('crossings', 'integer', (c) => c.notNull())

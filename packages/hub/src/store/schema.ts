@@ -527,6 +527,8 @@ export interface BudgetRow {
   state: string
   closed_reason: string | null
   children: number
+  /** On a root budget: how many budgets its tree holds, itself included (migration 025). */
+  tree_size: number
   holds: number
   entries: number
   crossings: number
